@@ -1,0 +1,29 @@
+# Two entry points on a fresh machine:
+#   make serve   install the serving package (no torch) and start the API on the bundled models
+#   make test    install everything (training extras + test tools) and run the test suite
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+
+.PHONY: serve test install-serve install-dev clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+install-serve: $(PY)
+	$(PY) -m pip install -q -e .
+
+install-dev: $(PY)
+	$(PY) -m pip install -q -e ".[train,dev]"
+
+serve: install-serve
+	$(VENV)/bin/thoughtvec serve --host $(HOST) --port $(PORT)
+
+test: install-dev
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,153 @@
+"""Sentence encoder on ONNX Runtime: tokenize, map to ids, pad, run the bundle's graph.
+
+This is the one code path that turns text into vectors: the server's batcher, ``thoughtvec
+index build`` and the evaluation harness all go through :class:`Encoder`.
+
+A sentence's vector never depends on its batch: graphs take explicit ``lengths`` and mask every
+padded position, so padding a batch to its longest member changes nothing (tests assert ≤ 1e-5).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import onnxruntime as ort
+
+from service.bundle import Bundle, load_bundle
+from service.errors import BundleError, InputTooLong, UnknownView
+from service.tokenizer import tokenize
+
+log = logging.getLogger(__name__)
+
+Truncation = Literal["reject", "truncate"]
+
+
+def available_providers(prefer_cuda: bool = True) -> list[str]:
+    """ONNX Runtime execution providers to use, CUDA first when this machine has it."""
+    have = ort.get_available_providers()
+    order = (["CUDAExecutionProvider"] if prefer_cuda else []) + ["CPUExecutionProvider"]
+    return [p for p in order if p in have]
+
+
+def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    """Row-wise L2 normalisation; an all-zero row stays zero."""
+    norm = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.maximum(norm, eps)
+
+
+class Encoder:
+    """One loaded bundle with its ONNX Runtime session."""
+
+    def __init__(self, bundle: Bundle, *, providers: Sequence[str] | None = None, threads: int | None = None):
+        self.bundle = bundle
+        self.spec = bundle.spec
+        self.vocab = bundle.vocab
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if threads:
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3
+        try:
+            self.session = ort.InferenceSession(
+                str(bundle.onnx_path), sess_options=opts, providers=list(providers or available_providers())
+            )
+        except Exception as e:  # onnxruntime raises its own untyped errors
+            raise BundleError(str(bundle.path), "onnx.file", f"ONNX Runtime cannot load it: {e}") from None
+        self.providers = self.session.get_providers()
+        self._check_graph()
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, **kw) -> "Encoder":
+        return cls(load_bundle(Path(path)), **kw)
+
+    # -- contract checks -------------------------------------------------------------------
+    def _check_graph(self) -> None:
+        where = str(self.bundle.path)
+        inputs = [i.name for i in self.session.get_inputs()]
+        if sorted(inputs) != sorted(self.spec.onnx.inputs):
+            raise BundleError(where, "onnx.inputs", f"graph takes {inputs}, bundle.json says {list(self.spec.onnx.inputs)}")
+        outputs = {o.name: o for o in self.session.get_outputs()}
+        for vname, view in self.spec.views.items():
+            if view.output not in outputs:
+                raise BundleError(where, f"views.{vname}.output", f"graph has no output {view.output!r} (it has {sorted(outputs)})")
+            shape = outputs[view.output].shape
+            if len(shape) != 2 or (isinstance(shape[1], int) and shape[1] != view.dim):
+                raise BundleError(where, f"views.{vname}.dim", f"is {view.dim} but graph output {view.output!r} has shape {shape}")
+
+    # -- text -> ids -----------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def max_tokens(self) -> int:
+        return self.spec.max_input_tokens
+
+    def view(self, name: str | None) -> str:
+        """Resolve a view name (``None`` = the bundle's default) or raise :class:`UnknownView`."""
+        if name is None:
+            return self.spec.default_view
+        if name not in self.spec.views:
+            raise UnknownView(
+                f"model '{self.name}' has no view '{name}'; its views are {sorted(self.spec.views)}", field="view"
+            )
+        return name
+
+    def dim(self, view: str | None = None) -> int:
+        return self.spec.views[self.view(view)].dim
+
+    def token_ids(self, text: str) -> list[int]:
+        """Ids of ``text`` as the model sees them, ``<eos>`` included when the bundle appends one; not truncated."""
+        ids = self.vocab.ids(tokenize(text, lowercase=self.spec.tokenizer.lowercase))
+        if self.spec.tokenizer.append_eos:
+            ids.append(self.spec.vocabulary.eos_id)
+        return ids
+
+    def fit(self, ids: list[int], truncation: Truncation = "reject", field: str = "input") -> list[int]:
+        """Apply the bundle's token limit: cut (keeping a final ``<eos>``) or raise :class:`InputTooLong`."""
+        limit = self.spec.max_input_tokens
+        if len(ids) <= limit:
+            return ids
+        if truncation == "reject":
+            raise InputTooLong(f"{field} has {len(ids)} tokens; the limit is {limit}", field=field)
+        if self.spec.tokenizer.append_eos:
+            return ids[: limit - 1] + [self.spec.vocabulary.eos_id]
+        return ids[:limit]
+
+    # -- ids -> vectors --------------------------------------------------------------------
+    def run_ids(self, batch: Sequence[Sequence[int]], view: str | None = None) -> np.ndarray:
+        """Raw (not normalised) float32 vectors ``(len(batch), dim)`` for already-fitted id lists."""
+        vspec = self.spec.views[self.view(view)]
+        if not batch:
+            return np.zeros((0, vspec.dim), np.float32)
+        lengths = np.fromiter((len(s) for s in batch), dtype=np.int64, count=len(batch))
+        ids = np.full((len(batch), max(1, int(lengths.max()))), self.spec.vocabulary.pad_id, dtype=np.int64)
+        for i, s in enumerate(batch):
+            ids[i, : len(s)] = s
+        (out,) = self.session.run([vspec.output], {"input_ids": ids, "lengths": lengths})
+        return np.asarray(out, dtype=np.float32)
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        view: str | None = None,
+        *,
+        normalize: bool = True,
+        truncation: Truncation = "truncate",
+        batch_size: int = 128,
+    ) -> np.ndarray:
+        """Vectors for ``texts`` in order. Batches are formed by length to cut padding."""
+        view = self.view(view)
+        ids = [self.fit(self.token_ids(t), truncation, field=f"input[{i}]") for i, t in enumerate(texts)]
+        out = np.zeros((len(texts), self.dim(view)), np.float32)
+        order = np.argsort([len(s) for s in ids], kind="stable")
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            out[idx] = self.run_ids([ids[i] for i in idx], view)
+        return l2_normalize(out) if normalize else out

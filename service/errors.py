@@ -1,0 +1,78 @@
+"""Domain errors raised by the core. The HTTP layer maps each class to one status code.
+
+Messages name the field, the limit and the value, e.g.
+``input[3] has 812 tokens; the limit is 512``.
+"""
+
+from __future__ import annotations
+
+
+class ThoughtvecError(Exception):
+    """Base class. ``status`` is the HTTP status the API answers with."""
+
+    status: int = 500
+    code: str = "internal_error"
+
+    def __init__(self, message: str, *, field: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class BundleError(ThoughtvecError):
+    """A bundle folder is missing, malformed or inconsistent."""
+
+    code = "invalid_bundle"
+
+    def __init__(self, bundle: str, field: str, problem: str):
+        super().__init__(f"bundle '{bundle}': {field}: {problem}", field=field)
+        self.bundle = bundle
+
+
+class InvalidInput(ThoughtvecError):
+    status = 422
+    code = "invalid_input"
+
+
+class InputTooLong(ThoughtvecError):
+    status = 413
+    code = "input_too_long"
+
+
+class TooManyInputs(ThoughtvecError):
+    status = 413
+    code = "too_many_inputs"
+
+
+class UnknownModel(ThoughtvecError):
+    status = 404
+    code = "unknown_model"
+
+
+class UnknownView(ThoughtvecError):
+    status = 404
+    code = "unknown_view"
+
+
+class UnknownIndex(ThoughtvecError):
+    status = 404
+    code = "unknown_index"
+
+
+class Conflict(ThoughtvecError):
+    status = 409
+    code = "conflict"
+
+
+class QueueFull(ThoughtvecError):
+    status = 429
+    code = "queue_full"
+
+    def __init__(self, message: str, retry_after_s: float = 1.0):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class NotReady(ThoughtvecError):
+    status = 503
+    code = "not_ready"
