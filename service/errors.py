@@ -76,3 +76,25 @@ class QueueFull(ThoughtvecError):
 class NotReady(ThoughtvecError):
     status = 503
     code = "not_ready"
+
+
+class BodyTooLarge(ThoughtvecError):
+    status = 413
+    code = "body_too_large"
+
+
+class Unauthorized(ThoughtvecError):
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(ThoughtvecError):
+    status = 403
+    code = "forbidden"
+
+
+class WorkerDead(ThoughtvecError):
+    """A batcher's worker stopped; the model answers nothing until the server restarts."""
+
+    status = 503
+    code = "worker_dead"

@@ -1,0 +1,62 @@
+"""The FastAPI app factory. ``create_app(settings)`` is all a server or a test needs.
+
+Middleware, outermost first: metrics (sees every answer, 401/413 included) → CORS → body limit →
+API keys → routes. Start-up runs in the background (``lifespan``), so ``/health`` answers while
+models load and the default index builds; ``/ready`` tells when the models are warm.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+
+import service
+from service.core import Core
+from service.http import AuthMiddleware, BodyLimitMiddleware, install_error_handlers
+from service.metrics import Metrics, MetricsMiddleware
+from service.routes import ROUTERS
+from service.settings import Settings
+
+log = logging.getLogger(__name__)
+
+DESCRIPTION = """Sentence embeddings from skip-thought, mean-max AAE and invertible-decoder bundles,
+with dynamic batching, pair similarity and FAISS search.
+
+Errors are `{"error": {"code", "message", "field"}}`. With API keys configured, send
+`Authorization: Bearer <key>` on every route but `/health`."""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    metrics = Metrics()
+    core = Core(settings, metrics)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        log.info("serving %s (indexes in %s)", settings.models_dir, settings.index_dir)
+        core.start_background()
+        try:
+            yield
+        finally:
+            await core.stop()
+
+    app = FastAPI(title="thoughtvec", version=getattr(service, "__version__", "0.1.0"), description=DESCRIPTION, lifespan=lifespan)
+    app.state.core = core
+    app.state.settings = settings
+    for router in ROUTERS:
+        app.include_router(router)
+    install_error_handlers(app, settings)
+    # add_middleware wraps what is there: the last added is the outermost.
+    if settings.api_keys:  # admin keys are API keys too
+        app.add_middleware(AuthMiddleware, keys=settings.api_keys + settings.admin_keys)
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app

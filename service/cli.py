@@ -1,0 +1,145 @@
+"""``thoughtvec serve``, ``thoughtvec index build|list``, ``thoughtvec bench``.
+
+Light at import time (argparse only): fastapi, uvicorn, onnxruntime and faiss load inside the
+handlers, so ``thoughtvec --help`` stays fast and training commands never pull them in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from service.settings import add_cli_flags
+
+    serve = subparsers.add_parser("serve", help="run the HTTP API on the bundles under models/",
+                                  description="Run the HTTP API. Every setting is a flag here and a THOUGHTVEC_* variable.")
+    serve.add_argument("--settings-table", action="store_true", help="print the settings table (Markdown) and exit")
+    add_cli_flags(serve)
+    serve.set_defaults(func=cmd_serve)
+
+    index = subparsers.add_parser("index", help="build or list search indexes offline")
+    isub = index.add_subparsers(dest="index_command", metavar="ACTION", required=True)
+    build = isub.add_parser("build", help="embed a file of texts into a new index (progress bar)")
+    build.add_argument("--model", required=True, help="bundle name under --models-dir, or a bundle folder")
+    build.add_argument("--input", required=True, type=Path, help=".txt, .tsv ([source<TAB>]text) or .jsonl, optionally .gz")
+    build.add_argument("--name", required=True, help="index name")
+    build.add_argument("--view", default=None, help="bundle view (default: the bundle's)")
+    build.add_argument("--factory", default="Flat", help="FAISS factory string (default Flat = exact)")
+    build.add_argument("--metric", default="cosine", choices=["cosine", "ip", "l2"])
+    build.add_argument("--no-normalize", dest="normalize", action="store_false", help="keep raw vectors (ip/l2 only)")
+    build.add_argument("--limit", type=int, default=None, help="first N texts only")
+    build.add_argument("--batch-size", type=int, default=128)
+    build.add_argument("--overwrite", action="store_true", help="replace an existing index of that name")
+    build.add_argument("--models-dir", type=Path, default=None, help="default: the serve setting models_dir")
+    build.add_argument("--index-dir", type=Path, default=None, help="default: the serve setting index_dir")
+    build.set_defaults(func=cmd_index_build)
+    lst = isub.add_parser("list", help="list the indexes on disk")
+    lst.add_argument("--index-dir", type=Path, default=None)
+    lst.set_defaults(func=cmd_index_list)
+
+    bench = subparsers.add_parser("bench", help="throughput and latency: in-process ONNX and the HTTP server, batching on and off")
+    from service.bench import add_arguments
+
+    add_arguments(bench)
+    bench.set_defaults(func=cmd_bench)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from service.settings import load_settings, overrides_from_args, settings_table
+
+    if args.settings_table:
+        print(settings_table())
+        return 0
+    try:
+        settings = load_settings(**overrides_from_args(args))
+    except ValueError as e:  # pydantic's ValidationError is a ValueError
+        print(f"thoughtvec serve: {e}", file=sys.stderr)
+        return 2
+    import uvicorn
+
+    from service.app import create_app
+
+    logging.getLogger().setLevel(settings.log_level.upper())
+    log.info("http://%s:%d  (docs at /docs)", settings.host, settings.port)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level,
+                access_log=settings.access_log, workers=1)
+    return 0
+
+
+def _settings_dirs(models_dir: Path | None, index_dir: Path | None) -> tuple[Path, Path]:
+    from service.settings import load_settings
+
+    s = load_settings()
+    return models_dir or s.models_dir, index_dir or s.index_dir
+
+
+def cmd_index_build(args: argparse.Namespace) -> int:
+    from service.encoder import Encoder, available_providers
+    from service.errors import ThoughtvecError
+    from service.index_build import build_index, read_documents
+    from service.index_store import IndexStore
+
+    models_dir, index_dir = _settings_dirs(args.models_dir, args.index_dir)
+    bundle = Path(args.model) if Path(args.model).is_dir() else models_dir / args.model
+    try:
+        encoder = Encoder.load(bundle, providers=available_providers())
+        docs = read_documents(args.input, args.limit)
+        log.info("%d texts from %s; model %s view %s", len(docs), args.input, encoder.name, encoder.view(args.view))
+        vi = build_index(encoder, args.name, docs, view=args.view, factory=args.factory, metric=args.metric,
+                         normalize=args.normalize, batch_size=args.batch_size)
+        stats = IndexStore(index_dir).install(vi, overwrite=args.overwrite)
+    except (ThoughtvecError, ValueError, OSError) as e:
+        print(f"thoughtvec index build: {getattr(e, 'message', e)}", file=sys.stderr)
+        return 1
+    print(f"index '{args.name}': {stats['documents']} documents, {stats['factory']} {stats['metric']}, "
+          f"model {stats['model']}/{stats['view']} (dim {stats['dim']}) -> {index_dir / args.name}")
+    return 0
+
+
+def cmd_index_list(args: argparse.Namespace) -> int:
+    _, index_dir = _settings_dirs(None, args.index_dir)
+    rows = []
+    for meta_path in sorted(Path(index_dir).glob("*/snapshot/meta.json")):
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        c, st = meta["config"], meta["state"]
+        wal = meta_path.parent.parent / "wal.log"
+        rows.append((c["name"], f"{c['model']}/{c['view']}", str(c["dim"]), c["factory"], c["metric"],
+                     str(st.get("documents", "?")), str(wal.stat().st_size if wal.exists() else 0)))
+    if not rows:
+        print(f"no indexes in {index_dir}")
+        return 0
+    head = ("name", "model/view", "dim", "factory", "metric", "documents*", "log bytes")
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    for r in [head] + rows:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
+    print("* at the last snapshot; writes in the log are added when the server loads the index")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from service.bench import run
+
+    return run(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The serving commands alone (``python -m service.cli``): works even where training/ cannot import."""
+    parser = argparse.ArgumentParser(prog="thoughtvec")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    register(sub)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

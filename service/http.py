@@ -1,0 +1,211 @@
+"""HTTP plumbing: the one error table, the body-size limit, API keys, and dropping requests whose client left.
+
+Every error leaves as ``{"error": {"code", "message", "field"}}``. Domain errors carry their own
+status (``service.errors``); request validation is 422 (400 for malformed JSON); unknown routes
+404; oversized bodies 413; missing keys 401; a non-admin key on an index write 403.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.errors import BodyTooLarge, Forbidden, NotReady, QueueFull, ThoughtvecError, Unauthorized, WorkerDead
+from service.settings import Settings
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# The error table: status -> code for errors raised outside the domain layer.
+HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
+
+
+def error_response(status: int, code: str, message: str, field: str | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message, "field": field}}, status_code=status, headers=headers)
+
+
+def domain_error(exc: ThoughtvecError, retry_after_s: int = 1) -> JSONResponse:
+    headers = None
+    if isinstance(exc, QueueFull):
+        headers = {"Retry-After": str(max(1, round(exc.retry_after_s)))}
+    elif isinstance(exc, (NotReady, WorkerDead)):
+        headers = {"Retry-After": str(retry_after_s)}
+    elif isinstance(exc, Unauthorized):
+        headers = {"WWW-Authenticate": "Bearer"}
+    return error_response(exc.status, exc.code, exc.message, exc.field, headers)
+
+
+def field_path(loc: tuple[Any, ...]) -> str:
+    """``("body", "input", 3)`` -> ``input[3]``; ``("body", "documents", 0, "id")`` -> ``documents[0].id``."""
+    out = ""
+    for part in loc[1:] if loc and loc[0] in ("body", "query", "path") else loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "body"
+
+
+def validation_error(exc: RequestValidationError) -> JSONResponse:
+    # A misspelt field also makes the real one "missing": name the typo first.
+    errors = sorted(exc.errors(), key=lambda e: e.get("type") != "extra_forbidden")
+    first = errors[0]
+    if first.get("type") == "json_invalid":
+        reason = (first.get("ctx") or {}).get("error", "invalid JSON")
+        pos = first["loc"][1] if len(first["loc"]) > 1 else "?"
+        return error_response(400, "malformed_json", f"the body is not valid JSON: {reason} at character {pos}", "body")
+    fld = field_path(tuple(first["loc"]))
+    msg = first["msg"]
+    got = first.get("input")
+    if first.get("type") not in ("missing", "extra_forbidden") and not isinstance(got, (dict, list)) and got is not None:
+        msg += f" (got {str(got)[:80]!r})"
+    if first.get("type") == "extra_forbidden":
+        msg = "is not a field of this request (check the spelling)"
+    more = f" [and {len(errors) - 1} more problem(s)]" if len(errors) > 1 else ""
+    return error_response(422, "invalid_request", f"{fld}: {msg}{more}", fld)
+
+
+def install_error_handlers(app, settings: Settings) -> None:
+    @app.exception_handler(ThoughtvecError)
+    async def _domain(request: Request, exc: ThoughtvecError) -> JSONResponse:
+        return domain_error(exc, settings.retry_after_s)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return validation_error(exc)
+
+    @app.exception_handler(ClientGone)
+    async def _gone(request: Request, exc: Exception) -> JSONResponse:
+        # Nobody reads this; 499 (nginx's "client closed request") keeps the metrics honest.
+        return error_response(499, "client_closed_request", "the client went away before the answer was ready")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = HTTP_CODES.get(exc.status_code, "http_error")
+        message = f"no route {request.method} {request.url.path}" if exc.status_code == 404 and exc.detail == "Not Found" else str(exc.detail)
+        return error_response(exc.status_code, code, message, "body" if exc.status_code == 413 else None, getattr(exc, "headers", None))
+
+
+class _BodyTooLargeHTTP(StarletteHTTPException):
+    """Raised inside ``receive``; FastAPI re-raises HTTPExceptions from body parsing, so the 413 handler answers."""
+
+    def __init__(self, limit: int):
+        super().__init__(413, f"the request body is larger than {limit} bytes (the limit, max_body_bytes)")
+
+
+class BodyLimitMiddleware:
+    """Reject bodies over ``limit`` bytes: by Content-Length before reading, or while streaming chunks."""
+
+    def __init__(self, app: ASGIApp, limit: int):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope["headers"]:
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                exc = BodyTooLarge(f"the request body has {int(value)} bytes; the limit is {self.limit} (max_body_bytes)", field="body")
+                await domain_error(exc)(scope, receive, send)
+                return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _BodyTooLargeHTTP(self.limit)
+            return message
+
+        await self.app(scope, limited, send)
+
+
+class AuthMiddleware:
+    """Bearer API keys on every path but /health (and CORS preflights)."""
+
+    OPEN_PATHS = frozenset({"/health"})
+
+    def __init__(self, app: ASGIApp, keys: list[str]):
+        self.app = app
+        self.keys = [k.encode() for k in keys]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.OPEN_PATHS or scope["method"] == "OPTIONS":
+            await self.app(scope, receive, send)
+            return
+        token = bearer_token(scope)
+        if token is None or not key_matches(token, self.keys):
+            problem = "missing Authorization: Bearer <key> header" if token is None else "the API key is not valid"
+            await domain_error(Unauthorized(problem, field="Authorization"))(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def bearer_token(scope: Scope) -> bytes | None:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, token = value.partition(b" ")
+            return token.strip() if scheme.lower() == b"bearer" and token.strip() else None
+    return None
+
+
+def key_matches(token: bytes, keys: list[bytes]) -> bool:
+    # compare_digest against every key: the time taken does not reveal which key came close
+    return any([hmac.compare_digest(token, k) for k in keys])
+
+
+def require_admin(settings: Settings, request: Request) -> None:
+    """Index writes: with admin keys configured, only they may write."""
+    if not settings.admin_keys:
+        return
+    token = bearer_token(request.scope)
+    if token is None:
+        raise Unauthorized("index writes need an admin key: Authorization: Bearer <admin key>", field="Authorization")
+    if not key_matches(token, [k.encode() for k in settings.admin_keys]):
+        raise Forbidden("this key may not write indexes; use an admin key", field="Authorization")
+
+
+class ClientGone(Exception):
+    """The client disconnected before the answer was ready."""
+
+
+async def _disconnected(request: Request) -> None:
+    # After the body is read, receive() returns only when the client disconnects (or we answer).
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
+    """Await ``work``; if the client goes away first, cancel it (its queued sentences are dropped)."""
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        watch.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    raise ClientGone()
+
+
+def json_bytes(payload: Any) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")

@@ -1,0 +1,234 @@
+"""A FAISS index with string ids, texts and metadata, and its snapshot on disk.
+
+FAISS sees int64 *labels* we hand out in order (``IndexIDMap2`` keeps them stable across deletes);
+callers see string ids. Deleting uses ``remove_ids`` where the index supports it and a tombstone
+set otherwise (HNSW), filtered at search time. Indexes that need training (IVF, PQ) keep their
+vectors in a plain buffer, searched exactly, until ``train_size`` vectors have arrived; then they
+train on that buffer and move it in.
+
+Not thread-safe: :class:`service.index_store.IndexStore` holds a lock around every call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import faiss
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.atomic import atomic_dir
+from service.encoder import l2_normalize
+
+log = logging.getLogger(__name__)
+
+Metric = Literal["cosine", "ip", "l2"]
+NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
+FORMAT_VERSION = 1
+
+
+class IndexConfig(BaseModel):
+    """What an index is; stored as ``meta.json`` in each snapshot."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(pattern=NAME_PATTERN)
+    model: str
+    view: str
+    dim: int = Field(gt=0)
+    factory: str = "Flat"
+    metric: Metric = "cosine"
+    normalize: bool = True  # L2-normalise vectors (and vector queries) before they reach FAISS
+    train_size: int = Field(0, ge=0, description="vectors buffered before training (0: no training needed)")
+    created: str = ""
+
+
+@dataclass
+class Doc:
+    id: str
+    text: str
+    metadata: dict[str, Any] | None = None
+
+
+def default_train_size(factory: str) -> int:
+    """FAISS wants ~39 points per IVF centroid and ≥ 256 per PQ/SQ codebook."""
+    m = re.search(r"IVF(\d+)", factory)
+    return max(39 * int(m.group(1)) if m else 0, 1024)
+
+
+def make_faiss(dim: int, factory: str, metric: Metric) -> faiss.Index:
+    """``IndexIDMap2`` around ``index_factory(dim, factory)``; ``ValueError`` if FAISS refuses the string."""
+    if "IDMap" in factory:
+        raise ValueError("factory must not contain IDMap; ids are mapped by the service")
+    fmetric = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT
+    try:
+        base = faiss.index_factory(dim, factory, fmetric)
+    except RuntimeError as e:
+        raise ValueError(f"FAISS cannot build {factory!r} for dim {dim}: {str(e).splitlines()[-1][:200]}") from None
+    return faiss.IndexIDMap2(base)
+
+
+def _use_gpu(index: faiss.Index) -> faiss.Index:
+    """A GPU copy for search when FAISS sees a GPU (faiss-gpu builds); else the index itself."""
+    try:
+        if faiss.get_num_gpus() > 0:
+            return faiss.index_cpu_to_all_gpus(index)
+    except (AttributeError, RuntimeError) as e:  # CPU build, or a type the GPU lacks (HNSW)
+        log.info("index stays on CPU: %s", e)
+    return index
+
+
+class VectorIndex:
+    """Vectors (FAISS) + documents, in memory."""
+
+    def __init__(self, config: IndexConfig, index: faiss.Index | None = None):
+        self.config = config
+        cpu = index if index is not None else make_faiss(config.dim, config.factory, config.metric)
+        self.index = _use_gpu(cpu)
+        self.on_gpu = self.index is not cpu
+        self.docs: dict[int, Doc] = {}  # label -> document
+        self.labels: dict[str, int] = {}  # id -> label
+        self.tombstones: set[int] = set()  # labels deleted from an index that cannot remove
+        self.pending_labels: list[int] = []  # waiting for training
+        self.pending = np.zeros((0, config.dim), np.float32)
+        self.next_label = 0
+        self.seq = 0  # last write-ahead-log record applied
+
+    # -- reads ---------------------------------------------------------------------------
+    @property
+    def count(self) -> int:
+        return len(self.docs)
+
+    @property
+    def trained(self) -> bool:
+        return bool(self.index.is_trained)
+
+    def stats(self) -> dict[str, Any]:
+        c = self.config
+        return {
+            "name": c.name, "model": c.model, "view": c.view, "dim": c.dim, "factory": c.factory,
+            "metric": c.metric, "normalize": c.normalize, "documents": self.count, "trained": self.trained,
+            "pending_training": len(self.pending_labels), "train_size": c.train_size, "created": c.created,
+        }
+
+    def prepare(self, vectors: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(vectors, dtype=np.float32)
+        return l2_normalize(x) if self.config.normalize or self.config.metric == "cosine" else x
+
+    def search(self, queries: np.ndarray, k: int) -> list[list[tuple[Doc, float]]]:
+        """Nearest ``k`` documents per query row, best first. Scores: similarity (cosine/ip), squared distance (l2)."""
+        q = self.prepare(queries)
+        if self.pending_labels:
+            scores, labels = self._search_pending(q, k)
+        elif self.index.ntotal:
+            kk = min(self.index.ntotal, k + len(self.tombstones))
+            scores, labels = self.index.search(q, kk)
+        else:
+            return [[] for _ in range(len(q))]
+        out = []
+        for srow, lrow in zip(scores, labels):
+            hits = [(self.docs[int(lb)], float(s)) for s, lb in zip(srow, lrow) if lb >= 0 and int(lb) in self.docs]
+            out.append(hits[:k])
+        return out
+
+    def _search_pending(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        # Exact search over the not-yet-trained buffer (small: below train_size).
+        if self.config.metric == "l2":
+            d = (q * q).sum(1)[:, None] - 2 * q @ self.pending.T + (self.pending * self.pending).sum(1)[None, :]
+            order = np.argsort(d, axis=1, kind="stable")[:, :k]
+        else:
+            d = q @ self.pending.T
+            order = np.argsort(-d, axis=1, kind="stable")[:, :k]
+        labels = np.asarray(self.pending_labels, np.int64)[order]
+        return np.take_along_axis(d, order, axis=1), labels
+
+    # -- writes --------------------------------------------------------------------------
+    def add(self, docs: list[Doc], vectors: np.ndarray, labels: list[int]) -> None:
+        """Add prepared vectors under the given labels (the caller checked the ids are new)."""
+        x = self.prepare(vectors)
+        lab = np.asarray(labels, np.int64)
+        for label, doc in zip(labels, docs):
+            self.docs[label] = doc
+            self.labels[doc.id] = label
+        self.next_label = max(self.next_label, int(lab.max()) + 1) if len(lab) else self.next_label
+        if self.trained:
+            self.index.add_with_ids(x, lab)
+            return
+        self.pending = np.concatenate([self.pending, x])
+        self.pending_labels.extend(labels)
+        if len(self.pending_labels) >= max(1, self.config.train_size):
+            self._train()
+
+    def _train(self) -> None:
+        log.info("index %s: training %s on %d vectors", self.config.name, self.config.factory, len(self.pending))
+        self.index.train(self.pending)
+        self.index.add_with_ids(self.pending, np.asarray(self.pending_labels, np.int64))
+        self.pending = np.zeros((0, self.config.dim), np.float32)
+        self.pending_labels = []
+
+    def delete(self, ids: list[str]) -> list[str]:
+        """Remove the documents with these ids; returns the ids that existed."""
+        found = [i for i in ids if i in self.labels]
+        labels = [self.labels.pop(i) for i in found]
+        for label in labels:
+            del self.docs[label]
+        if not labels:
+            return found
+        drop = set(labels)
+        if self.pending_labels:
+            keep = [j for j, lb in enumerate(self.pending_labels) if lb not in drop]
+            self.pending = self.pending[keep]
+            self.pending_labels = [self.pending_labels[j] for j in keep]
+        if self.index.ntotal:
+            try:
+                self.index.remove_ids(np.asarray(labels, np.int64))
+            except RuntimeError:  # HNSW cannot remove: hide them instead
+                self.tombstones.update(drop)
+        return found
+
+    # -- snapshot ------------------------------------------------------------------------
+    def write_snapshot(self, folder: Path) -> None:
+        """Write everything atomically to ``folder`` (the old snapshot stays until the new one is whole)."""
+        with atomic_dir(folder) as tmp:
+            cpu = faiss.index_gpu_to_cpu(self.index) if self.on_gpu else self.index
+            faiss.write_index(cpu, str(tmp / "index.faiss"))
+            np.save(tmp / "pending.npy", self.pending)
+            with open(tmp / "docs.jsonl", "w", encoding="utf-8") as f:
+                for label, d in self.docs.items():
+                    f.write(json.dumps({"label": label, "id": d.id, "text": d.text, "metadata": d.metadata}, ensure_ascii=False) + "\n")
+            state = {"documents": self.count, "seq": self.seq, "next_label": self.next_label, "tombstones": sorted(self.tombstones), "pending_labels": self.pending_labels}
+            meta = {"format_version": FORMAT_VERSION, "config": self.config.model_dump(), "state": state}
+            (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+
+    @classmethod
+    def read_snapshot(cls, folder: Path) -> "VectorIndex":
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise ValueError(f"{folder}: format_version {meta.get('format_version')!r}, expected {FORMAT_VERSION}")
+        config = IndexConfig.model_validate(meta["config"])
+        vi = cls(config, faiss.read_index(str(folder / "index.faiss")))
+        state = meta["state"]
+        vi.seq, vi.next_label = state["seq"], state["next_label"]
+        vi.tombstones = set(state["tombstones"])
+        vi.pending_labels = list(state["pending_labels"])
+        vi.pending = np.load(folder / "pending.npy")
+        with open(folder / "docs.jsonl", encoding="utf-8") as f:
+            for line in f:
+                r = json.loads(line)
+                vi.docs[r["label"]] = Doc(r["id"], r["text"], r["metadata"])
+                vi.labels[r["id"]] = r["label"]
+        return vi
+
+
+def new_config(name: str, model: str, view: str, dim: int, factory: str = "Flat", metric: Metric = "cosine", normalize: bool = True, train_size: int | None = None) -> IndexConfig:
+    """An index config, checking the factory string with FAISS now rather than at the first add."""
+    probe = make_faiss(dim, factory, metric)
+    needs_training = not probe.is_trained
+    size = (train_size if train_size is not None else default_train_size(factory)) if needs_training else 0
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return IndexConfig(name=name, model=model, view=view, dim=dim, factory=factory, metric=metric, normalize=normalize, train_size=size, created=created)

@@ -1,0 +1,29 @@
+"""Dependencies shared by the routers (``Annotated`` aliases, as the FastAPI template does)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from service.core import Core
+from service.http import require_admin
+from service.schemas import ErrorBody
+
+
+def get_core(request: Request) -> Core:
+    return request.app.state.core
+
+
+CoreDep = Annotated[Core, Depends(get_core)]
+
+
+def admin_only(request: Request, core: CoreDep) -> None:
+    require_admin(core.settings, request)
+
+
+AdminDep = Depends(admin_only)
+
+# Documented error answers (the body is always ErrorBody).
+ERRORS = {code: {"model": ErrorBody} for code in (400, 401, 404, 413, 422, 429, 503)}
+WRITE_ERRORS = ERRORS | {403: {"model": ErrorBody}, 409: {"model": ErrorBody}}

@@ -1,0 +1,40 @@
+"""``POST /v1/embeddings`` — OpenAI-compatible."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+from fastapi import APIRouter, Request, Response
+
+from service.core import Encoded
+from service.errors import ThoughtvecError
+from service.http import unless_disconnected
+from service.routes.deps import ERRORS, CoreDep
+from service.schemas import EmbeddingsRequest, EmbeddingsResponse
+
+router = APIRouter(tags=["embeddings"])
+
+
+def render(enc: Encoded, encoding_format: str) -> bytes:
+    """The response JSON, written by hand: this is the hot path and vectors are long."""
+    if not np.isfinite(enc.vectors).all():
+        raise ThoughtvecError(f"model '{enc.model}' produced non-finite values")
+    if encoding_format == "base64":
+        rows = ('"' + base64.b64encode(r.astype("<f4").tobytes()).decode("ascii") + '"' for r in enc.vectors)
+    else:
+        rows = (json.dumps(r.tolist()) for r in enc.vectors)
+    data = ",".join(f'{{"object":"embedding","embedding":{e},"index":{i}}}' for i, e in enumerate(rows))
+    usage = f'{{"prompt_tokens":{enc.tokens},"total_tokens":{enc.tokens}}}'
+    return f'{{"object":"list","data":[{data}],"model":{json.dumps(enc.model)},"usage":{usage}}}'.encode("utf-8")
+
+
+@router.post("/v1/embeddings", response_model=EmbeddingsResponse, responses=ERRORS)
+async def create_embeddings(body: EmbeddingsRequest, request: Request, core: CoreDep) -> Response:
+    """Vectors for a string or a list of strings (L2-normalised unless `normalize` is false).
+
+    Empty or whitespace-only strings are rejected (422 naming `input[i]`).
+    """
+    enc = await unless_disconnected(request, core.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions))
+    return Response(render(enc, body.encoding_format), media_type="application/json")

@@ -1,0 +1,163 @@
+"""Request and response bodies (pydantic). Unknown fields are errors: a typo never passes silently.
+
+Items of text lists are typed loosely (``list[Any]``) on purpose: the core checks each one and
+names it (``input[3] must be a string, got int``), which pydantic's union errors do not do well.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.indexes import NAME_PATTERN, Metric
+
+
+class _Req(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- embeddings (OpenAI-compatible) -----------------------------------------------------------
+class EmbeddingsRequest(_Req):
+    input: str | list[Any] = Field(description="a string or a list of strings")
+    model: str | None = Field(None, description="bundle name; default: the server's default model")
+    encoding_format: Literal["float", "base64"] = Field("float", description="`base64`: little-endian float32 bytes")
+    dimensions: int | None = Field(None, description="accepted for OpenAI compatibility; must equal the view's dimension")
+    user: str | None = Field(None, description="accepted for OpenAI compatibility; ignored")
+    view: str | None = Field(None, description="the bundle's view; default: the bundle's default view")
+    normalize: bool = Field(True, description="L2-normalise the vectors")
+
+
+class Embedding(BaseModel):
+    object: Literal["embedding"] = "embedding"
+    embedding: list[float] | str
+    index: int
+
+
+class Usage(BaseModel):
+    prompt_tokens: int
+    total_tokens: int
+
+
+class EmbeddingsResponse(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[Embedding]
+    model: str
+    usage: Usage
+
+
+# -- similarity ---------------------------------------------------------------------------
+class SimilarityRequest(_Req):
+    model: str | None = None
+    view: str | None = None
+    pairs: list[Any] | None = Field(None, description="[[a, b], ...]")
+    source: Any = Field(None, description="one text compared with every target")
+    targets: list[Any] | None = None
+
+
+class PairScore(BaseModel):
+    index: int
+    score: float = Field(description="cosine similarity in [-1, 1]")
+    relatedness: float | None = Field(None, description="predicted SICK relatedness in [1, 5], when the bundle has a head")
+
+
+class SimilarityResponse(BaseModel):
+    object: Literal["list"] = "list"
+    model: str
+    view: str
+    data: list[PairScore]
+    usage: Usage
+
+
+# -- search -------------------------------------------------------------------------------
+class SearchRequest(_Req):
+    index: str | None = Field(None, description="index name; default: the server's default index")
+    query: Any = Field(description="a text, a list of texts, or a vector (list of numbers)")
+    k: int = Field(10, description="neighbours per query (1..max_k)")
+
+
+class Hit(BaseModel):
+    id: str
+    text: str
+    score: float = Field(description="cosine / inner product (higher is nearer) or squared L2 distance (lower is nearer)")
+    metadata: dict[str, Any] | None = None
+
+
+class SearchResponse(BaseModel):
+    object: Literal["list"] = "list"
+    index: str
+    model: str
+    metric: str
+    results: list[list[Hit]] = Field(description="one list per query, best first")
+    usage: Usage
+
+
+# -- indexes ------------------------------------------------------------------------------
+class CreateIndexRequest(_Req):
+    name: str = Field(pattern=NAME_PATTERN)
+    model: str | None = Field(None, description="default: the server's default model")
+    view: str | None = None
+    factory: str = Field("Flat", max_length=200, description="FAISS index_factory string: Flat, HNSW32, IVF256,PQ16 ...")
+    metric: Metric = "cosine"
+    normalize: bool = Field(True, description="L2-normalise document vectors (always on for cosine)")
+    train_size: int | None = Field(None, ge=1, description="vectors to buffer before training IVF/PQ; default ~39 per list")
+
+
+class DocumentIn(_Req):
+    text: Any
+    id: str | None = Field(None, min_length=1, max_length=256)
+    metadata: dict[str, Any] | None = None
+
+
+class AddDocumentsRequest(_Req):
+    documents: list[DocumentIn]
+
+
+class DeleteDocumentsRequest(_Req):
+    ids: list[str]
+
+
+class IndexStats(BaseModel):
+    name: str
+    model: str
+    view: str
+    dim: int
+    factory: str
+    metric: str
+    normalize: bool
+    documents: int
+    trained: bool
+    pending_training: int
+    train_size: int
+    created: str
+    wal_bytes: int = 0
+
+
+class IndexList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[IndexStats]
+    building: dict[str, str] = {}
+
+
+class AddDocumentsResponse(BaseModel):
+    index: str
+    ids: list[str]
+    documents: int = Field(description="documents in the index after the add")
+    usage: Usage
+
+
+class DeleteDocumentsResponse(BaseModel):
+    index: str
+    deleted: list[str]
+    not_found: list[str]
+    documents: int
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail

@@ -1,0 +1,146 @@
+"""Service settings: one class, read from ``THOUGHTVEC_*`` environment variables and ``thoughtvec serve`` flags.
+
+Every field is declared once here; :func:`settings_table` renders the documentation table and
+:func:`add_cli_flags` the command-line flags from the same declarations. A misspelt variable
+(``THOUGHTVEC_MAX_BACH_SIZE``) or flag is an error, never a silent default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+ENV_PREFIX = "THOUGHTVEC_"
+PACKAGE_DATA = Path(__file__).resolve().parent / "data"
+
+# Lists come from the environment as comma-separated strings, not JSON.
+CsvList = Annotated[list[str], NoDecode]
+
+
+class Settings(BaseSettings):
+    """All knobs of the server. Defaults suit one CPU machine; every limit is here."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", validate_default=True)
+
+    # -- where things are ------------------------------------------------------------------
+    host: str = Field("127.0.0.1", description="address uvicorn binds")
+    port: int = Field(8000, ge=0, le=65535, description="port uvicorn binds")
+    models_dir: Path = Field(Path("models"), description="folder of bundles; every bundle in it is served")
+    index_dir: Path = Field(Path("data/indexes"), description="folder where search indexes persist")
+    default_model: str | None = Field(None, description="model used when a request names none; unset = first of model_preference that is loaded, else the first bundle by name")
+    model_preference: CsvList = Field(["combine-skip", "uni-skip", "bi-skip"], description="comma-separated bundle names tried in order for the default model")
+
+    # -- the default search index --------------------------------------------------------
+    default_index: str = Field("default", pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$", description="name of the index built on first start")
+    build_default_index: bool = Field(True, description="build the default index on first start when the sample and the default model exist")
+    search_sample: Path = Field(PACKAGE_DATA / "search_sample.tsv.gz", description="gzip TSV `source<TAB>sentence` the default index is built from")
+    default_index_max_docs: int = Field(50_000, gt=0, description="sentences taken from the sample")
+
+    # -- dynamic batching ----------------------------------------------------------------
+    max_batch_size: int = Field(32, ge=1, le=4096, description="sentences per ONNX run (1 switches batching off)")
+    max_batch_tokens: int = Field(8192, ge=1, description="padded tokens per ONNX run (batch size x longest input)")
+    max_wait_ms: float = Field(2.0, ge=0, le=1000, description="how long a batch waits for more sentences once the first has arrived")
+    max_queue_size: int = Field(2048, ge=1, description="sentences waiting per model before requests get 429")
+    retry_after_s: int = Field(1, ge=1, description="Retry-After seconds sent with 429 and 503")
+    ort_threads: int = Field(0, ge=0, description="ONNX Runtime intra-op threads per model (0 = one per core)")
+    prefer_cuda: bool = Field(True, description="use CUDAExecutionProvider / GPU FAISS when present")
+    warmup: bool = Field(True, description="run each model on a few inputs before /ready turns true")
+
+    # -- request limits ------------------------------------------------------------------
+    max_inputs: int = Field(2048, ge=1, description="texts per request (embeddings input, similarity texts, search queries, documents added)")
+    max_input_chars: int = Field(20_000, ge=1, description="characters per text")
+    truncation: Literal["reject", "truncate"] = Field("reject", description="text over the bundle's max_input_tokens or over max_input_chars: `reject` (413) or `truncate`")
+    max_k: int = Field(1000, ge=1, description="largest k a search may ask for")
+    max_body_bytes: int = Field(16 * 2**20, ge=1024, description="largest request body in bytes (413 beyond)")
+    max_metadata_bytes: int = Field(4096, ge=0, description="JSON size of one document's metadata")
+
+    # -- security ------------------------------------------------------------------------
+    api_keys: CsvList = Field([], description="comma-separated Bearer keys; empty = no auth. Everything but /health needs one")
+    admin_keys: CsvList = Field([], description="comma-separated Bearer keys for index writes; empty = any API key may write")
+    cors_origins: CsvList = Field([], description="comma-separated origins allowed by CORS (`*` for any); empty = CORS off")
+
+    # -- indexes -------------------------------------------------------------------------
+    index_wal_max_mb: int = Field(64, ge=1, description="an index's write-ahead log is folded into a fresh snapshot past this size")
+
+    # -- logging -------------------------------------------------------------------------
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="server log level")
+    access_log: bool = Field(False, description="uvicorn access log (one line per request)")
+
+    @field_validator("model_preference", "api_keys", "admin_keys", "cors_origins", mode="before")
+    @classmethod
+    def _split_csv(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [s.strip() for s in v.split(",") if s.strip()]
+        return v
+
+    @model_validator(mode="after")
+    def _limits(self) -> "Settings":
+        if self.max_queue_size < self.max_batch_size:
+            raise ValueError(f"max_queue_size ({self.max_queue_size}) must be at least max_batch_size ({self.max_batch_size})")
+        return self
+
+    @property
+    def auth_enabled(self) -> bool:
+        return bool(self.api_keys)
+
+
+def check_environment(environ: dict[str, str] | None = None) -> None:
+    """Raise ``ValueError`` for a ``THOUGHTVEC_*`` variable that names no setting (a typo)."""
+    known = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+    unknown = sorted(k for k in (os.environ if environ is None else environ) if k.upper().startswith(ENV_PREFIX) and k.upper() not in known)
+    if unknown:
+        raise ValueError(f"unknown setting(s) in the environment: {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment (checked for typos), then ``overrides`` (CLI flags) on top."""
+    check_environment()
+    return Settings(**overrides)
+
+
+def _default_text(name: str) -> str:
+    field = Settings.model_fields[name]
+    value = field.default
+    if isinstance(value, list):
+        return ",".join(value) or "(empty)"
+    if value is None:
+        return "(unset)"
+    if isinstance(value, Path) and value.is_absolute():
+        try:
+            return str(value.relative_to(Path.cwd()))
+        except ValueError:
+            return str(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def flag_name(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def settings_table() -> str:
+    """The Markdown table of every setting: variable, flag, default, meaning."""
+    rows = ["| environment variable | `thoughtvec serve` flag | default | meaning |", "|---|---|---|---|"]
+    for name, field in Settings.model_fields.items():
+        rows.append(f"| `{ENV_PREFIX}{name.upper()}` | `{flag_name(name)}` | `{_default_text(name)}` | {field.description} |")
+    return "\n".join(rows)
+
+
+def add_cli_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting; an unset flag leaves the environment's value (or the default) alone."""
+    group = parser.add_argument_group("settings (each also THOUGHTVEC_<NAME>; see `thoughtvec serve --settings-table`)")
+    for name, field in Settings.model_fields.items():
+        help_text = f"{field.description} (default: {_default_text(name)})".replace("%", "%%")
+        if field.annotation is bool:
+            group.add_argument(flag_name(name), dest=name, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
+        else:
+            group.add_argument(flag_name(name), dest=name, default=argparse.SUPPRESS, metavar=name.upper(), help=help_text)
+
+
+def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given as flags (pydantic converts and validates the strings)."""
+    return {name: getattr(args, name) for name in Settings.model_fields if hasattr(args, name)}

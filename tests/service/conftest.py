@@ -1,0 +1,136 @@
+"""Fixtures for the service tests: tiny bundles, an app factory over them, a real uvicorn server."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import uvicorn
+from fastapi.testclient import TestClient
+
+from service.app import create_app
+from service.heads import RelatednessHead, save
+from service.settings import Settings
+from tests.tiny_bundle import make_tiny_bundle
+
+SENTENCES = [
+    "the cat sat on the table .",
+    "a dog ran in the city",
+    "the old man read a letter by the river , and the child opened the door .",
+    "she walked",
+    "they drove a red car fast from the house to the big green tree in the new city , and it was slow",
+    "i",
+    "the happy woman sleeps",
+]
+
+
+def write_head(bundle_dir: Path, dim: int, view: str = "mean", seed: int = 0) -> None:
+    """Add a random relatedness head to a tiny bundle (bundle.json references it)."""
+    import json
+
+    rng = np.random.default_rng(seed)
+    save(bundle_dir / "relatedness.npz", RelatednessHead(W=rng.standard_normal((2 * dim, 5)), b=rng.standard_normal(5)))
+    meta = json.loads((bundle_dir / "bundle.json").read_text())
+    meta["heads"] = {"relatedness": {"file": "relatedness.npz", "view": view}}
+    (bundle_dir / "bundle.json").write_text(json.dumps(meta))
+
+
+@pytest.fixture(scope="session")
+def models_dir(tmp_path_factory) -> Path:
+    """``tiny`` (dim 8, 32 tokens, with a relatedness head) and ``tiny2`` (dim 4, another seed)."""
+    root = tmp_path_factory.mktemp("models")
+    make_tiny_bundle(root / "tiny", name="tiny")
+    write_head(root / "tiny", 8)
+    make_tiny_bundle(root / "tiny2", name="tiny2", dim=4, seed=3)
+    return root
+
+
+def write_sample(path: Path, n: int = 60) -> Path:
+    """A fake ``search_sample.tsv.gz`` (the corpus engineer produces the real one)."""
+    rng = np.random.default_rng(0)
+    words = "the a man woman dog cat sat ran read walked city river house book red old".split()
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for i in range(n):
+            f.write(f"book{i % 3}\t{' '.join(rng.choice(words, size=rng.integers(3, 12)))} .\n")
+    return path
+
+
+def settings_for(models_dir: Path, index_dir: Path, **kw) -> Settings:
+    base = dict(models_dir=models_dir, index_dir=index_dir, build_default_index=False, default_model="tiny", max_wait_ms=1.0)
+    return Settings(**(base | kw))
+
+
+def wait_ready(client, timeout: float = 20.0) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if client.get("/ready").status_code == 200:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"not ready: {client.get('/ready').json()}")
+
+
+@contextlib.contextmanager
+def serve_test(settings: Settings, headers: dict | None = None) -> Iterator[TestClient]:
+    """An app on ``settings`` behind a TestClient, started and ready."""
+    app = create_app(settings)
+    with TestClient(app, headers=headers or {}) as client:
+        wait_ready(client)
+        yield client
+
+
+@pytest.fixture
+def make_client(models_dir, tmp_path):
+    """``make_client(**settings)`` -> a ready TestClient (indexes under tmp_path/indexes)."""
+    stack = contextlib.ExitStack()
+
+    def make(headers: dict | None = None, **kw) -> TestClient:
+        return stack.enter_context(serve_test(settings_for(models_dir, tmp_path / "indexes", **kw), headers))
+
+    with stack:
+        yield make
+
+
+@pytest.fixture
+def client(make_client) -> TestClient:
+    return make_client()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def live_server(settings: Settings) -> Iterator[tuple[str, object]]:
+    """A real uvicorn on 127.0.0.1:<free port> in a thread; yields (base URL, app)."""
+    app = create_app(settings)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        import httpx
+
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                if httpx.get(base + "/ready", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        else:
+            raise AssertionError("live server not ready")
+        yield base, app
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
