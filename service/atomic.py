@@ -15,6 +15,15 @@ from pathlib import Path
 from typing import IO
 
 
+def _read_umask() -> int:
+    mask = os.umask(0o022)  # the only way to read it is to set it; done once, at import
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
 def _fsync_dir(path: Path) -> None:
     with contextlib.suppress(OSError):  # not every filesystem lets a folder be opened
         fd = os.open(path, os.O_RDONLY)
@@ -30,6 +39,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; a file should get the usual mode
     try:
         with os.fdopen(fd, mode) as f:
             yield f
@@ -68,6 +78,7 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    os.chmod(tmp, 0o777 & ~_UMASK)  # mkdtemp makes 0700
     try:
         yield tmp
         for f in tmp.rglob("*"):

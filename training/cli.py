@@ -14,6 +14,9 @@ import sys
 # (module, in order of the --help listing). Serving commands live in service/, the rest here.
 COMMAND_MODULES = [
     "training.commands.corpus",
+    "training.commands.train",
+    "training.commands.export",
+    "service.cli",
 ]
 
 

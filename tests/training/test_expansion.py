@@ -1,0 +1,35 @@
+"""Vocabulary expansion (§2.2): the least-squares map recovers words it never saw."""
+
+import numpy as np
+
+from service.vocab import Vocabulary
+from training.expansion import ExpansionOptions, expand
+from training.wordvecs import WordVectors
+
+
+def test_map_recovers_a_held_out_word():
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(300)]
+    src = rng.standard_normal((300, 10)).astype(np.float32)
+    true_map = rng.standard_normal((10, 6)).astype(np.float32)
+    vocab = Vocabulary.from_words(words[:200])  # the encoder was trained on the first 200 words only
+    trained = np.zeros((len(vocab), 6), np.float32)
+    for w in words[:200]:
+        trained[vocab.index[w]] = src[words.index(w)] @ true_map + 0.01 * rng.standard_normal(6)
+    wv = WordVectors(words, src, "synthetic")
+    w, extra, source, report = expand(trained, vocab, ExpansionOptions(wv, words=300))
+    assert extra == words[200:]
+    assert report["held_out_fit"]["r2"] > 0.99 and report["held_out_fit"]["mean_cosine"] > 0.99
+    held_out_word = words.index("w250")  # never in the training vocabulary
+    np.testing.assert_allclose(src[held_out_word] @ w, src[held_out_word] @ true_map, atol=0.02)
+    assert report["total_words"] == len(vocab) + 100
+
+
+def test_text_vector_file(tmp_path):
+    from training.wordvecs import load_word_vectors
+
+    p = tmp_path / "vecs.txt"
+    p.write_text("3 2\nthe 0.1 0.2\ncat 0.3 0.4\nthe 9 9\ndog 0.5 0.6\n")  # word2vec header, a duplicate
+    wv = load_word_vectors(str(p))
+    assert wv.words == ["the", "cat", "dog"] and wv.dim == 2
+    np.testing.assert_allclose(wv.vectors[0], [0.1, 0.2])

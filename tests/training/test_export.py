@@ -1,0 +1,109 @@
+"""Export: skip-thought bundles (uni, bi, combine) load in ONNX Runtime, match torch, ignore padding."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from service.bundle import load_bundle
+from service.encoder import Encoder
+from training.expansion import ExpansionOptions
+from training.export import ExportOptions, export
+from training.onnx_export import PADDING_TOL, PARITY_TOL
+from training.trainer import Trainer
+from training.wordvecs import WordVectors
+from tests.training.conftest import NAMES, OBJECTS, PLACES, tiny_config
+
+MIXED = ["anna walked into the garden .", "the letter was old and small and the coat was old and small too .",
+         "ben", "", "zebra saw a moon", "later fred slept in the city ."]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def runs(toy_corpus, tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    for v in ("uni-skip", "bi-skip"):
+        Trainer(tiny_config(v, toy_corpus, root / v, max_steps=30)).train()
+    return root
+
+
+def _vectors():
+    rng = np.random.default_rng(0)
+    words = NAMES + OBJECTS + PLACES + "the a walked into saw there was old and small took home later slept in .".split() + ["zebra", "moon"]
+    return WordVectors(words, rng.standard_normal((len(words), 4)).astype(np.float32), "synthetic-4d")
+
+
+@pytest.fixture(scope="module")
+def bundles(runs, toy_corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bundles")
+    opts = lambda name: ExportOptions(out=out / name, name=name, corpus=str(toy_corpus), card_sample=500,  # noqa: E731
+                                      family_options={"expansion": ExpansionOptions(_vectors(), words=100)})  # fmt: skip
+    export([runs / "uni-skip" / "checkpoint.pt"], "uni-skip", opts("uni-skip"))
+    export([runs / "bi-skip" / "checkpoint.pt"], "bi-skip", opts("bi-skip"))
+    export([runs / "bi-skip" / "checkpoint.pt", runs / "uni-skip" / "checkpoint.pt"], "combine-skip", opts("combine-skip"))
+    return out
+
+
+@pytest.mark.parametrize("name, views", [("uni-skip", ["uni"]), ("bi-skip", ["bi"]), ("combine-skip", ["combine", "uni", "bi"])])
+def test_bundle_loads_and_checks_were_recorded(bundles, name, views):
+    b = load_bundle(bundles / name)
+    assert list(b.spec.views) == views and b.spec.default_view == views[0]
+    checks = b.spec.training["export_checks"]
+    assert max(checks["parity_max_rel_err"].values()) <= PARITY_TOL
+    assert max(checks["padding_max_abs_diff"].values()) <= PADDING_TOL
+    assert b.spec.onnx.weights_dtype == "float16"
+    card = (bundles / name / "MODEL_CARD.md").read_text()
+    for section in ("## Deviations from the paper", "## Nearest neighbours", "## Vocabulary expansion", "## Export checks"):
+        assert section in card
+
+
+@pytest.mark.parametrize("name", ["uni-skip", "bi-skip", "combine-skip"])
+def test_padding_invariance_in_onnx(bundles, name):
+    enc = Encoder.load(bundles / name)
+    for view in enc.spec.views:
+        together = enc.encode(MIXED, view, normalize=False)
+        alone = np.stack([enc.encode([s], view, normalize=False)[0] for s in MIXED])
+        np.testing.assert_allclose(together, alone, atol=PADDING_TOL, rtol=0)
+
+
+def test_combine_is_the_normalised_halves(bundles):
+    comb = Encoder.load(bundles / "combine-skip")
+    uni = Encoder.load(bundles / "uni-skip").encode(MIXED[:3], normalize=True)
+    bi = Encoder.load(bundles / "bi-skip").encode(MIXED[:3], normalize=True)
+    np.testing.assert_allclose(comb.encode(MIXED[:3], "combine", normalize=False), np.hstack([uni, bi]), atol=1e-5)
+
+
+def test_out_of_vocabulary_words(bundles):
+    enc = Encoder.load(bundles / "uni-skip")
+    trained = enc.spec.vocabulary.trained_size
+    zebra = enc.token_ids("zebra")[0]
+    assert zebra >= trained  # known through the expanded vocabulary
+    assert enc.token_ids("qwertyuiop") == [1, 2]  # neither: <unk>, then <eos>
+    # No tokens at all: the encoder reads <eos> alone, a fixed, non-zero vector.
+    empty = enc.encode([""], normalize=False)[0]
+    assert np.abs(empty).sum() > 0
+    np.testing.assert_allclose(enc.encode(["   "], normalize=False)[0], empty)
+
+
+def test_combine_needs_both_parts(runs, tmp_path):
+    with pytest.raises(ValueError, match="built from one checkpoint each"):
+        export([runs / "uni-skip" / "checkpoint.pt"], "combine-skip", ExportOptions(out=tmp_path / "x"))
+    assert not (tmp_path / "x").exists()
+
+
+def test_bundle_encodes_without_torch(bundles):
+    code = textwrap.dedent(f"""
+        import sys
+        sys.modules["torch"] = None  # any import of torch now fails
+        from service.encoder import Encoder
+        v = Encoder.load({str(bundles / 'combine-skip')!r}).encode(["the cat sat ."])
+        assert v.shape == (1, 48), v.shape
+        assert "training" not in sys.modules
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr

@@ -1,0 +1,96 @@
+"""``thoughtvec train``: train one variant (uni-skip, bi-skip, mean-max-aae, ...) on the corpus.
+
+Settings come from the ``TrainConfig`` dataclass (one flag each) and the family's model config
+(``--set key=value``, or a ``[model]`` table in a TOML ``--config`` file). Flags override the file.
+A typo is an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from typing import Any, get_type_hints
+
+_HELP = {
+    "variant": "what to train: uni-skip, bi-skip, mean-max-aae, mean-aae, max-aae, invertible-linear, invertible-bijection",
+    "corpus": "corpus file from `thoughtvec corpus build`",
+    "out": "run folder (default runs/<variant>)",
+    "epochs": "passes over the corpus",
+    "max_steps": "stop after this many steps instead (0: use --epochs)",
+}
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from training.config import TrainConfig
+
+    p = sub.add_parser("train", help="train an encoder", description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--config", help="TOML file: TrainConfig keys at top level, model settings under [model]")
+    hints = get_type_hints(TrainConfig)
+    for f in dataclasses.fields(TrainConfig):
+        if f.name == "model":
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        kind = hints[f.name]
+        p.add_argument(flag, dest=f.name, type=kind, default=None, help=f"{_HELP.get(f.name, '')} (default {f.default!r})")
+    p.add_argument("--set", dest="model_set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a model setting, e.g. --set hidden=1024 (repeatable; see `thoughtvec train --list-settings`)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    p.add_argument("--list-settings", action="store_true", help="print each variant's model settings and exit")
+    p.set_defaults(func=run)
+
+
+def _load_config(args: argparse.Namespace):
+    from training.config import TrainConfig
+
+    values: dict[str, Any] = {}
+    model: dict[str, Any] = {}
+    if args.config:
+        import tomllib
+
+        with open(args.config, "rb") as f:
+            data = tomllib.load(f)
+        model = dict(data.pop("model", {}))
+        valid = {f.name for f in dataclasses.fields(TrainConfig)} - {"model"}
+        unknown = sorted(set(data) - valid)
+        if unknown:
+            raise SystemExit(f"{args.config}: unknown setting(s) {unknown}; valid: {sorted(valid)}")
+        values.update(data)
+    for f in dataclasses.fields(TrainConfig):
+        v = getattr(args, f.name, None)
+        if f.name != "model" and v is not None:
+            values[f.name] = v
+    for item in args.model_set:
+        if "=" not in item:
+            raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
+        k, v = item.split("=", 1)
+        model[k.strip()] = _parse_value(v.strip())
+    return TrainConfig(**values, model=model), frozenset(values) | ({"model"} if model else frozenset())
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list_settings:
+        from training.families import all_variants, get_family
+
+        for variant, fam in all_variants().items():
+            family = get_family(fam)
+            print(f"{variant} ({fam}): {json.dumps(dataclasses.asdict(family.config(variant)))}")
+        return 0
+    from training.trainer import Trainer
+
+    tcfg, explicit = _load_config(args)
+    try:
+        trainer = Trainer(tcfg, resume=args.resume, explicit=explicit)
+    except (ValueError, FileExistsError, FileNotFoundError) as e:
+        print(f"thoughtvec train: {e}", file=sys.stderr)
+        return 2
+    trainer.train()
+    return 0

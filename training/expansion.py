@@ -1,0 +1,99 @@
+"""Vocabulary expansion (skip-thought §2.2): an un-regularised least-squares linear map
+``f: V_w2v → V_rnn``, ``v' = W v``, fitted on the words both vocabularies share. Any word of the
+pretrained vectors then gets an embedding in the encoder's space.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from service.vocab import SPECIALS, Vocabulary
+from training.wordvecs import WordVectors
+
+# Words of the paper's Table 3 (queries absent from its 20 000-word training vocabulary), plus a few
+# of our own that a Bible/novel/news corpus is unlikely to train.
+TABLE3_QUERIES = ["choreograph", "modulation", "vindicate", "neuronal", "screwy", "mykonos", "tupac",
+                  "smartphone", "bitcoin", "quarantine", "algorithm", "skateboard"]  # fmt: skip
+
+
+@dataclass
+class ExpansionOptions:
+    vectors: WordVectors
+    words: int = 100_000  # expanded vocabulary: the N most frequent words of the pretrained vectors
+    holdout: float = 0.1  # share of the shared words held out to measure the fit
+    seed: int = 0
+
+
+def fit_map(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least squares ``W`` (Ds, E) minimising ||x W - y||² (no regulariser, no bias: §2.2)."""
+    w, *_ = np.linalg.lstsq(x.astype(np.float64), y.astype(np.float64), rcond=None)
+    return w.astype(np.float32)
+
+
+def fit_quality(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
+    ss_res = float(((true - pred) ** 2).sum())
+    ss_tot = float(((true - true.mean(0)) ** 2).sum())
+    cos = (pred * true).sum(1) / (np.linalg.norm(pred, axis=1) * np.linalg.norm(true, axis=1) + 1e-12)
+    return {"r2": 1.0 - ss_res / max(ss_tot, 1e-12), "mean_cosine": float(cos.mean())}
+
+
+def nearest_words(queries: list[str], q_vecs: np.ndarray, words: list[str], table: np.ndarray, k: int = 5) -> dict[str, list[str]]:
+    tn = table / (np.linalg.norm(table, axis=1, keepdims=True) + 1e-12)
+    out = {}
+    for w, v in zip(queries, q_vecs):
+        sims = tn @ (v / (np.linalg.norm(v) + 1e-12))
+        best = [words[i] for i in np.argsort(-sims)[: k + 1] if words[i] != w][:k]
+        out[w] = best
+    return out
+
+
+def expand(trained: np.ndarray, vocab: Vocabulary, opts: ExpansionOptions) -> tuple[np.ndarray, list[str], np.ndarray, dict]:
+    """Fit the map; return (W (Ds, E), extra words, their source vectors (Vx, Ds), report)."""
+    wv = opts.vectors
+    shared = [w for w in vocab.tokens if w not in SPECIALS and w in wv]
+    if len(shared) < wv.dim + 1:
+        raise ValueError(f"only {len(shared)} words are shared with {wv.source}: too few to fit a {wv.dim}-d map")
+    x = np.stack([wv.vectors[wv.index[w]] for w in shared])
+    y = np.stack([trained[vocab.index[w]] for w in shared])
+    rng = np.random.default_rng(opts.seed)
+    perm = rng.permutation(len(shared))
+    n_ho = max(1, int(len(shared) * opts.holdout))
+    ho, tr = perm[:n_ho], perm[n_ho:]
+    held_out = fit_quality(x[ho] @ fit_map(x[tr], y[tr]), y[ho])
+    w = fit_map(x, y)  # the final map uses every shared word
+    in_sample = fit_quality(x @ w, y)
+    extra = [t for t in wv.words[: opts.words] if t not in vocab.index and not any(c.isspace() for c in t)]
+    source = np.stack([wv.vectors[wv.index[t]] for t in extra]) if extra else np.zeros((0, wv.dim), np.float32)
+
+    # Table 3: nearest neighbours of words outside the training vocabulary, in the encoder's space
+    all_words = vocab.tokens + extra
+    table = np.concatenate([trained, source @ w]) if extra else trained
+    queries = [q for q in TABLE3_QUERIES if q in wv and q not in vocab.index][:8]
+    q_vecs = np.stack([wv.vectors[wv.index[q]] @ w for q in queries]) if queries else np.zeros((0, w.shape[1]))
+    report = {
+        "source": wv.source,
+        "source_dim": wv.dim,
+        "shared_words": len(shared),
+        "held_out_words": int(n_ho),
+        "held_out_fit": held_out,
+        "in_sample_fit": in_sample,
+        "trained_words": len(vocab),
+        "expanded_words": len(extra),
+        "total_words": len(all_words),
+        "neighbours": nearest_words(queries, q_vecs, all_words[3:], table[3:]),
+    }
+    return w, extra, source, report
+
+
+def apply_expansion(trained_emb: torch.Tensor, vocab: Vocabulary, opts: ExpansionOptions | None):
+    """An :class:`ExpandedEmbedding` (trained table + mapped pretrained vectors), the added words, a report."""
+    from training.families.skipthought import ExpandedEmbedding
+
+    if opts is None:
+        return ExpandedEmbedding(trained_emb), [], {"expanded_words": 0}
+    w, extra, source, report = expand(trained_emb.cpu().numpy(), vocab, opts)
+    emb = ExpandedEmbedding(trained_emb, torch.from_numpy(source), torch.from_numpy(w))
+    return emb, extra, report

@@ -1,0 +1,90 @@
+"""MODEL_CARD.md, generated for every bundle at export: data, dimensions, training, deviations from
+the paper, export checks, and Table-2-style nearest neighbours found with the exported graph."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from service.atomic import atomic_write_text
+from service.bundle import Bundle
+from service.encoder import Encoder
+from service.tokenizer import tokenize
+from training.data import read_documents
+
+
+def neighbour_examples(encoder: Encoder, corpus: str, sample: int, view: str | None = None, queries: int = 5, seed: int = 7) -> list[tuple[str, str, float]]:
+    """(query, nearest other corpus sentence, cosine) for ``queries`` random queries among
+    ``sample`` corpus sentences of 6–30 tokens, as in the skip-thought paper's Table 2."""
+    rng = np.random.default_rng(seed)
+    sents = list({s: None for doc in read_documents(corpus) for s in doc if 6 <= len(tokenize(s)) <= 30})
+    if len(sents) > sample:
+        sents = [sents[i] for i in sorted(rng.choice(len(sents), sample, replace=False))]
+    vecs = encoder.encode(sents, view)
+    out = []
+    for qi in rng.choice(len(sents), min(queries, len(sents)), replace=False):
+        sims = vecs @ vecs[qi]
+        q_norm = " ".join(tokenize(sents[qi]))
+        for j in np.argsort(-sims):
+            if j != qi and " ".join(tokenize(sents[j])) != q_norm:
+                out.append((sents[qi], sents[j], float(sims[j])))
+                break
+    return out
+
+
+def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report, checks, corpus, sample) -> None:
+    spec = bundle.spec
+    lines = [f"# {spec.name}", "", f"{spec.description}", ""]
+    lines += ["| | |", "|---|---|", f"| family | {spec.family} |", f"| variant | {spec.variant} |",
+              f"| default view | `{spec.default_view}` |", f"| max input tokens | {spec.max_input_tokens} |",
+              f"| vocabulary | {spec.vocabulary.size:,} words ({spec.vocabulary.trained_size:,} trained) |",
+              f"| weights | {spec.onnx.weights_dtype}, ONNX opset {spec.onnx.opset} |", ""]  # fmt: skip
+    lines += ["## Views", "", "| view | dim | pooling | description |", "|---|---:|---|---|"]
+    lines += [f"| `{n}` | {v.dim} | {v.pooling} | {v.description} |" for n, v in spec.views.items()]
+    c = cks[0]["corpus"]
+    lines += ["", "## Data", "", f"Trained on `{c['path']}` (sha1 `{c['sha1'][:12]}`): {c['sentences']:,} sentences, "
+              f"{c['documents']:,} documents, {c['tokens']:,} tokens — the default corpus of `thoughtvec corpus build`, "
+              "public-domain and openly distributed English text (see the README's corpus section).", ""]  # fmt: skip
+    lines += ["## Training", "", "| part | steps | epochs | wall time | device | final loss | validation |", "|---|---:|---:|---:|---|---:|---|"]
+    for ck in cks:
+        f = ck.get("final") or {}
+        val = ", ".join(f"{k} {v:.4f}" for k, v in (f.get("validation") or {}).items())
+        wall = f.get("wall_time_s", ck["progress"]["seconds"])
+        lines.append(f"| {ck['variant']} | {ck['progress']['step']:,} | {f.get('epochs', 0):.2f} | {wall / 3600:.2f} h | "
+                     f"{f.get('device', '?')} ×{f.get('processes', 1)} | {f.get('final_loss', float('nan')):.4f} | {val} |")  # fmt: skip
+    lines += ["", "Model configuration" + (" (per part)" if len(cks) > 1 else "") + ":", ""]
+    for ck in cks:
+        lines += ["```json", json.dumps(ck["model_config"], indent=None), "```"]
+        t = ck["train_config"]
+        lines += [f"Optimiser: Adam, lr {t['lr']}, batch {t['batch_size']}, gradient-norm clip {t['clip']}, seed {t['seed']}.", ""]
+    for i, ck in enumerate(cks):
+        run_png = Path(ck["train_config"]["out"] or f"runs/{ck['variant']}") / "loss.png"
+        if run_png.exists():
+            name = f"loss_{ck['variant']}.png"
+            shutil.copy(run_png, bundle.path / name)
+            lines += [f"![training loss of {ck['variant']}]({name})", ""]
+    devs = family.deviations(cfgs)
+    if devs:
+        lines += ["## Deviations from the paper", ""] + [f"- {d}" for d in devs] + [""]
+    for title, md in family.card_sections(cfgs, report, bundle.path):
+        lines += [f"## {title}", "", md, ""]
+    lines += ["## Export checks", "", f"Checked on {checks['sentences']} corpus sentences through the service's own ONNX Runtime encoder:", "",
+              "| view | ONNX vs torch, max relative error | padding invariance, max abs diff |", "|---|---:|---:|"]  # fmt: skip
+    for n in spec.views:
+        lines.append(f"| `{n}` | {checks['parity_max_rel_err'][n]:.2e} | {checks['padding_max_abs_diff'][n]:.2e} |")
+    lines += ["", "## Nearest neighbours", "",
+              f"Like the skip-thought paper's Table 2: each query is a random corpus sentence; its neighbour is the most "
+              f"cosine-similar other sentence among {sample:,} random corpus sentences, encoded by this bundle's ONNX graph.", ""]  # fmt: skip
+    views = [spec.default_view] + [v for v in spec.views if v != spec.default_view and spec.views[v].pooling != "supervised"][:2]
+    for view in views:
+        lines += [f"View `{view}`:", "", "| query | nearest sentence | cosine |", "|---|---|---:|"]
+        for q, nb, s in neighbour_examples(encoder, corpus, sample, view):
+            lines.append(f"| {q.replace('|', '/')} | {nb.replace('|', '/')} | {s:.3f} |")
+        lines.append("")
+    size = sum(f.stat().st_size for f in bundle.path.iterdir() if f.is_file())
+    lines += ["## Files", "", f"{size / 1e6:.1f} MB on disk: " + ", ".join(sorted(f.name for f in bundle.path.iterdir())) + ".", ""]
+    lines += ["Regenerate with `thoughtvec export` (see the README); this card is generated, do not edit it by hand.", ""]
+    atomic_write_text(bundle.path / "MODEL_CARD.md", "\n".join(lines))
