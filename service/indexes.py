@@ -98,6 +98,7 @@ class VectorIndex:
         self.pending = np.zeros((0, config.dim), np.float32)
         self.next_label = 0
         self.seq = 0  # last write-ahead-log record applied
+        self.train_error: str | None = None
 
     # -- reads ---------------------------------------------------------------------------
     @property
@@ -114,6 +115,7 @@ class VectorIndex:
             "name": c.name, "model": c.model, "view": c.view, "dim": c.dim, "factory": c.factory,
             "metric": c.metric, "normalize": c.normalize, "documents": self.count, "trained": self.trained,
             "pending_training": len(self.pending_labels), "train_size": c.train_size, "created": c.created,
+            "train_error": self.train_error,
         }
 
     def prepare(self, vectors: np.ndarray) -> np.ndarray:
@@ -166,7 +168,15 @@ class VectorIndex:
 
     def _train(self) -> None:
         log.info("index %s: training %s on %d vectors", self.config.name, self.config.factory, len(self.pending))
-        self.index.train(self.pending)
+        try:
+            self.index.train(self.pending)
+        except RuntimeError as e:
+            # Too few points for this factory: keep buffering (searched exactly) and retry on the next
+            # add. Raising would also make the logged add fail again at every replay.
+            self.train_error = str(e).strip().splitlines()[-1][:300]
+            log.warning("index %s: training postponed: %s", self.config.name, self.train_error)
+            return
+        self.train_error = None
         self.index.add_with_ids(self.pending, np.asarray(self.pending_labels, np.int64))
         self.pending = np.zeros((0, self.config.dim), np.float32)
         self.pending_labels = []

@@ -130,6 +130,7 @@ class IndexStats(BaseModel):
     pending_training: int
     train_size: int
     created: str
+    train_error: str | None = None
     wal_bytes: int = 0
 
 

@@ -1,0 +1,73 @@
+"""The default index built on first start (then cached), and the `thoughtvec index/serve` commands."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from service.cli import main
+from tests.service.conftest import serve_test, settings_for, write_sample
+
+
+def wait_for_index(client, name: str, timeout: float = 20) -> dict:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        r = client.get(f"/v1/indexes/{name}")
+        if r.status_code == 200:
+            return r.json()
+        time.sleep(0.05)
+    raise AssertionError(client.get("/ready").json())
+
+
+def test_default_index_is_built_once_then_cached(models_dir, tmp_path, caplog):
+    sample = write_sample(tmp_path / "search_sample.tsv.gz", n=60)
+    settings = settings_for(models_dir, tmp_path / "idx", build_default_index=True, search_sample=sample, default_index_max_docs=50)
+    caplog.set_level("INFO")
+    with serve_test(settings) as c:
+        stats = wait_for_index(c, "default")
+        assert stats["documents"] == 50 and stats["model"] == "tiny" and stats["factory"] == "Flat"
+        hit = c.post("/v1/search", json={"query": "the old man read a book", "k": 3}).json()  # no index named: the default
+        assert hit["index"] == "default" and len(hit["results"][0]) == 3
+        assert hit["results"][0][0]["metadata"]["source"].startswith("book")
+    assert "50/50 sentences embedded" in caplog.text
+    snapshot = (tmp_path / "idx" / "default" / "snapshot" / "index.faiss").stat().st_mtime_ns
+    caplog.clear()
+    with serve_test(settings) as c:
+        assert wait_for_index(c, "default")["documents"] == 50
+    assert "building default index" not in caplog.text
+    assert (tmp_path / "idx" / "default" / "snapshot" / "index.faiss").stat().st_mtime_ns == snapshot
+
+
+def test_no_sample_no_default_index(models_dir, tmp_path):
+    settings = settings_for(models_dir, tmp_path / "idx", build_default_index=True, search_sample=tmp_path / "missing.tsv.gz")
+    with serve_test(settings) as c:
+        r = c.post("/v1/search", json={"query": "x"})
+        assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_index"
+
+
+def test_index_build_and_list_commands(models_dir, tmp_path, capsys):
+    src = tmp_path / "docs.jsonl"
+    src.write_text("".join(json.dumps({"id": f"j{i}", "text": t, "metadata": {"i": i}}) + "\n" for i, t in enumerate(["the cat sat", "a dog ran", "she walked"])))
+    idx = tmp_path / "idx"
+    rc = main(["index", "build", "--model", "tiny", "--input", str(src), "--name", "mine", "--models-dir", str(models_dir), "--index-dir", str(idx)])
+    assert rc == 0 and "index 'mine': 3 documents, Flat cosine, model tiny/mean" in capsys.readouterr().out
+    assert main(["index", "build", "--model", "tiny", "--input", str(src), "--name", "mine", "--models-dir", str(models_dir), "--index-dir", str(idx)]) == 1
+    assert "already exists" in capsys.readouterr().err
+    sample = write_sample(tmp_path / "s.tsv.gz", n=20)
+    assert main(["index", "build", "--model", str(models_dir / "tiny2"), "--input", str(sample), "--name", "hn", "--factory", "HNSW16",
+                 "--index-dir", str(idx), "--limit", "10"]) == 0
+    capsys.readouterr()
+    assert main(["index", "list", "--index-dir", str(idx)]) == 0
+    out = capsys.readouterr().out
+    assert "hn" in out and "tiny2/mean" in out and "HNSW16" in out and "mine" in out
+    with serve_test(settings_for(models_dir, idx)) as c:
+        hit = c.post("/v1/search", json={"index": "mine", "query": "a dog ran", "k": 1}).json()["results"][0][0]
+        assert hit == {"id": "j1", "text": "a dog ran", "score": hit["score"], "metadata": {"i": 1}}
+
+
+def test_serve_settings_table_and_bad_setting(capsys, monkeypatch):
+    assert main(["serve", "--settings-table"]) == 0
+    assert "| `THOUGHTVEC_MAX_BATCH_SIZE` | `--max-batch-size` | `32` |" in capsys.readouterr().out
+    monkeypatch.setenv("THOUGHTVEC_MAX_BACH_SIZE", "3")
+    assert main(["serve"]) == 2
+    assert "THOUGHTVEC_MAX_BACH_SIZE" in capsys.readouterr().err
