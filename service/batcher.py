@@ -132,6 +132,7 @@ class Batcher:
         self._task: asyncio.Task | None = None
         self._stopping = False
         self._death: BaseException | None = None
+        self._wait_paid_off = False
         # One thread per model: runs of one model never overlap (ORT already uses every core).
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ort-{name}")
 
@@ -216,11 +217,19 @@ class Batcher:
             self.observer.queue_depth(self.name, len(self._queue))
 
     async def _gather(self) -> None:
-        """Wait for a first sentence, then up to ``max_wait_ms`` for a full batch."""
+        """Wait for a first sentence, then up to ``max_wait_ms`` for a full batch.
+
+        A lone sentence does not wait when the previous wait brought nothing: under sequential
+        traffic waiting only adds latency. Two or more queued, or a wait that paid off last time,
+        are the signs of concurrent callers worth waiting for.
+        """
         while not self._queue:
             self._arrived.clear()
             await self._arrived.wait()
         wait_s = self.limits.max_wait_ms / 1000
+        if len(self._queue) == 1 and not self._wait_paid_off:
+            wait_s = 0.0
+        before = len(self._queue)
         deadline = time.perf_counter() + wait_s
         while len(self._queue) < self.limits.max_batch_size and wait_s > 0:
             left = deadline - time.perf_counter()
@@ -232,6 +241,7 @@ class Batcher:
                     await self._arrived.wait()
             except TimeoutError:
                 break
+        self._wait_paid_off = len(self._queue) > before
 
     def _take_window(self) -> list[_Item]:
         """Pop the oldest live sentences, a few batches' worth; skip those whose caller left."""
@@ -270,7 +280,11 @@ class Batcher:
             vecs = await loop.run_in_executor(self._executor, self.backend.run_ids, [it.ids for it in batch], view)
             if vecs.shape[0] != len(batch):
                 raise RuntimeError(f"backend returned {vecs.shape[0]} rows for {len(batch)} inputs")
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # the worker is stopping or was killed: nobody may hang on this batch
+            error = NotReady(f"model '{self.name}' is shutting down") if self._stopping else WorkerDead(f"the batcher of model '{self.name}' stopped")
+            for it in batch:
+                if not it.job.future.done():
+                    it.job.future.set_exception(error)
             raise
         except Exception as e:  # every request in the batch gets the batch's error
             log.exception("batch of %d on %s failed", len(batch), self.name)

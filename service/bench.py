@@ -98,7 +98,7 @@ class Server:
         (models / bundle.name).symlink_to(bundle.resolve())
         self.port = free_port()
         cmd = [sys.executable, "-m", "service.cli", "serve", "--models-dir", str(models), "--index-dir", str(Path(self.tmp.name) / "idx"),
-               "--port", str(self.port), "--no-build-default-index", "--log-level", "warning", "--max-queue-size", "100000", *flags]
+               "--port", str(self.port), "--no-build-default-index", "--log-level", "warning", "--max-queue-size", "100000", "--truncation", "truncate", *flags]
         self.proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parent.parent, env=os.environ | {"PYTHONUNBUFFERED": "1"})
         deadline = time.time() + 300
         while time.time() < deadline:

@@ -11,14 +11,14 @@ from service.http import require_admin
 from service.schemas import ErrorBody
 
 
-def get_core(request: Request) -> Core:
+async def get_core(request: Request) -> Core:  # async: a sync dependency would hop to a thread
     return request.app.state.core
 
 
 CoreDep = Annotated[Core, Depends(get_core)]
 
 
-def admin_only(request: Request, core: CoreDep) -> None:
+async def admin_only(request: Request, core: CoreDep) -> None:
     require_admin(core.settings, request)
 
 

@@ -113,3 +113,23 @@ def test_other_factories_and_metrics(client):
         client.post(f"/v1/indexes/{name}/documents/delete", json={"ids": ["3"]})  # HNSW: tombstone
         res = client.post("/v1/search", json={"index": name, "query": docs[3]["text"], "k": 5}).json()["results"][0]
         assert "3" not in [h["id"] for h in res] and len(res) == 5
+
+
+def test_a_dead_worker_turns_ready_false(client):
+    core = client.app.state.core
+    batcher = core.registry.models["tiny2"].batcher
+    client.portal.call(lambda: _cancel(batcher))
+    for _ in range(100):
+        if not batcher.alive:
+            break
+    r = client.get("/ready")
+    assert r.status_code == 503 and r.json()["models"]["tiny2"] == "dead worker"
+    r = client.post("/v1/embeddings", json={"input": "x", "model": "tiny2"})
+    assert r.status_code == 503 and r.json()["error"]["code"] == "worker_dead"
+
+
+async def _cancel(batcher):
+    import asyncio
+
+    batcher._task.cancel()
+    await asyncio.sleep(0.01)

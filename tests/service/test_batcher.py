@@ -154,16 +154,22 @@ async def test_admission_errors_name_the_input(encoder):
 
 
 async def test_dead_worker_fails_waiters_and_refuses_new_work(encoder):
-    b = Batcher("tiny", encoder, BatchLimits(max_wait_ms=50))
+    rec = Recording(encoder)
+    rec.gate.clear()
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0))
     b.start()
-    waiting = asyncio.create_task(b.embed(["the cat"], "mean"))
+    running = asyncio.create_task(b.embed(["the cat"], "mean"))
+    await asyncio.sleep(0.05)  # in run_ids, blocked
+    queued = asyncio.create_task(b.embed(["a dog"], "mean"))
     await asyncio.sleep(0.01)
-    b._task.cancel()  # simulate the worker dying
-    with pytest.raises(WorkerDead):
-        await waiting
+    b._task.cancel()  # simulate the worker dying mid-batch
+    for t in (running, queued):
+        with pytest.raises(WorkerDead):
+            await asyncio.wait_for(t, 5)  # resolved, never left hanging
     assert not b.alive
     with pytest.raises(WorkerDead):
         await b.embed(["a dog"], "mean")
+    rec.gate.set()
 
 
 async def test_no_tokens_is_invalid(tmp_path):
