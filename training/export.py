@@ -109,14 +109,14 @@ def export(checkpoints: list[str | Path], variant: str, opts: ExportOptions) -> 
         m = family.build(cfg, prepared)
         m.load_state_dict(ck["model"])
         models.append(m.eval())
-    enc, vocab, report = family.export_encoder(cfgs, models, prepared, variant, **opts.family_options)
+    corpus = opts.corpus or cks[0]["train_config"]["corpus"]
+    enc, vocab, report = family.export_encoder(cfgs, models, prepared, variant, corpus=corpus, **opts.family_options)
     enc.eval()
     if opts.fp16:
         round_to_fp16(enc)
     proto = to_onnx(enc, [v.output for v in enc.views.values()])
     if opts.fp16:
         proto = store_weights_fp16(proto)
-    corpus = opts.corpus or cks[0]["train_config"]["corpus"]
     spec = BundleSpec(
         name=opts.name or variant,
         family=family.name,

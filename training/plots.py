@@ -53,3 +53,33 @@ def plot_loss_curve(log_path: str | Path, png_path: str | Path, title: str) -> b
     save_png(fig, png_path)
     plt.close(fig)
     return True
+
+
+def plot_memory_attention(rows: list[tuple[list[str], "object"]], png_path: str | Path) -> None:
+    """Figure 2 of the mean-max AAE paper: per decoding step, attention to the mean and max slots."""
+    plt = _figure()
+    fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 0.28 * max(len(t) for t, _ in rows) + 1.2))
+    axes = axes if len(rows) > 1 else [axes]
+    for ax, (tokens, w) in zip(axes, rows):
+        ax.imshow(w, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+        ax.set_xticks(range(w.shape[1]), ["mean", "max"][: w.shape[1]])
+        ax.set_yticks(range(len(tokens)), tokens, fontsize=8)
+        for i in range(w.shape[0]):
+            for j in range(w.shape[1]):
+                ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=7, color="black" if w[i, j] < 0.6 else "white")
+    fig.suptitle("decoder attention over [mean, max] at each step")
+    save_png(fig, png_path)
+    plt.close(fig)
+
+
+def plot_singular_values(values: list[float], png_path: str | Path) -> None:
+    plt = _figure()
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.plot(range(1, len(values) + 1), values, "o-", ms=3)
+    ax.axhline(1.0, color="gray", lw=0.8, ls="--")
+    ax.set_xlabel("index")
+    ax.set_ylabel("singular value of W")
+    ax.set_ylim(min(0.9, min(values) - 0.02), max(1.1, max(values) + 0.02))
+    ax.grid(alpha=0.3)
+    save_png(fig, png_path)
+    plt.close(fig)

@@ -95,3 +95,24 @@ def load_word_vectors(source: str = DEFAULT, limit: int | None = None) -> WordVe
     if not path.is_file():
         raise FileNotFoundError(f"word vectors {source!r}: not '{DEFAULT}' and no such file")
     return _text_file(path, limit)
+
+
+def fixed_vocabulary(vectors: WordVectors, words: int, also: list[str] = ()):
+    """Bundle vocabulary for families that read fixed pretrained vectors (AAE, invertible decoders).
+
+    The ``words`` most frequent pretrained words, plus any word of ``also`` (e.g. the output
+    vocabulary) the vectors know; specials first. Returns the vocabulary and its (V, D) table, whose
+    special rows are zero (``<unk>`` and ``<pad>`` read as zero vectors, as the invertible-decoder
+    paper does for words outside fastText).
+    """
+    from service.vocab import Vocabulary
+
+    chosen = list(vectors.words[:words])
+    seen = set(chosen)
+    chosen += [w for w in also if w not in seen and w in vectors]
+    chosen = [w for w in chosen if not any(c.isspace() for c in w)]
+    vocab = Vocabulary.from_words(chosen)
+    table = np.zeros((len(vocab), vectors.dim), np.float32)
+    rows = [vectors.index[w] for w in vocab.tokens[3:]]
+    table[3:] = vectors.vectors[rows]
+    return vocab, table

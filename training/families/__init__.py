@@ -8,6 +8,8 @@ from training.families.base import Family
 
 _MODULES = {
     "skip-thought": "training.families.skipthought",
+    "mean-max-aae": "training.families.aae",
+    "invertible-decoder": "training.families.invertible",
 }
 
 

@@ -1,0 +1,96 @@
+"""Mean-max AAE: shapes, the two pooling paths, learning, the decoder's use of its memory, export."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from service.encoder import Encoder
+from training.data import TokenCorpus
+from training.export import ExportOptions, export
+from training.families import get_family
+from training.families.aae import memory_attention
+from training.nn import masked_max, masked_mean
+from training.onnx_export import PADDING_TOL
+from training.trainer import Trainer
+from tests.training.conftest import tiny_config, toy_documents
+
+FAM = get_family("mean-max-aae")
+TINY = {"out_vocab": 60, "input_words": 2000, "d_model": 32, "d_ff": 64, "heads": 4, "num_sampled": 16, "dropout": 0.0}
+
+
+def _model(variant="mean-max-aae"):
+    corpus = TokenCorpus.from_documents(toy_documents(30))
+    cfg = FAM.config(variant, TINY)
+    prepared = FAM.prepare(cfg, corpus)
+    data = FAM.id_corpus(cfg, prepared, corpus)
+    return cfg, FAM.build(cfg, prepared), FAM.collate(cfg, data, np.arange(8)), prepared
+
+
+@pytest.mark.parametrize("variant, slots", [("mean-max-aae", 2), ("mean-aae", 1), ("max-aae", 1)])
+def test_shapes_and_memory_slots(variant, slots):
+    cfg, model, batch, _ = _model(variant)
+    assert model.memory(batch["ids"], batch["lengths"]).shape == (8, slots, cfg.d_model)
+    out = model(batch)
+    assert out["loss"].dim() == 0 and torch.isfinite(out["loss"])
+    assert batch["ids"][0, batch["lengths"][0] - 1] == 2  # </S> appended
+
+
+def test_pooling_ignores_padding():
+    x = torch.randn(2, 5, 3)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)
+    x_pad = x.clone()
+    x_pad[0, 3:] = 1e6  # whatever sits in padding must not matter
+    torch.testing.assert_close(masked_mean(x_pad, mask)[0], x[0, :3].mean(0))
+    torch.testing.assert_close(masked_max(x_pad, mask)[0], x[0, :3].amax(0))
+    empty = torch.zeros(1, 5, dtype=torch.bool)
+    assert torch.equal(masked_max(x[:1], empty), torch.zeros(1, 3)) and torch.equal(masked_mean(x[:1], empty), torch.zeros(1, 3))
+
+
+@pytest.fixture(scope="module")
+def trained(toy_corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("aae")
+    cfg = tiny_config("mean-max-aae", toy_corpus, out / "run", max_steps=150, eval_every=50, lr=3e-3, model=dict(TINY))
+    trainer = Trainer(cfg)
+    trainer.train()
+    return trainer, out
+
+
+def test_loss_falls_accuracy_rises_and_memory_is_used(trained):
+    import json
+
+    trainer, out = trained
+    evals = [json.loads(x)["eval"] for x in (out / "run" / "train_log.jsonl").read_text().splitlines() if "eval" in x]
+    assert evals[-1]["nll_per_token"] < evals[0]["nll_per_token"]
+    assert evals[-1]["reconstruction_accuracy"] > evals[0]["reconstruction_accuracy"] + 0.1
+    model = trainer.model.eval()
+    acc = lambda **kw: sum(float(model(b, **kw)["correct"]) for b in trainer.held_batches)  # noqa: E731
+    with torch.no_grad():
+        assert acc(zero_memory=True) < 0.9 * acc()  # without the mean-max memory, reconstruction fails more
+
+
+def test_memory_attention_debug_helper(trained):
+    trainer, _ = trained
+    tokens, w = memory_attention(trainer.model, trainer.prepared.vocab, "anna saw a book there .")
+    assert tokens[-1] == "</S>" and w.shape == (len(tokens), 2)
+    np.testing.assert_allclose(w.sum(1), 1.0, atol=1e-5)
+
+
+def test_export_parity_padding_and_inputs(trained, toy_corpus):
+    trainer, out = trained
+    export([out / "run" / "checkpoint.pt"], "mean-max-aae", ExportOptions(out=out / "bundle", corpus=str(toy_corpus), card_sample=300))
+    enc = Encoder.load(out / "bundle")
+    assert list(enc.spec.views) == ["mean_max", "mean", "max"] and enc.dim() == 64
+    assert (out / "bundle" / "memory_attention.png").exists()
+    mixed = ["anna walked into the garden .", "the coat was old and small and the door was old", "ben", "", "qwertyuiop zxcvb"]
+    for view in enc.spec.views:
+        together = enc.encode(mixed, view, normalize=False)
+        alone = np.stack([enc.encode([s], view, normalize=False)[0] for s in mixed])
+        np.testing.assert_allclose(together, alone, atol=PADDING_TOL, rtol=0)
+    # All-unknown words read as zero vectors plus positions; an empty input is </S> alone. Both are defined, finite vectors.
+    assert enc.token_ids("qwertyuiop zxcvb") == [1, 1, 2] and enc.token_ids("") == [2]
+    v = enc.encode(["", "qwertyuiop zxcvb"], normalize=False)
+    assert np.isfinite(v).all() and not np.allclose(v[0], v[1])
+    # A word outside the output vocabulary but known to GloVe is still read through its vector.
+    assert enc.token_ids("government")[0] > 2

@@ -1,0 +1,91 @@
+"""Invertible decoders: the orthonormal update, the bijection's inverse, learning, PC removal, views, export."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from service.encoder import Encoder
+from training.export import ExportOptions, export
+from training.families.invertible import Coupling, InvertibleDecoder, top_component
+from training.onnx_export import PADDING_TOL
+from training.trainer import Trainer
+from tests.training.conftest import tiny_config
+
+TINY = {"input_words": 2000, "hidden": 32, "coupling_hidden": 16}  # 2d = 64 ≥ dim_w = 50: W can have orthonormal rows
+
+
+def test_orthonormal_update_drives_wwt_to_identity():
+    torch.manual_seed(0)
+    dec = InvertibleDecoder(8, 24, None)
+    with torch.no_grad():
+        dec.W.mul_(1.3).add_(0.05 * torch.randn_like(dec.W))  # knocked off orthonormality, as a gradient step would
+    for _ in range(500):
+        dec.orthonormalise(0.01)
+    W = dec.W.detach()
+    torch.testing.assert_close(W @ W.t(), torch.eye(8), atol=1e-4, rtol=0)
+    # then Wᵀ is a right inverse: f_de(f_de⁻¹(x)) = x, and f_de⁻¹(f_de(z)) recovers z on W's row space
+    x = torch.randn(5, 8)
+    torch.testing.assert_close(dec(dec.inverse(x)), x, atol=1e-4, rtol=0)
+    z = torch.randn(5, 24)
+    z_row = z @ W.t() @ W  # projection onto the row space
+    torch.testing.assert_close(dec.inverse(dec(z)), z_row, atol=1e-4, rtol=0)
+
+
+def test_bijection_inverse_is_exact():
+    torch.manual_seed(0)
+    g = Coupling(16, 32)
+    z = torch.randn(100, 32) * 3
+    with torch.no_grad():
+        assert (g.inverse(g(z)) - z).abs().max() <= 1e-5
+        assert (g(g.inverse(z)) - z).abs().max() <= 1e-5
+        assert (g(z) - z).abs().max() > 1e-3  # and it is not the identity
+
+
+def test_pc_removal_removes_the_component():
+    rng = np.random.default_rng(0)
+    common = rng.standard_normal(12)
+    common /= np.linalg.norm(common)
+    x = rng.standard_normal((500, 12)) + 8.0 * common  # a strong shared direction, as sentence means have
+    pc = top_component(x)
+    assert abs(abs(pc @ common) - 1) < 1e-2
+    removed = x - np.outer(x @ pc, pc)
+    assert np.abs(removed @ pc).max() < 1e-4
+
+
+@pytest.fixture(scope="module", params=["invertible-linear", "invertible-bijection"])
+def trained(request, toy_corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp(request.param)
+    Trainer(tiny_config(request.param, toy_corpus, out / "run", max_steps=80, eval_every=40, model=dict(TINY))).train()
+    export([out / "run" / "checkpoint.pt"], request.param, ExportOptions(out=out / "bundle", corpus=str(toy_corpus), card_sample=300))
+    return out
+
+
+def test_negative_sampling_loss_falls(trained):
+    log = [json.loads(x) for x in (trained / "run" / "train_log.jsonl").read_text().splitlines()]
+    losses = [e["loss"] for e in log if "loss" in e]
+    assert losses[-1] < 0.9 * losses[0]
+    assert [e["eval"]["max_abs_WWt_minus_I"] for e in log if "eval" in e][-1] < 0.1
+
+
+def test_views_shapes_padding_and_card(trained):
+    enc = Encoder.load(trained / "bundle")
+    dz = 2 * TINY["hidden"]
+    assert {n: v.dim for n, v in enc.spec.views.items()} == {
+        "ensemble": dz, "en": dz, "de": dz, "ensemble-supervised": 6 * dz, "en-supervised": 3 * dz, "de-supervised": 3 * dz}
+    assert enc.spec.default_view == "ensemble"
+    mixed = ["anna walked into the garden .", "the letter was old and small and the coat was old and small too", "ben", "", "qwertyuiop"]
+    for view in enc.spec.views:
+        together = enc.encode(mixed, view, normalize=False)
+        alone = np.stack([enc.encode([s], view, normalize=False)[0] for s in mixed])
+        np.testing.assert_allclose(together, alone, atol=PADDING_TOL, rtol=0)
+    raw = {v: enc.encode(mixed, v, normalize=False) for v in ("ensemble", "en", "de")}
+    np.testing.assert_allclose(raw["ensemble"], raw["en"] + raw["de"], atol=1e-5)  # z = z_en + z_de
+    assert np.allclose(enc.encode([""], "ensemble", normalize=False), 0)  # no words: the zero vector
+    card = (trained / "bundle" / "MODEL_CARD.md").read_text()
+    assert "singular values of W" in card and (trained / "bundle" / "singular_values.png").exists()
+    sv = json.loads((trained / "bundle" / "bundle.json").read_text())["training"]["export_report"]["singular_values"]
+    assert 0.8 < sv["min"] <= sv["max"] < 1.2
