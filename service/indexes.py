@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 Metric = Literal["cosine", "ip", "l2"]
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 FORMAT_VERSION = 1
+# Search-time knobs where the factory has them: FAISS's defaults (nprobe=1, efSearch=16) trade
+# too much recall for speed at the sizes served here.
+SEARCH_PARAMS = (("nprobe", 16), ("efSearch", 128))
 
 
 class IndexConfig(BaseModel):
@@ -89,6 +92,11 @@ class VectorIndex:
     def __init__(self, config: IndexConfig, index: faiss.Index | None = None):
         self.config = config
         cpu = index if index is not None else make_faiss(config.dim, config.factory, config.metric)
+        for param, value in SEARCH_PARAMS:
+            try:
+                faiss.ParameterSpace().set_index_parameter(cpu, param, value)
+            except RuntimeError:  # this factory has no such knob
+                pass
         self.index = _use_gpu(cpu)
         self.on_gpu = self.index is not cpu
         self.docs: dict[int, Doc] = {}  # label -> document
