@@ -51,7 +51,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench.set_defaults(func=cmd_bench)
 
 
+def _quiet_faiss() -> None:
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # "could not load AVX2 ..." is noise
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
+    _quiet_faiss()
     from service.settings import load_settings, overrides_from_args, settings_table
 
     if args.settings_table:
@@ -81,6 +86,7 @@ def _settings_dirs(models_dir: Path | None, index_dir: Path | None) -> tuple[Pat
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
+    _quiet_faiss()
     from service.encoder import Encoder, available_providers
     from service.errors import ThoughtvecError
     from service.index_build import build_index, read_documents
@@ -124,6 +130,7 @@ def cmd_index_list(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    _quiet_faiss()
     from service.bench import run
 
     return run(args)

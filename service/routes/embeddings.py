@@ -24,7 +24,7 @@ def render(enc: Encoded, encoding_format: str) -> bytes:
     if encoding_format == "base64":
         rows = ('"' + base64.b64encode(r.astype("<f4").tobytes()).decode("ascii") + '"' for r in enc.vectors)
     else:
-        rows = (json.dumps(r.tolist()) for r in enc.vectors)
+        rows = (json.dumps(r.tolist(), separators=(",", ":")) for r in enc.vectors)
     data = ",".join(f'{{"object":"embedding","embedding":{e},"index":{i}}}' for i, e in enumerate(rows))
     usage = f'{{"prompt_tokens":{enc.tokens},"total_tokens":{enc.tokens}}}'
     return f'{{"object":"list","data":[{data}],"model":{json.dumps(enc.model)},"usage":{usage}}}'.encode("utf-8")
