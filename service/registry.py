@@ -130,7 +130,7 @@ class Registry:
             raise NotReady("no model is loaded yet" if not self.started else f"no models are served (none under {self.settings.models_dir})", field=field_name)
         model = self.models.get(name)
         if model is None:
-            if not self.started and name not in self.failed:
+            if not self.started and (not self.discovered or name in self.discovered) and name not in self.failed:
                 raise NotReady(f"model '{name}' is not loaded yet", field=field_name)
             raise UnknownModel(f"no model '{name}'; the models are {sorted(self.models)}", field=field_name)
         if not model.warmed:
