@@ -274,6 +274,7 @@ def test_build_with_only_failures_writes_nothing(tmp_path, fake_sources):
     cfg = BuildConfig(out=tmp_path / "out", cache=tmp_path, sources=["broken"], workers=1, progress=False)
     report = build_corpus(cfg)
     assert report.stats["documents"] == 0 and not (tmp_path / "out").exists()
+    assert "nothing built" in report.summary() and "broken (RuntimeError: corrupt archive)" in report.summary()
 
 
 def test_user_folder_in_worker_processes(tmp_path):

@@ -66,6 +66,9 @@ class BuildReport:
 
     def summary(self) -> str:
         s = self.stats
+        if not s["documents"]:
+            failed = "; ".join(f"{k} ({v})" for k, v in self.failures.items())
+            return f"corpus: nothing built, nothing written to {self.out}; FAILED: {failed or 'no text'}"
         line = (
             f"corpus: {s['documents']:,} documents, {s['sentences']:,} sentences, {s['tokens']:,} tokens "
             f"(vocabulary {s['vocabulary']:,}) from {len(s['sources'])} source(s) in {s['build_seconds']:.0f} s "
