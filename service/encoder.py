@@ -43,7 +43,8 @@ def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
 class Encoder:
     """One loaded bundle with its ONNX Runtime session."""
 
-    def __init__(self, bundle: Bundle, *, providers: Sequence[str] | None = None, threads: int | None = None):
+    def __init__(self, bundle: Bundle, *, providers: Sequence[str] | None = None, threads: int | None = None,
+                 session_config: dict[str, str] | None = None):
         self.bundle = bundle
         self.spec = bundle.spec
         self.vocab = bundle.vocab
@@ -53,6 +54,8 @@ class Encoder:
             opts.intra_op_num_threads = threads
             opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
+        for key, value in (session_config or {}).items():  # e.g. session.intra_op.allow_spinning
+            opts.add_session_config_entry(key, value)
         try:
             self.session = ort.InferenceSession(
                 str(bundle.onnx_path), sess_options=opts, providers=list(providers or available_providers())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,12 @@ WARMUP_TEXTS = (
     "it was the best of times , it was the worst of times , it was the age of wisdom , it was the age of "
     "foolishness , it was the epoch of belief , it was the epoch of incredulity , it was the season of light .",
 )
+
+
+def default_ort_threads() -> int:
+    """All cores but one: ONNX Runtime threads competing with the event loop cost more than they give."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores - 1)
 
 
 @dataclass(eq=False)
@@ -71,7 +78,9 @@ class Registry:
     def _load_one(self, path: Path) -> Model:
         bundle = load_bundle(path)
         providers = available_providers(self.settings.prefer_cuda)
-        encoder = Encoder(bundle, providers=providers, threads=self.settings.ort_threads or None)
+        spin = "1" if self.settings.ort_spinning else "0"
+        encoder = Encoder(bundle, providers=providers, threads=self.settings.ort_threads or default_ort_threads(),
+                          session_config={"session.intra_op.allow_spinning": spin, "session.inter_op.allow_spinning": spin})
         head, head_view = None, None
         spec = bundle.spec.heads.get("relatedness")
         if spec is not None:

@@ -44,10 +44,11 @@ class Settings(BaseSettings):
     # -- dynamic batching ----------------------------------------------------------------
     max_batch_size: int = Field(32, ge=1, le=4096, description="sentences per ONNX run (1 switches batching off)")
     max_batch_tokens: int = Field(8192, ge=1, description="padded tokens per ONNX run (batch size x longest input)")
-    max_wait_ms: float = Field(2.0, ge=0, le=1000, description="how long a batch waits for more sentences once the first has arrived")
+    max_wait_ms: float = Field(2.0, ge=0, le=1000, description="longest wait for more sentences once one has arrived (a lone request does not wait while waiting has not paid off)")
     max_queue_size: int = Field(2048, ge=1, description="sentences waiting per model before requests get 429")
     retry_after_s: int = Field(1, ge=1, description="Retry-After seconds sent with 429 and 503")
-    ort_threads: int = Field(0, ge=0, description="ONNX Runtime intra-op threads per model (0 = one per core)")
+    ort_threads: int = Field(0, ge=0, description="ONNX Runtime intra-op threads per model (0 = cores - 1, at least 1: one core stays with the HTTP loop)")
+    ort_spinning: bool = Field(False, description="let ONNX Runtime's idle threads spin; off leaves the cores to the HTTP loop between batches")
     prefer_cuda: bool = Field(True, description="use CUDAExecutionProvider / GPU FAISS when present")
     warmup: bool = Field(True, description="run each model on a few inputs before /ready turns true")
 
