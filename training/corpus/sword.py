@@ -129,7 +129,8 @@ _GAP_BEFORE_PUNCT = re.compile(_GAP + r"+(?=[,.;:!?'\"\u2019\u201d)\]])")
 # "III.", "Whole Psalm.", "(last clause)." (the bold "Verse 1." labels are removed as markup).
 _LABEL = re.compile(
     r"^(?:(?:Verses?|Vers?\.)\s*\d[\d\s,;:&\-\u2013\u2014]*(?:and\s*\d[\d\s,\-]*)?\.?\s*"
-    r"|\(?\d{1,3}\)?[.)]\s+|[IVXL]{1,5}\.\s+|Whole Psalm\.\s*|Title\.\s*|TITLE\.\s*|Chapter Outline\s*|\((?:\w+ )?clauses?\)\.?\s*|[-\u2014]+\s*)+"
+    r"|\(?\d{1,3}\)?[.)]\s+|[IVXL]{1,5}\.\s+"  # list numbers
+    r"|Whole Psalm\.\s*|Title\.\s*|TITLE\.\s*|Chapter Outline\s*|\((?:\w+ )?clauses?\)\.?\s*|[-\u2014]+\s*)+"
 )
 
 
