@@ -140,6 +140,8 @@ class VectorIndex:
             scores, labels = self.index.search(q, kk)
         else:
             return [[] for _ in range(len(q))]
+        if self.config.metric == "cosine":
+            scores = np.clip(scores, -1.0, 1.0)  # float32 rounding can step past 1 for a text and itself
         out = []
         for srow, lrow in zip(scores, labels):
             hits = [(self.docs[int(lb)], float(s)) for s, lb in zip(srow, lrow) if lb >= 0 and int(lb) in self.docs]
