@@ -86,14 +86,3 @@ def expand(trained: np.ndarray, vocab: Vocabulary, opts: ExpansionOptions) -> tu
         "neighbours": nearest_words(queries, q_vecs, all_words[3:], table[3:]),
     }
     return w, extra, source, report
-
-
-def apply_expansion(trained_emb: torch.Tensor, vocab: Vocabulary, opts: ExpansionOptions | None):
-    """An :class:`ExpandedEmbedding` (trained table + mapped pretrained vectors), the added words, a report."""
-    from training.families.skipthought import ExpandedEmbedding
-
-    if opts is None:
-        return ExpandedEmbedding(trained_emb), [], {"expanded_words": 0}
-    w, extra, source, report = expand(trained_emb.cpu().numpy(), vocab, opts)
-    emb = ExpandedEmbedding(trained_emb, torch.from_numpy(source), torch.from_numpy(w))
-    return emb, extra, report

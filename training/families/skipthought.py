@@ -20,12 +20,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
 
 from service.bundle import TokenizerSpec, ViewSpec
 from service.vocab import Vocabulary
 from training.data import IdCorpus, TokenCorpus, pad_batch, vocabulary_from_counts
 from training.families.base import ExportEncoder, Family, Prepared, TrainModel
-from training.nn import GRUStates, length_mask
+from training.nn import GRUStates
 from training.softmax import OutputLayer
 
 
@@ -35,9 +36,9 @@ class SkipThoughtConfig:
     vocab_size: int = 20_000  # training vocabulary (paper: 20 000), specials not counted
     emb_dim: int = 256  # paper: 620 (CPU-sized default; see the model card)
     hidden: int = 512  # sentence vector size; bi-skip splits it in two directions (paper: 2400)
-    dec_hidden: int = 512  # decoder GRU size
+    dec_hidden: int = 384  # decoder GRU size (training only: the bundle holds the encoder)
     max_len: int = 40  # tokens per training sentence, <eos> included; longer ones are cut
-    num_sampled: int = 1024  # sampled-softmax negatives per batch; 0 = exact softmax
+    num_sampled: int = 512  # sampled-softmax negatives per batch; 0 = exact softmax
     sample_alpha: float = 0.75  # negatives drawn from unigram^alpha
     init_range: float = 0.1  # uniform [-0.1, 0.1] for non-recurrent weights (§3.1)
 
@@ -71,9 +72,13 @@ class SkipThought(TrainModel):
     def _decode(self, gru: nn.GRU, h: torch.Tensor, dec_in: torch.Tensor, targets: torch.Tensor, tlen: torch.Tensor) -> torch.Tensor:
         x = self.emb(dec_in)  # (B, T, E): x_{t-1}, a zero vector at t = 1
         cond = h.unsqueeze(1).expand(-1, x.shape[1], -1)  # (B, T, hidden)
-        states, _ = gru(torch.cat([x, cond], -1))  # (B, T, D)
-        mask = length_mask(tlen, x.shape[1])
-        return self.out(states[mask], targets[mask])  # summed NLL, eq. 9
+        # Neighbours are not length-bucketed like the centre sentences: pack them so the GRU
+        # runs over real tokens only (about half the work of the padded batch).
+        lengths = tlen.cpu()
+        packed = pack_padded_sequence(torch.cat([x, cond], -1), lengths, batch_first=True, enforce_sorted=False)
+        states, _ = gru(packed)  # .data: (N_tokens, D)
+        gold = pack_padded_sequence(targets, lengths, batch_first=True, enforce_sorted=False).data  # same order
+        return self.out(states.data, gold)  # summed NLL, eq. 9
 
     def forward(self, batch: dict[str, torch.Tensor], zero_context: bool = False) -> dict[str, torch.Tensor]:
         h = self.encode(batch["ids"], batch["lengths"])  # (B, hidden)
@@ -99,11 +104,11 @@ class ExpandedEmbedding(nn.Module):
     least-squares matrix of §2.2 (``v' = W v``), computed in the graph so the bundle stores only
     the small source vectors."""
 
-    def __init__(self, trained: torch.Tensor, source: torch.Tensor | None = None, mapping: torch.Tensor | None = None):
+    def __init__(self, trained: torch.Tensor, source: nn.Parameter | None = None, mapping: torch.Tensor | None = None):
         super().__init__()
         self.trained = nn.Parameter(trained.detach().clone(), requires_grad=False)  # (Vt, E)
         self.n_trained = int(trained.shape[0])
-        self.source = None if source is None else nn.Parameter(source.detach().clone(), requires_grad=False)  # (Vx, Ds)
+        self.source = source  # (Vx, Ds), possibly shared with another part
         self.mapping = None if mapping is None else nn.Parameter(mapping.detach().clone(), requires_grad=False)  # (Ds, E)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
@@ -225,17 +230,26 @@ class SkipThoughtFamily(Family):
         return secs
 
     def export_encoder(self, cfgs, models, prepared, variant, expansion=None, **_):
-        from training.expansion import apply_expansion
+        from training.expansion import expand
 
         vocab = prepared.vocab
         parts, names, dims, report = [], [], [], {}
+        shared_source = None  # combine-skip's two parts read the same pretrained vectors: store them once
+        extra_words: list[str] = []
         for cfg, model in zip(cfgs, models):
             name = "bi" if cfg.bidirectional else "uni"
-            emb, extra_words, rep = apply_expansion(model.emb.weight.detach(), vocab, expansion)
+            trained = model.emb.weight.detach()
+            if expansion is None:
+                emb = ExpandedEmbedding(trained)
+            else:
+                w, extra_words, source, rep = expand(trained.numpy(), vocab, expansion)
+                if shared_source is None:
+                    shared_source = nn.Parameter(torch.from_numpy(source), requires_grad=False)
+                emb = ExpandedEmbedding(trained, shared_source, torch.from_numpy(w))
+                report[f"expansion_{name}"] = rep
             parts.append((emb, model.encoder))
             names.append(name)
             dims.append(cfg.hidden)
-            report[f"expansion_{name}"] = rep
         if extra_words:
             vocab = Vocabulary(vocab.tokens + extra_words)
         return SkipThoughtEncoder(parts, names, dims), vocab, report
