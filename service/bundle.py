@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from service.atomic import atomic_dir
+from service.atomic import atomic_dir, atomic_write_text
 from service.errors import BundleError
 from service.tokenizer import TOKENIZER_KIND
 from service.vocab import EOS_ID, PAD_ID, UNK_ID, Vocabulary
@@ -189,6 +189,22 @@ def write_bundle(dest: str | Path, spec: BundleSpec, vocab: Vocabulary, onnx_byt
             (tmp / name).write_bytes(data)
         (tmp / BUNDLE_FILE).write_text(spec.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return load_bundle(dest)
+
+
+def add_head(path: str | Path, name: str, head: HeadSpec) -> Bundle:
+    """Add (or replace) ``heads[name]`` in a bundle's ``bundle.json``, atomically, and load the bundle back.
+
+    The head's file must already be in the folder; the new spec is validated before it is written.
+    """
+    path = Path(path)
+    bundle = load_bundle(path)
+    if not (path / head.file).is_file():
+        raise BundleError(str(path), f"heads.{name}.file", f"file {head.file!r} is missing")
+    data = bundle.spec.model_dump()
+    data["heads"] = {**data["heads"], name: head.model_dump()}
+    spec = parse_spec(data, str(path))
+    atomic_write_text(path / BUNDLE_FILE, spec.model_dump_json(indent=2) + "\n")
+    return load_bundle(path)
 
 
 def discover_bundles(root: str | Path) -> list[Path]:

