@@ -210,16 +210,7 @@ def fit(
         if bad.any():
             direction[bad], slope[bad] = -g[idx][bad], -np.einsum("kd,kd->k", g[idx][bad], g[idx][bad])
             rho[:, idx[bad]] = 0.0
-        step = np.ones(len(idx))  # the preconditioned Hessian is ≈ I at the start, so 1 is the natural step
-        f_new, g_new, Z_new, th_new, b_new = P.evaluate(U[idx] + step[:, None] * direction, idx)
-        for _ in range(30):  # Armijo backtracking, only for the problems that need it
-            fail = f_new > f[idx] + 1e-4 * step * slope
-            if not fail.any():
-                break
-            step[fail] *= 0.5
-            j = idx[fail]
-            f_j, g_j, Z_j, th_j, b_j = P.evaluate(U[j] + step[fail, None] * direction[fail], j)
-            f_new[fail], g_new[fail], Z_new[:, fail], th_new[fail], b_new[fail] = f_j, g_j, Z_j, th_j, b_j
+        step, (f_new, g_new, Z_new, th_new, b_new) = _backtrack(P, U[idx], idx, f[idx], direction, slope)
         s_vec = step[:, None] * direction
         y_vec = g_new - g[idx]
         slot = (it - 1) % memory
@@ -237,6 +228,25 @@ def fit(
             done |= np.asarray(monitor(it, idx, th_new, b_new, Z_new), bool)
         active[idx[done]] = False
     return out
+
+
+def _backtrack(P: _Problems, U: np.ndarray, idx: np.ndarray, f: np.ndarray, direction: np.ndarray, slope: np.ndarray):
+    """Armijo backtracking from step 1 (the preconditioned Hessian is ≈ I at the start, so 1 is the
+    natural step), re-evaluating only the problems whose step failed. Returns steps and evaluation."""
+    step = np.ones(len(idx))
+    ev = list(P.evaluate(U + direction, idx))  # f, g, Z (n, k, c), theta, bias
+    for _ in range(30):
+        fail = ev[0] > f + 1e-4 * step * slope
+        if not fail.any():
+            break
+        step[fail] *= 0.5
+        again = P.evaluate(U[fail] + step[fail, None] * direction[fail], idx[fail])
+        for i, new in enumerate(again):
+            if i == 2:  # logits are (n, k, c): problems on axis 1
+                ev[i][:, fail] = new
+            else:
+                ev[i][fail] = new
+    return step, ev
 
 
 def _two_loop(g: np.ndarray, S: np.ndarray, Y: np.ndarray, rho: np.ndarray, it: int) -> np.ndarray:

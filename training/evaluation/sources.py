@@ -44,10 +44,13 @@ def encode_views(source: Source, texts: Sequence[str], views: Sequence[str], bat
     if hasattr(source, "encode_views"):
         return source.encode_views(texts, views, batch_size=batch_size, progress=progress)
     out = {v: np.zeros((len(texts), source.views[v]), np.float32) for v in views}
+    # batches of similar length: transformers and servers pad each batch to its longest member
+    order = np.argsort([len(t) for t in texts], kind="stable")
     for start in range(0, len(texts), batch_size):
-        chunk = list(texts[start : start + batch_size])
+        idx = order[start : start + batch_size]
+        chunk = [texts[i] for i in idx]
         for v in views:
-            out[v][start : start + len(chunk)] = source.encode(chunk, v)
+            out[v][idx] = source.encode(chunk, v)
         if progress:
             progress(len(chunk))
     return out
