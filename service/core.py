@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from service.batcher import check_count
-from service.encoder import l2_normalize
+from service.encoder import available_providers, l2_normalize
 from service.errors import InputTooLong, InvalidInput
 from service.index_store import IndexStore, new_id
-from service.indexes import Doc, new_config
+from service.indexes import Doc, gpu_count, new_config
 from service.metrics import Metrics
 from service.registry import Model, Registry
 from service.schemas import AddDocumentsRequest, CreateIndexRequest, SearchRequest, SimilarityRequest
@@ -42,7 +42,8 @@ class Core:
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.registry = Registry(settings, self.metrics)
-        self.store = IndexStore(settings.index_dir, settings.index_wal_max_mb * 2**20, self.metrics.index_documents)
+        self.store = IndexStore(settings.index_dir, settings.index_wal_max_mb * 2**20, self.metrics.index_documents,
+                                gpu=settings.prefer_cuda)
         self._tasks: list[asyncio.Task] = []
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -50,6 +51,7 @@ class Core:
         """Load indexes, then models (warm-up), then build the default index if it is missing."""
         from service.index_build import ensure_default_index  # it imports this module
 
+        log.info("devices: %s", self.devices())
         await asyncio.get_running_loop().run_in_executor(None, self.store.load_all)
         await self.registry.load_all()
         await ensure_default_index(self)
@@ -69,6 +71,12 @@ class Core:
                 pass
         await self.registry.stop()
         await asyncio.get_running_loop().run_in_executor(None, self.store.close)
+
+    def devices(self) -> dict:
+        """What runs where: ONNX Runtime's providers on this machine, FAISS's GPUs and whether indexes use them."""
+        gpus = gpu_count()
+        return {"onnxruntime_providers": available_providers(self.settings.prefer_cuda), "faiss_gpus": gpus,
+                "indexes_on_gpu": bool(gpus and self.settings.prefer_cuda)}
 
     def readiness(self) -> tuple[bool, dict]:
         ok, body = self.registry.readiness()

@@ -46,8 +46,10 @@ class _Entry:
 class IndexStore:
     """Every index under ``root``, loaded, with its log."""
 
-    def __init__(self, root: Path, wal_max_bytes: int = 64 * 2**20, on_size: Callable[[str, int | None], None] | None = None):
+    def __init__(self, root: Path, wal_max_bytes: int = 64 * 2**20, on_size: Callable[[str, int | None], None] | None = None,
+                 gpu: bool = False):
         self.root = Path(root)
+        self.gpu = gpu  # search served indexes on the GPU when FAISS has one (VectorIndex.use_gpu)
         self.wal_max_bytes = wal_max_bytes
         self.on_size = on_size or (lambda name, n: None)
         self._entries: dict[str, _Entry] = {}
@@ -87,6 +89,8 @@ class IndexStore:
         return _Entry(vi, wal, folder)
 
     def _register(self, entry: _Entry) -> None:
+        if self.gpu:
+            entry.index.use_gpu()
         with self._lock:
             self._entries[entry.index.config.name] = entry
         self.on_size(entry.index.config.name, entry.index.count)

@@ -6,6 +6,11 @@ set otherwise (HNSW), filtered at search time. Indexes that need training (IVF, 
 vectors in a plain buffer, searched exactly, until ``train_size`` vectors have arrived; then they
 train on that buffer and move it in.
 
+With GPU FAISS (faiss-gpu-cu12 and a visible GPU), :meth:`VectorIndex.use_gpu` keeps a copy of the
+index on the GPU(s) for searches; the CPU index stays the one of record (snapshots, deletes,
+training) and the copy is remade after a delete or a training. HNSW has no GPU version and stays
+on the CPU.
+
 Not thread-safe: :class:`service.index_store.IndexStore` holds a lock around every call.
 """
 
@@ -34,6 +39,8 @@ FORMAT_VERSION = 1
 # Search-time knobs where the factory has them: FAISS's defaults (nprobe=1, efSearch=16) trade
 # too much recall for speed at the sizes served here.
 SEARCH_PARAMS = (("nprobe", 16), ("efSearch", 128))
+# GPU FAISS selects at most this many neighbours per query; larger searches run on the CPU index.
+GPU_MAX_K = 2048
 
 
 class IndexConfig(BaseModel):
@@ -76,14 +83,20 @@ def make_faiss(dim: int, factory: str, metric: Metric) -> faiss.Index:
     return faiss.IndexIDMap2(base)
 
 
-def _use_gpu(index: faiss.Index) -> faiss.Index:
-    """A GPU copy for search when FAISS sees a GPU (faiss-gpu builds); else the index itself."""
+def gpu_count() -> int:
+    """GPUs FAISS can use: 0 with faiss-cpu, or with faiss-gpu on a machine without a visible GPU."""
     try:
-        if faiss.get_num_gpus() > 0:
-            return faiss.index_cpu_to_all_gpus(index)
-    except (AttributeError, RuntimeError) as e:  # CPU build, or a type the GPU lacks (HNSW)
-        log.info("index stays on CPU: %s", e)
-    return index
+        return int(faiss.get_num_gpus())
+    except (AttributeError, RuntimeError):
+        return 0
+
+
+def _set_search_params(index: faiss.Index, space: Any) -> None:
+    for param, value in SEARCH_PARAMS:
+        try:
+            space.set_index_parameter(index, param, value)
+        except RuntimeError:  # this factory has no such knob
+            pass
 
 
 class VectorIndex:
@@ -91,14 +104,14 @@ class VectorIndex:
 
     def __init__(self, config: IndexConfig, index: faiss.Index | None = None):
         self.config = config
-        cpu = index if index is not None else make_faiss(config.dim, config.factory, config.metric)
-        for param, value in SEARCH_PARAMS:
-            try:
-                faiss.ParameterSpace().set_index_parameter(cpu, param, value)
-            except RuntimeError:  # this factory has no such knob
-                pass
-        self.index = _use_gpu(cpu)
-        self.on_gpu = self.index is not cpu
+        # The CPU index is the one of record: writes, training, deletes and snapshots go to it.
+        self.index = index if index is not None else make_faiss(config.dim, config.factory, config.metric)
+        _set_search_params(self.index, faiss.ParameterSpace())
+        # With GPU FAISS (use_gpu), a copy on the GPU(s) answers searches and takes adds; deletes and
+        # training mark it stale and it is copied again at the next search.
+        self.gpu_index: faiss.Index | None = None
+        self.gpu_wanted = False
+        self.gpu_stale = False
         self.docs: dict[int, Doc] = {}  # label -> document
         self.labels: dict[str, int] = {}  # id -> label
         self.tombstones: set[int] = set()  # labels deleted from an index that cannot remove
@@ -117,13 +130,44 @@ class VectorIndex:
     def trained(self) -> bool:
         return bool(self.index.is_trained)
 
+    @property
+    def on_gpu(self) -> bool:
+        return self.gpu_wanted
+
+    # -- GPU -----------------------------------------------------------------------------
+    def use_gpu(self) -> bool:
+        """Search on the GPU(s) from now on if FAISS has one and this index type runs there."""
+        if gpu_count() == 0:
+            return False
+        self.gpu_wanted = True
+        return self._copy_to_gpu()
+
+    def _copy_to_gpu(self) -> bool:
+        try:
+            gpu = faiss.index_cpu_to_all_gpus(self.index)  # IDMap2 stays on the host, its index moves
+            _set_search_params(gpu, getattr(faiss, "GpuParameterSpace", faiss.ParameterSpace)())
+        except (AttributeError, RuntimeError) as e:  # a type the GPU lacks (HNSW), or out of memory
+            log.info("index %s: searched on the CPU (%s)", self.config.name, str(e).strip().splitlines()[-1][:200])
+            self.gpu_index, self.gpu_wanted = None, False
+            return False
+        self.gpu_index, self.gpu_stale = gpu, False
+        return True
+
+    def _searcher(self, k: int) -> faiss.Index:
+        """The index to search: the GPU copy (fresh) where there is one and k fits the GPU's limit."""
+        if not self.gpu_wanted or k > GPU_MAX_K:
+            return self.index
+        if (self.gpu_index is None or self.gpu_stale) and not self._copy_to_gpu():
+            return self.index
+        return self.gpu_index
+
     def stats(self) -> dict[str, Any]:
         c = self.config
         return {
             "name": c.name, "model": c.model, "view": c.view, "dim": c.dim, "factory": c.factory,
             "metric": c.metric, "normalize": c.normalize, "documents": self.count, "trained": self.trained,
             "pending_training": len(self.pending_labels), "train_size": c.train_size, "created": c.created,
-            "train_error": self.train_error,
+            "train_error": self.train_error, "gpu": self.on_gpu,
         }
 
     def prepare(self, vectors: np.ndarray) -> np.ndarray:
@@ -137,7 +181,7 @@ class VectorIndex:
             scores, labels = self._search_pending(q, k)
         elif self.index.ntotal:
             kk = min(self.index.ntotal, k + len(self.tombstones))
-            scores, labels = self.index.search(q, kk)
+            scores, labels = self._searcher(kk).search(q, kk)
         else:
             return [[] for _ in range(len(q))]
         if self.config.metric == "cosine":
@@ -170,6 +214,12 @@ class VectorIndex:
         self.next_label = max(self.next_label, int(lab.max()) + 1) if len(lab) else self.next_label
         if self.trained:
             self.index.add_with_ids(x, lab)
+            if self.gpu_index is not None and not self.gpu_stale:
+                try:
+                    self.gpu_index.add_with_ids(x, lab)
+                except RuntimeError as e:  # e.g. GPU memory: copy again (or fall back) at the next search
+                    log.warning("index %s: GPU add failed (%s); the GPU copy will be remade", self.config.name, e)
+                    self.gpu_stale = True
             return
         self.pending = np.concatenate([self.pending, x])
         self.pending_labels.extend(labels)
@@ -187,6 +237,7 @@ class VectorIndex:
             log.warning("index %s: training postponed: %s", self.config.name, self.train_error)
             return
         self.train_error = None
+        self.gpu_stale = True
         self.index.add_with_ids(self.pending, np.asarray(self.pending_labels, np.int64))
         self.pending = np.zeros((0, self.config.dim), np.float32)
         self.pending_labels = []
@@ -207,6 +258,7 @@ class VectorIndex:
         if self.index.ntotal:
             try:
                 self.index.remove_ids(np.asarray(labels, np.int64))
+                self.gpu_stale = True  # GPU indexes cannot remove ids: copy the CPU one again
             except RuntimeError:  # HNSW cannot remove: hide them instead
                 self.tombstones.update(drop)
         return found
@@ -215,8 +267,7 @@ class VectorIndex:
     def write_snapshot(self, folder: Path) -> None:
         """Write everything atomically to ``folder`` (the old snapshot stays until the new one is whole)."""
         with atomic_dir(folder) as tmp:
-            cpu = faiss.index_gpu_to_cpu(self.index) if self.on_gpu else self.index
-            faiss.write_index(cpu, str(tmp / "index.faiss"))
+            faiss.write_index(self.index, str(tmp / "index.faiss"))
             np.save(tmp / "pending.npy", self.pending)
             with open(tmp / "docs.jsonl", "w", encoding="utf-8") as f:
                 for label, d in self.docs.items():

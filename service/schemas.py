@@ -132,6 +132,7 @@ class IndexStats(BaseModel):
     created: str
     train_error: str | None = None
     wal_bytes: int = 0
+    gpu: bool = False
 
 
 class IndexList(BaseModel):

@@ -13,7 +13,9 @@ router = APIRouter(tags=["models"])
 async def list_models(core: CoreDep) -> dict:
     reg = core.registry
     default = reg.default_model
-    return {"object": "list", "data": [m.describe(m.name == default) for _, m in sorted(reg.models.items())]}
+    # `devices`: where encoders and searches run (each model's own `providers` are those its session uses).
+    return {"object": "list", "data": [m.describe(m.name == default) for _, m in sorted(reg.models.items())],
+            "devices": core.devices()}
 
 
 @router.get("/v1/models/{name}", responses=ERRORS)
