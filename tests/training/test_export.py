@@ -107,3 +107,19 @@ def test_bundle_encodes_without_torch(bundles):
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+TRICKY = ["Don't panic -- it's “fine”… see https://example.org!", "naïve CAFÉ, 3.50 or 1,000 😀", "", "   ", "it 's does n't",
+          "x" * 10_000, "ﬁne ｆｕｌｌｗｉｄｔｈ", "a\x00b\x07c"]  # fmt: skip
+
+
+def test_training_and_serving_tokenize_identically(bundles):
+    """The training data path (TokenCorpus → ids) and the service's Encoder map text to the same ids."""
+    from training.data import TokenCorpus
+
+    enc = Encoder.load(bundles / "uni-skip")
+    corpus = TokenCorpus.from_documents([TRICKY]).encode(enc.vocab)
+    for i, text in enumerate(TRICKY):
+        served = enc.token_ids(text)
+        assert served[-1] == 2  # <eos>, appended by the bundle's tokenizer spec
+        assert list(corpus.sentence(i)) == served[:-1], text
