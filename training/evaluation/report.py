@@ -82,7 +82,8 @@ def pick(records: list[dict]) -> list[dict]:
 
 def _label(r: dict) -> str:
     name = f"**{r['name']}**" if r["kind"] == "bundle" else r["name"]
-    tags = [t for t in ("via server" if r["kind"] == "server" else "", "quick mode" if r["mode"] != "full" else "") if t]
+    tags = [t for t in ("via server" if r["kind"] == "server" else "", "quick mode" if r["mode"] != "full" else "",
+                        "raw vectors" if not r.get("normalize", True) else "") if t]  # fmt: skip
     return name + (f" ({', '.join(tags)})" if tags else "")
 
 
