@@ -88,6 +88,8 @@ def test_cli_report_only_and_errors(tmp_path, sick_dir, capsys):
     assert main(["eval", "--bundle", str(bundle), "--view", "nope", "--data", str(sick_dir), "--no-report"]) == 2
     assert "has no view nope" in capsys.readouterr().err
     assert main(["eval", "--baseline", "glove-avg", "--save-head"]) == 2
+    assert main(["eval", "--bundle", str(bundle), "--tasks", "MR", "--save-head"]) == 2
+    assert "needs the SICK-R task" in capsys.readouterr().err
 
 
 def test_task_selection():

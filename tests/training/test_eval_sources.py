@@ -73,6 +73,8 @@ def test_server_agrees_with_in_process(tiny_dir, senteval_dir, tmp_path):
         got = runner.evaluate(remote, ["meanmax"], opts, log=lambda m: None)[0]
     want = runner.evaluate(local, ["meanmax"], opts, log=lambda m: None)[0]
     assert got["kind"] == "server" and want["kind"] == "bundle"
+    assert runner.save_record(got, tmp_path).name == "tiny@server__meanmax__quick.json"  # beside, not over, the bundle's
+    assert runner.save_record(want, tmp_path).name == "tiny__meanmax__quick.json"
     for name in ("MR", "TREC", "MRPC", "SICK-R", "STS-B-cos"):
         for metric, value in want["tasks"][name].items():
             if isinstance(value, float):

@@ -57,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
     if args.save_head and (args.baseline or args.url):
         print("thoughtvec eval: --save-head writes into a bundle; use it with --bundle only", file=sys.stderr)
         return 2
+    if args.save_head and not {"all", "sick-r"} & {t.strip().lower() for t in args.tasks.split(",")}:
+        print("thoughtvec eval: --save-head needs the SICK-R task in --tasks", file=sys.stderr)
+        return 2
     from service.errors import BundleError, ThoughtvecError
     from training.evaluation.datasets import DatasetError
 
@@ -106,10 +109,12 @@ def _evaluate_one(args: argparse.Namespace, kind: str, target: str) -> str:
         keep_head=args.save_head, command=_command(args, kind, target), threads=args.threads,
     )  # fmt: skip
     records = runner.evaluate(source, views, opts, log=lambda m: print(m, file=sys.stderr, flush=True))
-    if args.save_head:
-        runner.save_head(Path(target), records, log=lambda m: print(m, file=sys.stderr))
     for r in records:
         print(f"wrote {runner.save_record(r, args.results_dir)}", file=sys.stderr)
+    if args.save_head:
+        runner.save_head(Path(target), records, log=lambda m: print(m, file=sys.stderr))
+        for r in records:  # the chosen view's record now names its head
+            runner.save_record(r, args.results_dir)
     parts = []
     for r in records:
         m = macro(flatten(r), tasks.MACRO_TASKS)

@@ -94,7 +94,7 @@ def _evaluate_view(source: Source, view: str, vectors: np.ndarray, index: dict[s
         results[task.name] = task.run(data[task.dataset], ctx)
         task_times[task.name] = round(time.perf_counter() - ts, 2)
         log(f"  [{source.name}/{view}] {task.name}: {_headline(results[task.name])} ({task_times[task.name]:.1f}s)")
-    plots = _plots(source.name, view, data, ctx, opts) if opts.plots_dir else {}
+    plots = _plots(source.name, source.kind, view, data, ctx, opts) if opts.plots_dir else {}
     return {
         "schema": SCHEMA, "name": source.name, "kind": source.kind, "view": view, "dim": int(vectors.shape[1]),
         "mode": opts.protocol.mode, "protocol": opts.protocol.as_dict(), "normalize": source.normalize,
@@ -125,7 +125,7 @@ def _progress_bar(total: int, name: str):
     return update
 
 
-def _plots(name: str, view: str, data: dict, ctx: Context, opts: RunOptions) -> dict:
+def _plots(name: str, kind: str, view: str, data: dict, ctx: Context, opts: RunOptions) -> dict:
     """t-SNE of TREC and SUBJ vectors coloured by label (skip-thought Figure 2), if those sets were loaded."""
     from training.evaluation.plots import tsne_panels
 
@@ -136,21 +136,21 @@ def _plots(name: str, view: str, data: dict, ctx: Context, opts: RunOptions) -> 
             panels.append((f"{key} ({split})", ctx.of(s.sentences), np.asarray(s.labels), data[key].classes))
     if not panels:
         return {}
-    path = opts.plots_dir / f"{slug(name, view, opts.protocol.mode)}-tsne.png"
+    path = opts.plots_dir / f"{slug(name, view, opts.protocol.mode, kind)}-tsne.png"
     tsne_panels(panels, path, f"{name} / {view}: t-SNE coloured by label", seed=opts.protocol.seed, sample=1000)
     return {"tsne": path.name}
 
 
-def slug(name: str, view: str, mode: str) -> str:
-    """File stem of a result: ``uni-skip__uni`` (full) or ``uni-skip__uni__quick``."""
-    return f"{name}__{view}" + ("" if mode == "full" else f"__{mode}")
+def slug(name: str, view: str, mode: str, kind: str = "bundle") -> str:
+    """File stem of a result: ``uni-skip__uni`` (full), ``uni-skip__uni__quick``, ``uni-skip@server__uni``."""
+    return f"{name}{'@server' if kind == 'server' else ''}__{view}" + ("" if mode == "full" else f"__{mode}")
 
 
 def save_record(record: dict, results_dir: Path) -> Path:
     """Write a record as ``<results_dir>/<slug>.json`` (atomically), without its arrays."""
     from service.atomic import atomic_write_text
 
-    path = Path(results_dir) / f"{slug(record['name'], record['view'], record['mode'])}.json"
+    path = Path(results_dir) / f"{slug(record['name'], record['view'], record['mode'], record['kind'])}.json"
     clean = {k: v for k, v in record.items() if not k.startswith("_")}
     atomic_write_text(path, json.dumps(clean, indent=1, default=_jsonable) + "\n")
     return path
