@@ -65,6 +65,7 @@ def distinct_sentences(data: dict[str, datasets.Task]) -> list[str]:
 def evaluate(source: Source, views: Sequence[str], opts: RunOptions, log: Log = print) -> list[dict]:
     """Score ``source`` on ``opts.tasks`` for each view; one record per view."""
     t0 = time.perf_counter()
+    stamp = {"versions": versions(), "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}  # the code that runs
     data = load_data(opts.tasks, opts.data_root, opts.check_counts)
     texts = distinct_sentences(data)
     t_load = time.perf_counter() - t0
@@ -79,7 +80,7 @@ def evaluate(source: Source, views: Sequence[str], opts: RunOptions, log: Log = 
     total = round(time.perf_counter() - t0, 2)
     for r in records:
         r["timing"] |= {"load_s": round(t_load, 2), "encode_s": round(t_encode, 2), "views_in_run": len(views), "run_total_s": total}
-        r["sentences"] = len(texts)
+        r |= {"sentences": len(texts)} | stamp
     return records
 
 
@@ -100,8 +101,7 @@ def _evaluate_view(source: Source, view: str, vectors: np.ndarray, index: dict[s
         "mode": opts.protocol.mode, "protocol": opts.protocol.as_dict(), "normalize": source.normalize,
         "source": source.describe(), "tasks": results, "plots": plots,
         "timing": {"eval_s": round(time.perf_counter() - t0, 2), "tasks_s": task_times},
-        "command": opts.command, "versions": versions(), "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "host": {"cpus": os.cpu_count(), "machine": platform.machine()},
+        "command": opts.command, "host": {"cpus": os.cpu_count(), "machine": platform.machine()},
         "_head": ctx.head,  # not saved: arrays for the relatedness head
     }  # fmt: skip
 
