@@ -33,15 +33,15 @@ NEG = -1e9  # attention logit for masked keys (finite: no NaN when a row is full
 @dataclass
 class AAEConfig:
     pooling: str = "mean-max"  # mean-max | mean | max (Table 3)
-    d_model: int = 512  # d_m (paper 2048)
-    d_ff: int = 1024  # d_f (paper 4096)
+    d_model: int = 384  # d_m (paper 2048; sized for about one epoch on a 2-core CPU)
+    d_ff: int = 768  # d_f (paper 4096)
     heads: int = 8  # l (paper 8)
     dropout: float = 0.1  # paper 0.5
     out_vocab: int = 20_000  # output softmax words (paper 21 583), specials not counted
     input_words: int = 150_000  # pretrained words the encoder can read (paper: all 2.2 M GloVe words)
     word_vectors: str = "glove-6b-50d"
     max_len: int = 40  # tokens per training sentence, </S> included
-    num_sampled: int = 1024  # sampled-softmax negatives; 0 = exact softmax
+    num_sampled: int = 512  # sampled-softmax negatives; 0 = exact softmax
     sample_alpha: float = 0.75
 
 
