@@ -52,7 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _quiet_faiss() -> None:
-    logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # "could not load AVX2 ..." is noise
+    # "could not load AVX2 ..." is noise; faiss-cpu logs as faiss.loader, faiss-gpu-cu12 as faiss._loader
+    for name in ("faiss.loader", "faiss._loader"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
