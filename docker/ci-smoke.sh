@@ -219,9 +219,13 @@ compose_within 400 up -d --no-build --pull never --wait --wait-timeout 300 \
 CID=$(compose ps -q thoughtvec)
 wait_healthy "$CID" 10
 compose ps
+log "running with $("$DOCKER" inspect -f 'NanoCpus={{.HostConfig.NanoCpus}} Memory={{.HostConfig.Memory}} ReadonlyRootfs={{.HostConfig.ReadonlyRootfs}} CapDrop={{.HostConfig.CapDrop}} Restart={{.HostConfig.RestartPolicy.Name}} User={{.Config.User}}' "$CID")"
 
 log "calling the API (first start)"
 timeout 600 python3 docker/ci/smoke_client.py before --port "$SMOKE_PORT" --state "$WORK/state.json"
+log "container log of the first start (excerpt):"
+{ compose logs --no-color thoughtvec 2>&1 || true; } \
+  | { grep -E 'devices:|loaded |default index|Uvicorn running' || true; } | cut -c1-220 | sed 's/^/    /'
 
 log "docker compose restart"
 compose_within 120 restart --timeout 30 thoughtvec >/dev/null
@@ -249,7 +253,4 @@ wait_healthy "$REPLICA" 180
 timeout 300 python3 docker/ci/smoke_client.py replica --port "$REPLICA_PORT" --state "$WORK/state.json"
 "$DOCKER" rm -f "$REPLICA" >/dev/null
 
-log "container log, first lines of the last start:"
-{ compose logs --no-color thoughtvec 2>&1 || true; } | { grep -E 'devices:|loaded |index .*documents|default index|Uvicorn running' || true; } \
-  | tail -n 8 | cut -c1-200 | sed 's/^/    /'
 log "PASSED: image built, container healthy, /v1/embeddings /v1/similarity /v1/search answered, index kept across restart and recreate, read-only replica served it"
