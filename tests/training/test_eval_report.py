@@ -1,0 +1,58 @@
+"""The report: generated from the saved records only, deterministic, and the committed one is current."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from training.evaluation.papers import PUBLISHED
+from training.evaluation.report import flatten, load_records, macro, pick, render
+from training.evaluation.tasks import MACRO_TASKS
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def _record(name="uni-skip", view="uni", mode="full", kind="bundle", acc=80.0) -> dict:
+    tasks = {t: {"acc": acc, "C": [1.0]} for t in MACRO_TASKS}
+    tasks["MRPC"]["f1"] = 81.0
+    tasks["SICK-R"] = {"pearson": 0.8, "spearman": 0.7, "mse": 0.3}
+    return {"schema": "thoughtvec-eval-v1", "name": name, "kind": kind, "view": view, "dim": 1200, "mode": mode,
+            "normalize": True, "tasks": tasks, "sentences": 10, "plots": {}, "command": f"thoughtvec eval --bundle models/{name}",
+            "timing": {"encode_s": 1.0, "eval_s": 2.0, "run_total_s": 3.0, "views_in_run": 1}, "host": {"cpus": 2},
+            "protocol": {"folds": 10, "inner_folds": 10, "grid": [1.0], "relatedness_grid": [1.0], "patience": 5, "tol": 1e-4,
+                         "rank": 256, "seed": 1111}, "versions": {"python": "3.11"}}  # fmt: skip
+
+
+def test_flatten_and_macro():
+    s = flatten(_record())
+    assert s["MR"] == 80.0 and s["MRPC.f1"] == 81.0 and s["SICK-R.pearson"] == 0.8 and "MR.C" not in s
+    assert macro(s, MACRO_TASKS) == pytest.approx(80.0)
+    assert macro({"MR": 1.0}, MACRO_TASKS) is None
+
+
+def test_published_macro_matches_the_paper():
+    # mean-max AAE Table 3 prints the macro average of its 8 accuracy tasks
+    printed = {"mean-max AAE": 84.7, "mean AAE": 84.1, "max AAE": 84.1}
+    for p in PUBLISHED:
+        if p.label in printed:
+            assert macro(p.scores, MACRO_TASKS) == pytest.approx(printed[p.label], abs=0.05)
+
+
+def test_full_mode_wins_and_rows_are_ordered():
+    recs = [_record(mode="quick", acc=50.0), _record(), _record("glove-avg", "mean", kind="baseline"),
+            _record("uni-skip", "uni", kind="server")]  # fmt: skip
+    chosen = pick(recs)
+    assert [(r["kind"], r["mode"]) for r in chosen] == [("bundle", "full"), ("server", "full"), ("baseline", "full")]
+    md = render(recs)
+    assert "| **uni-skip** | uni | 1200 | 80.0 |" in md and "| uni-skip (via server) | uni |" in md
+    assert "`thoughtvec eval --bundle models/uni-skip`" in md and "| quick |" in md  # both runs' times are listed
+    assert render(copy.deepcopy(recs)) == md
+
+
+def test_committed_report_is_generated():
+    records = load_records(DOCS / "results")
+    if not records:
+        pytest.skip("no committed results")
+    assert (DOCS / "RESULTS.md").read_text(encoding="utf-8") == render(records), "run `thoughtvec eval report`"
