@@ -183,7 +183,7 @@ timeout 600 nice -n 10 "$DOCKER" build -q --network=host -f docker/ci/Dockerfile
 log "docker build -f docker/Dockerfile -t thoughtvec:cpu . (--network=host)"
 timeout 900 nice -n 10 "$DOCKER" build --network=host --progress=plain -f docker/Dockerfile -t thoughtvec:cpu . \
   >"$WORK/build.log" 2>&1 || { tail -n 40 "$WORK/build.log"; die "docker build"; }
-{ grep -E 'transferring context: [0-9.]+[kMG]?B done|Successfully installed' "$WORK/build.log" || true; } | cut -c1-220 | sed 's/^/    /'
+{ grep -E 'transferring context: [0-9.]+[kMG]?B( [0-9.]+s)? done|Successfully installed' "$WORK/build.log" || true; } | cut -c1-220 | sed 's/^/    /'
 size() { "$DOCKER" image inspect -f '{{.Size}}' "$1" | awk '{printf "%.0f MB", $1 / 1e6}'; }
 log "image thoughtvec:cpu: $(size thoughtvec:cpu) (base python:3.11-slim stand-in: $(size python:3.11-slim))"
 "$DOCKER" history --format '{{.Size}}\t{{.CreatedBy}}' thoughtvec:cpu | awk '$1 != "0B"' | cut -c1-100 | sed 's/^/    /'
