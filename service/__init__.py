@@ -2,3 +2,9 @@
 
 Nothing here imports torch or ``training``: the serving install has neither.
 """
+
+import os as _os
+
+# ONNX Runtime (1.31) records a device id under $HOME and sends usage events unless told not to;
+# a server should not phone home. Set before onnxruntime is first imported.
+_os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")

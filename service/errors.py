@@ -73,6 +73,13 @@ class QueueFull(ThoughtvecError):
         self.retry_after_s = retry_after_s
 
 
+class StorageUnavailable(ThoughtvecError):
+    """The index folder cannot be written (a read-only replica, a full or failing disk)."""
+
+    status = 503
+    code = "storage_unavailable"
+
+
 class NotReady(ThoughtvecError):
     status = 503
     code = "not_ready"

@@ -14,18 +14,19 @@ two steps is harmless. Methods are blocking (FAISS, fsync): call them from a wor
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from service.atomic import recover_dir
-from service.errors import Conflict, NotReady, UnknownIndex
+from service.errors import Conflict, NotReady, StorageUnavailable, UnknownIndex
 from service.indexes import Doc, IndexConfig, VectorIndex
 from service.wal import Wal
 
@@ -135,11 +136,12 @@ class IndexStore:
         with self._lock:
             if not overwrite and (name in self._entries or (folder / SNAPSHOT).exists()):
                 raise Conflict(f"index '{name}' already exists", field="name")
-        folder.mkdir(parents=True, exist_ok=True)
-        vi.seq = 0
-        vi.write_snapshot(folder / SNAPSHOT)
-        wal = Wal(folder / WAL_FILE)
-        wal.reset()
+        with _storage("write", name):
+            folder.mkdir(parents=True, exist_ok=True)
+            vi.seq = 0
+            vi.write_snapshot(folder / SNAPSHOT)
+            wal = Wal(folder / WAL_FILE)
+            wal.reset()
         old = self._entries.get(name)
         if old is not None:
             old.wal.close()
@@ -148,11 +150,11 @@ class IndexStore:
 
     def drop(self, name: str) -> None:
         e = self.entry(name)
-        with e.lock, self._lock:
-            e.wal.close()
-            self._entries.pop(name, None)
+        with e.lock, self._lock, _storage("drop", name):
             aside = e.folder.with_name(f".{name}.dropped-{uuid.uuid4().hex[:8]}")
             e.folder.rename(aside)  # one rename: a crash leaves it gone or whole
+            e.wal.close()
+            self._entries.pop(name, None)
             shutil.rmtree(aside, ignore_errors=True)
         self.on_size(name, None)
 
@@ -172,9 +174,11 @@ class IndexStore:
                 "docs": [{"id": d.id, "text": d.text, "metadata": d.metadata} for d in docs],
             }
             x = np.ascontiguousarray(vectors, np.float32)
-            e.wal.append(header, x.tobytes())
+            with _storage("add documents to", name):
+                e.wal.append(header, x.tobytes())  # nothing changes in memory unless this succeeds
             _apply(vi, header, x)
-            self._maybe_compact(e)
+            with _storage("compact", name):
+                self._maybe_compact(e)
         self.on_size(name, vi.count)
         return [d.id for d in docs]
 
@@ -186,9 +190,11 @@ class IndexStore:
             if not any(i in vi.labels for i in ids):
                 return []
             header = {"seq": vi.seq + 1, "op": "delete", "ids": ids}
-            e.wal.append(header)
+            with _storage("delete documents from", name):
+                e.wal.append(header)
             found = _apply(vi, header, b"")
-            self._maybe_compact(e)
+            with _storage("compact", name):
+                self._maybe_compact(e)
         self.on_size(name, vi.count)
         return found
 
@@ -212,6 +218,15 @@ class IndexStore:
             except Exception as err:  # noqa: BLE001 - the log still holds everything
                 log.error("index %s: snapshot at shutdown failed (%s); its log still holds the writes", e.folder.name, err)
             e.wal.close()
+
+
+@contextlib.contextmanager
+def _storage(op: str, name: str) -> Iterator[None]:
+    """Disk trouble during a write is the server's state, not a bug: a typed 503 naming the cause."""
+    try:
+        yield
+    except OSError as e:
+        raise StorageUnavailable(f"cannot {op} index '{name}': {e.strerror or e} ({e.filename or 'index folder'})", field="index") from e
 
 
 def new_id() -> str:

@@ -30,10 +30,21 @@ WARMUP_TEXTS = (
 )
 
 
-def default_ort_threads() -> int:
-    """All cores but one: ONNX Runtime threads competing with the event loop cost more than they give."""
+def usable_cores() -> int:
+    """Cores this process may use: its CPU affinity, capped by a cgroup v2 quota (a container's --cpus)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cores - 1)
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, int(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 limit visible: affinity it is
+    return cores
+
+
+def default_ort_threads() -> int:
+    """All usable cores but one: ONNX Runtime threads competing with the event loop cost more than they give."""
+    return max(1, usable_cores() - 1)
 
 
 @dataclass(eq=False)

@@ -139,3 +139,26 @@ def test_add_over_http_survives_a_restart(models_dir, tmp_path):
         assert c.get("/v1/indexes/docs").json()["documents"] == len(SENTENCES)
         top = c.post("/v1/search", json={"index": "docs", "query": SENTENCES[4], "k": 1}).json()["results"][0][0]
         assert top["id"] == "4"
+
+
+def test_unwritable_storage_is_a_typed_503_and_changes_nothing(models_dir, tmp_path, monkeypatch):
+    """A read-only replica (or a full disk) refuses writes with a JSON 503 naming the cause; reads go on."""
+    from service.wal import Wal
+
+    settings = settings_for(models_dir, tmp_path / "idx")
+    with serve_test(settings) as c:
+        c.post("/v1/indexes", json={"name": "docs", "model": "tiny"})
+        c.post("/v1/indexes/docs/documents", json={"documents": [{"text": SENTENCES[0], "id": "a"}]})
+
+        def read_only(*_a, **_k):
+            raise OSError(30, "Read-only file system", str(tmp_path / "idx" / "docs" / WAL_FILE))
+
+        monkeypatch.setattr(Wal, "append", read_only)
+        r = c.post("/v1/indexes/docs/documents", json={"documents": [{"text": SENTENCES[1], "id": "b"}]})
+        assert r.status_code == 503
+        err = r.json()["error"]
+        assert err["code"] == "storage_unavailable" and "Read-only file system" in err["message"] and err["field"] == "index"
+        r = c.post("/v1/indexes/docs/documents/delete", json={"ids": ["a"]})
+        assert r.status_code == 503
+        assert c.get("/v1/indexes/docs").json()["documents"] == 1  # nothing applied in memory
+        assert c.post("/v1/search", json={"index": "docs", "query": "cat", "k": 1}).status_code == 200
