@@ -1,8 +1,9 @@
-"""``thoughtvec train``: train one variant (uni-skip, bi-skip, mean-max-aae, ...) on the corpus.
+"""Train one variant on the corpus, with a progress bar, periodic checkpoints and a loss curve.
 
-Settings come from the ``TrainConfig`` dataclass (one flag each) and the family's model config
-(``--set key=value``, or a ``[model]`` table in a TOML ``--config`` file). Flags override the file.
-A typo is an error.
+Settings: the flags below (or the same keys at the top level of a TOML --config file), and the
+family's model settings via --set KEY=VALUE (or a [model] table); flags win over the file, and a
+typo is an error. `thoughtvec train --list-settings` prints every variant's model settings.
+Under `torchrun --nproc_per_node N -m training.cli train ...` it trains with DDP.
 """
 
 from __future__ import annotations
@@ -16,9 +17,24 @@ from typing import Any, get_type_hints
 _HELP = {
     "variant": "what to train: uni-skip, bi-skip, mean-max-aae, mean-aae, max-aae, invertible-linear, invertible-bijection",
     "corpus": "corpus file from `thoughtvec corpus build`",
-    "out": "run folder (default runs/<variant>)",
+    "out": "run folder (empty: runs/<variant>)",
     "epochs": "passes over the corpus",
     "max_steps": "stop after this many steps instead (0: use --epochs)",
+    "batch_size": "sentences per step and process (0: the family's, e.g. skip-thought 128, AAE 64)",
+    "lr": "Adam learning rate (0: the family's, e.g. skip-thought 1e-3, AAE 2e-4, invertible 5e-4)",
+    "clip": "gradient-norm clipping (0: the family's, e.g. skip-thought 10, AAE 5)",
+    "seed": "seed for initialisation, batch order and the held-out split",
+    "holdout": "sentences held out for validation (whole documents)",
+    "eval_every": "validate every N steps",
+    "eval_batches": "held-out batches per validation",
+    "early_stop": "stop after N validations without improvement (0: the family's; AAE stops on reconstruction accuracy)",
+    "log_every": "append to train_log.jsonl every N steps",
+    "checkpoint_every": "write checkpoint.pt every N steps (and every --checkpoint-minutes)",
+    "checkpoint_minutes": "write checkpoint.pt at least this often",
+    "max_minutes": "stop after this much wall time, checkpointed and resumable (0: no limit)",
+    "limit_sentences": "read only the first N corpus sentences (0: all), for smoke runs",
+    "threads": "torch CPU threads (0: all cores)",
+    "device": "auto, cpu or cuda",
 }
 
 
@@ -32,7 +48,7 @@ def _parse_value(text: str) -> Any:
 def register(sub: argparse._SubParsersAction) -> None:
     from training.config import TrainConfig
 
-    p = sub.add_parser("train", help="train an encoder", description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = sub.add_parser("train", help="train an encoder", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", help="TOML file: TrainConfig keys at top level, model settings under [model]")
     hints = get_type_hints(TrainConfig)
     for f in dataclasses.fields(TrainConfig):
@@ -40,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             continue
         flag = "--" + f.name.replace("_", "-")
         kind = hints[f.name]
-        p.add_argument(flag, dest=f.name, type=kind, default=None, help=f"{_HELP.get(f.name, '')} (default {f.default!r})")
+        p.add_argument(flag, dest=f.name, type=kind, default=None, metavar=f.name.upper(), help=f"{_HELP[f.name]} (default {f.default!r})")
     p.add_argument("--set", dest="model_set", action="append", default=[], metavar="KEY=VALUE",
                    help="a model setting, e.g. --set hidden=1024 (repeatable; see `thoughtvec train --list-settings`)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
