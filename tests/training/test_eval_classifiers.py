@@ -129,3 +129,12 @@ def test_cosine_correlation():
     assert out["spearman"] > 0.5 and out["pearson"] > 0.4
     flat = np.ones((100, 5))
     assert cosine_correlation(flat, flat + 0.0, gold) == {"pearson": 0.0, "spearman": 0.0}  # constant cosine
+
+
+def test_warm_start_resumes_at_the_solution():
+    D, y = _blobs(300, 20, separable=False)
+    W = np.ones((2, 300))
+    cold = fit(D, np.eye(2)[y], W, [1.0, 4.0], tol=1e-9, max_iter=300)
+    warm = fit(D, np.eye(2)[y], W, [1.0, 4.0], tol=1e-9, max_iter=300, init=(cold.theta, cold.bias))
+    assert warm.n_iter.max() <= 3
+    np.testing.assert_allclose(warm.logits, cold.logits, atol=1e-3)

@@ -141,6 +141,14 @@ class _Problems:
         theta = np.einsum("dr,krc->kdc", self.D.Q, (QtU * scale).astype(np.float32)) + self.m_t[idx, None, None] * Uw
         return theta, U[:, d * c :] * self.m_b
 
+    def coordinates(self, theta: np.ndarray, bias: np.ndarray) -> np.ndarray:
+        """Inverse of :meth:`params` for all problems: U = M⁻¹Θ (warm starts)."""
+        k = len(theta)
+        QtT = np.einsum("dr,kdc->krc", self.D.Q, theta.astype(np.float32))
+        scale = (1.0 / self.m_r - 1.0 / self.m_t[:, None])[:, :, None]
+        uw = np.einsum("dr,krc->kdc", self.D.Q, (QtT * scale).astype(np.float32)) + theta / self.m_t[:, None, None]
+        return np.concatenate([uw.reshape(k, -1), bias / self.m_b], axis=1)
+
     def precondition(self, g_theta: np.ndarray, g_bias: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """Gradient in U coordinates: Mᵀ·g (M is symmetric)."""
         k = len(idx)
@@ -183,16 +191,18 @@ def fit(
     tol: float = 1e-6,
     memory: int = 10,
     monitor: Monitor | None = None,
+    init: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Fit:
     """Solve k problems on ``design``. ``targets`` (n, classes): one-hot or soft rows;
     ``weights`` (k, n): 1 for the rows a problem trains on, 0 elsewhere; ``C`` (k,): sklearn's C.
 
     A problem stops when its objective changes by less than ``tol`` (relative) or its projected
     gradient is below ``tol``; ``monitor`` may stop problems too (early stopping on a dev set).
+    ``init``: starting weights and biases (k, d, c), (k, c), e.g. the solution for a nearby C.
     """
     P = _Problems(design, targets, np.atleast_2d(weights), np.asarray(C, np.float64))
     k = len(P.W)
-    U = np.zeros((k, P.dim))
+    U = np.zeros((k, P.dim)) if init is None else P.coordinates(np.asarray(init[0], np.float64), np.asarray(init[1], np.float64))
     idx_all = np.arange(k)
     f, g, Z, theta, bias = P.evaluate(U, idx_all)
     out = Fit(theta, bias, Z, np.zeros(k, int), np.zeros(k, bool))
