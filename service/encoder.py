@@ -126,15 +126,20 @@ class Encoder:
     # -- ids -> vectors --------------------------------------------------------------------
     def run_ids(self, batch: Sequence[Sequence[int]], view: str | None = None) -> np.ndarray:
         """Raw (not normalised) float32 vectors ``(len(batch), dim)`` for already-fitted id lists."""
-        vspec = self.spec.views[self.view(view)]
+        name = self.view(view)
+        return self.run_views(batch, [name])[name]
+
+    def run_views(self, batch: Sequence[Sequence[int]], views: Sequence[str]) -> dict[str, np.ndarray]:
+        """Several views of one batch in a single graph run (the graph computes them together)."""
+        specs = {v: self.spec.views[self.view(v)] for v in views}
         if not batch:
-            return np.zeros((0, vspec.dim), np.float32)
+            return {v: np.zeros((0, s.dim), np.float32) for v, s in specs.items()}
         lengths = np.fromiter((len(s) for s in batch), dtype=np.int64, count=len(batch))
         ids = np.full((len(batch), max(1, int(lengths.max()))), self.spec.vocabulary.pad_id, dtype=np.int64)
         for i, s in enumerate(batch):
             ids[i, : len(s)] = s
-        (out,) = self.session.run([vspec.output], {"input_ids": ids, "lengths": lengths})
-        return np.asarray(out, dtype=np.float32)
+        outs = self.session.run([s.output for s in specs.values()], {"input_ids": ids, "lengths": lengths})
+        return {v: np.asarray(o, dtype=np.float32) for v, o in zip(specs, outs)}
 
     def encode(
         self,
@@ -146,11 +151,25 @@ class Encoder:
         batch_size: int = 128,
     ) -> np.ndarray:
         """Vectors for ``texts`` in order. Batches are formed by length to cut padding."""
-        view = self.view(view)
+        name = self.view(view)
+        return self.encode_views(texts, [name], normalize=normalize, truncation=truncation, batch_size=batch_size)[name]
+
+    def encode_views(
+        self,
+        texts: Sequence[str],
+        views: Sequence[str],
+        *,
+        normalize: bool = True,
+        truncation: Truncation = "truncate",
+        batch_size: int = 128,
+    ) -> dict[str, np.ndarray]:
+        """:meth:`encode` for several views at once: each text is tokenized and run once."""
+        views = [self.view(v) for v in views]
         ids = [self.fit(self.token_ids(t), truncation, field=f"input[{i}]") for i, t in enumerate(texts)]
-        out = np.zeros((len(texts), self.dim(view)), np.float32)
+        out = {v: np.zeros((len(texts), self.dim(v)), np.float32) for v in views}
         order = np.argsort([len(s) for s in ids], kind="stable")
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
-            out[idx] = self.run_ids([ids[i] for i in idx], view)
-        return l2_normalize(out) if normalize else out
+            for v, vecs in self.run_views([ids[i] for i in idx], views).items():
+                out[v][idx] = vecs
+        return {v: l2_normalize(x) if normalize else x for v, x in out.items()}

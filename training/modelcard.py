@@ -16,23 +16,32 @@ from service.tokenizer import tokenize
 from training.data import read_documents
 
 
-def neighbour_examples(encoder: Encoder, corpus: str, sample: int, view: str | None = None, queries: int = 5, seed: int = 7) -> list[tuple[str, str, float]]:
-    """(query, nearest other corpus sentence, cosine) for ``queries`` random queries among
-    ``sample`` corpus sentences of 6–30 tokens, as in the skip-thought paper's Table 2."""
+def neighbour_examples(encoder: Encoder, corpus: str, sample: int, views: list[str], queries: int = 5, seed: int = 7) -> dict[str, list[tuple[str, str, float]]]:
+    """Per view, (query, nearest other corpus sentence, cosine) for ``queries`` random queries among
+    ``sample`` corpus sentences of 6–30 tokens, as in the skip-thought paper's Table 2. The sample
+    is drawn and encoded once for all views."""
     rng = np.random.default_rng(seed)
     sents = list({s: None for doc in read_documents(corpus) for s in doc if 6 <= len(tokenize(s)) <= 30})
     if len(sents) > sample:
         sents = [sents[i] for i in sorted(rng.choice(len(sents), sample, replace=False))]
-    vecs = encoder.encode(sents, view)
-    out = []
-    for qi in rng.choice(len(sents), min(queries, len(sents)), replace=False):
-        sims = vecs @ vecs[qi]
-        q_norm = " ".join(tokenize(sents[qi]))
-        for j in np.argsort(-sims):
-            if j != qi and " ".join(tokenize(sents[j])) != q_norm:
-                out.append((sents[qi], sents[j], float(sims[j])))
-                break
+    keys = [" ".join(tokenize(s)) for s in sents]
+    picks = rng.choice(len(sents), min(queries, len(sents)), replace=False)
+    out: dict[str, list[tuple[str, str, float]]] = {}
+    for view, vecs in encoder.encode_views(sents, views).items():
+        rows = []
+        for qi in picks:
+            sims = vecs @ vecs[qi]
+            j = next(j for j in np.argsort(-sims) if j != qi and keys[j] != keys[qi])
+            rows.append((sents[qi], sents[j], float(sims[j])))
+        out[view] = rows
     return out
+
+
+def _vocabulary_line(spec) -> str:
+    v = spec.vocabulary
+    if v.trained_size == v.size:
+        return f"{v.size:,} words"
+    return f"{v.size:,} words: {v.trained_size:,} trained + {v.size - v.trained_size:,} by vocabulary expansion"
 
 
 def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report, checks, corpus, sample) -> None:
@@ -40,7 +49,7 @@ def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report
     lines = [f"# {spec.name}", "", f"{spec.description}", ""]
     lines += ["| | |", "|---|---|", f"| family | {spec.family} |", f"| variant | {spec.variant} |",
               f"| default view | `{spec.default_view}` |", f"| max input tokens | {spec.max_input_tokens} |",
-              f"| vocabulary | {spec.vocabulary.size:,} words ({spec.vocabulary.trained_size:,} trained) |",
+              f"| vocabulary | {_vocabulary_line(spec)} |",
               f"| weights | {spec.onnx.weights_dtype}, ONNX opset {spec.onnx.opset} |", ""]  # fmt: skip
     lines += ["## Views", "", "| view | dim | pooling | description |", "|---|---:|---|---|"]
     lines += [f"| `{n}` | {v.dim} | {v.pooling} | {v.description} |" for n, v in spec.views.items()]
@@ -79,9 +88,9 @@ def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report
               f"Like the skip-thought paper's Table 2: each query is a random corpus sentence; its neighbour is the most "
               f"cosine-similar other sentence among {sample:,} random corpus sentences, encoded by this bundle's ONNX graph.", ""]  # fmt: skip
     views = [spec.default_view] + [v for v in spec.views if v != spec.default_view and spec.views[v].pooling != "supervised"][:2]
-    for view in views:
+    for view, rows in neighbour_examples(encoder, corpus, sample, views).items():
         lines += [f"View `{view}`:", "", "| query | nearest sentence | cosine |", "|---|---|---:|"]
-        for q, nb, s in neighbour_examples(encoder, corpus, sample, view):
+        for q, nb, s in rows:
             lines.append(f"| {q.replace('|', '/')} | {nb.replace('|', '/')} | {s:.3f} |")
         lines.append("")
     size = sum(f.stat().st_size for f in bundle.path.iterdir() if f.is_file())
