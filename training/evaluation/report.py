@@ -136,7 +136,8 @@ def _protocol(records: list[dict]) -> list[str]:
     for mode, r in sorted(seen.items()):
         p = r["protocol"]
         out.append(f"- **{mode}**: outer folds {p['folds']}, inner folds {p['inner_folds']} (MR/CR/SUBJ/MPQA; TREC/MRPC use "
-                   f"{p['folds']}-fold on train), C grid {p['grid']}, relatedness C grid {p['relatedness_grid']}, early-stopping "
+                   f"{p['folds']}-fold on train), C grid {p['grid']} walked upwards with warm starts and left after "
+                   f"{p.get('grid_patience', 'no')} values worse than the best, relatedness C grid {p['relatedness_grid']}, early-stopping "
                    f"patience {p['patience']}, solver tol {p['tol']}, preconditioner rank {p['rank']}, seed {p['seed']}. "
                    f"Versions: {', '.join(f'{k} {v}' for k, v in r['versions'].items())}.")  # fmt: skip
     return out
