@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -162,8 +162,10 @@ class Encoder:
         normalize: bool = True,
         truncation: Truncation = "truncate",
         batch_size: int = 128,
+        progress: Callable[[int], None] | None = None,
     ) -> dict[str, np.ndarray]:
-        """:meth:`encode` for several views at once: each text is tokenized and run once."""
+        """:meth:`encode` for several views at once: each text is tokenized and run once.
+        ``progress(n)`` is called after each batch of ``n`` texts."""
         views = [self.view(v) for v in views]
         ids = [self.fit(self.token_ids(t), truncation, field=f"input[{i}]") for i, t in enumerate(texts)]
         out = {v: np.zeros((len(texts), self.dim(v)), np.float32) for v in views}
@@ -172,4 +174,6 @@ class Encoder:
             idx = order[start : start + batch_size]
             for v, vecs in self.run_views([ids[i] for i in idx], views).items():
                 out[v][idx] = vecs
+            if progress:
+                progress(len(idx))
         return {v: l2_normalize(x) if normalize else x for v, x in out.items()}

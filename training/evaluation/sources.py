@@ -76,26 +76,8 @@ class BundleSource:
 
     def encode_views(self, texts: Sequence[str], views: Sequence[str], batch_size: int = 256,
                      progress: Progress | None = None) -> dict[str, np.ndarray]:  # fmt: skip
-        """All ``views`` from one run of the graph per batch — what :meth:`Encoder.encode` does for
-        one view (same token ids, truncation, length-sorted padding), fetching every output at once."""
-        enc = self.encoder
-        specs = [enc.spec.views[enc.view(v)] for v in views]
-        ids = [enc.fit(enc.token_ids(t), "truncate") for t in texts]
-        out = [np.zeros((len(texts), s.dim), np.float32) for s in specs]
-        order = np.argsort([len(s) for s in ids], kind="stable")
-        pad = enc.spec.vocabulary.pad_id
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
-            lengths = np.array([len(ids[i]) for i in idx], np.int64)
-            batch = np.full((len(idx), max(1, int(lengths.max()))), pad, np.int64)
-            for row, i in enumerate(idx):
-                batch[row, : lengths[row]] = ids[i]
-            results = enc.session.run([s.output for s in specs], {"input_ids": batch, "lengths": lengths})
-            for o, r in zip(out, results):
-                o[idx] = r
-            if progress:
-                progress(len(idx))
-        return {v: (l2_normalize(o) if self.normalize else o) for v, o in zip(views, out)}
+        """All ``views`` from one run of the graph per batch (the server's own code path)."""
+        return self.encoder.encode_views(list(texts), list(views), normalize=self.normalize, batch_size=batch_size, progress=progress)
 
     def describe(self) -> dict:
         spec = self.encoder.spec
