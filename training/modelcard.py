@@ -76,6 +76,12 @@ def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report
             shutil.copy(run_png, bundle.path / name)
             lines += [f"![training loss of {ck['variant']}]({name})", ""]
     devs = family.deviations(cfgs)
+    for ck in cks:
+        f = ck.get("final") or {}
+        if f and f.get("epochs", 1.0) < 0.99:
+            devs.append(f"{ck['variant']} saw {f['epochs']:.2f} of one epoch ({ck['progress']['step']:,} steps, "
+                        f"{f.get('wall_time_s', 0) / 3600:.2f} h): training stopped at the run's time or step limit, "
+                        "so the batches were a random part of the whole corpus.")
     if devs:
         lines += ["## Deviations from the paper", ""] + [f"- {d}" for d in devs] + [""]
     for title, md in family.card_sections(cfgs, report, bundle.path):

@@ -254,7 +254,7 @@ class InvertibleFamily(Family):
             "The top principal component for post-processing is estimated at export on a sample of training-corpus "
             "sentences and stored in the graph (the paper estimates it per evaluation set).",
             f"Training sentences are cut to {c.max_len} tokens.",
-            "Training time: about one epoch on a 2-core CPU (paper: 3.5–9 hours on a GPU over far more data).",
+            "Training time: at most one epoch on a 2-core CPU (see Training; paper: 3.5–9 hours on a GPU over far more data).",
         ] + (["The bijection is a single additive coupling layer (m: d → " + str(c.coupling_hidden) + " → d, ReLU)."] if c.decoder == "bijection" else [])
 
     def card_sections(self, cfgs, report, bundle_dir) -> list[tuple[str, str]]:

@@ -204,7 +204,7 @@ class SkipThoughtFamily(Family):
             )
         out.append("Vocabulary expansion maps GloVe 6B 50d (400 k words, the 100 k most frequent used) instead of "
                    "word2vec CBOW 300d (931 k words).")
-        out.append("Training time: about one epoch over the corpus on a 2-core CPU instead of two weeks on a GPU.")
+        out.append("Training time: at most one epoch over the corpus on a 2-core CPU (see Training) instead of two weeks on a GPU.")
         return out
 
     def card_sections(self, cfgs, report, bundle_dir) -> list[tuple[str, str]]:
