@@ -1,0 +1,80 @@
+"""The bundles committed under models/: each loads with the serving install alone (no torch), encodes
+every view at its declared dimension, stays padding-invariant, keeps within the size budget, and
+has its evaluation in docs/results/ (so docs/RESULTS.md covers it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from service import heads
+from service.bundle import load_bundle
+from service.encoder import Encoder
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLES = sorted(p.parent.name for p in (ROOT / "models").glob("*/bundle.json"))
+SIZE_BUDGET = 40e6  # bytes on disk per bundle (issues 3-5)
+TEXTS = ["The cat sat on the mat.", "A man is playing a guitar on the street while people watch.",
+         "zyxxqv blorfing", "Don't stop!", "I", "He said: \"well... maybe\" — and left, 100% sure."]  # fmt: skip
+
+
+def test_models_folder_has_the_default_bundles():
+    expected = {"uni-skip", "bi-skip", "combine-skip", "mean-max-aae", "invertible-linear"}
+    assert expected <= set(BUNDLES), f"missing: {sorted(expected - set(BUNDLES))}"
+
+
+@pytest.fixture(scope="module", params=BUNDLES)
+def committed(request):
+    return request.param, Encoder.load(ROOT / "models" / request.param, threads=1)
+
+
+def test_bundle_validates_and_recorded_its_export_checks(committed):
+    name, _ = committed
+    b = load_bundle(ROOT / "models" / name)
+    assert b.spec.name == name and b.spec.default_view in b.spec.views
+    checks = b.spec.training["export_checks"]
+    assert max(checks["parity_max_rel_err"].values()) <= 1e-4
+    assert max(checks["padding_max_abs_diff"].values()) <= 1e-5
+    size = sum(f.stat().st_size for f in b.path.iterdir() if f.is_file())
+    assert size <= SIZE_BUDGET, f"{name} is {size / 1e6:.1f} MB"
+    assert (b.path / "MODEL_CARD.md").read_text().startswith(f"# {name}")
+
+
+def test_every_view_encodes_at_its_dimension_without_padding_effects(committed):
+    name, enc = committed
+    for view, spec in enc.spec.views.items():
+        together = enc.encode(TEXTS, view, normalize=False)
+        assert together.shape == (len(TEXTS), spec.dim) and np.isfinite(together).all()
+        alone = np.stack([enc.encode([t], view, normalize=False)[0] for t in TEXTS])
+        np.testing.assert_allclose(together, alone, atol=1e-5, rtol=0, err_msg=f"{name}/{view}")
+        known = [i for i, t in enumerate(TEXTS) if "zyxxqv" not in t]  # all-unknown words: the invertible models give 0
+        assert np.linalg.norm(together[known], axis=1).min() > 0, f"{name}/{view}: a zero vector for a real sentence"
+
+
+def test_relatedness_head_scores_in_range(committed):
+    name, enc = committed
+    spec = enc.spec.heads.get("relatedness")
+    if spec is None:
+        pytest.skip(f"{name} has no relatedness head")
+    head = heads.load(ROOT / "models" / name / spec.file)
+    u = enc.encode(["A man is playing a guitar."] * 2, spec.view)
+    v = enc.encode(["A person plays an instrument.", "A woman is slicing an onion."], spec.view)
+    scores = head.predict(u, v)
+    assert scores.shape == (2,) and ((scores >= 1) & (scores <= 5)).all()
+
+
+def test_every_bundle_has_its_evaluation(committed):
+    name, enc = committed
+    assert (ROOT / "docs" / "results" / f"{name}__{enc.spec.default_view}.json").exists(), (
+        f"run: thoughtvec eval --bundle models/{name} --save-head")
+
+
+def test_serving_does_not_import_torch():
+    code = ("import sys; from service.encoder import Encoder; "
+            f"e = Encoder.load({str(ROOT / 'models' / BUNDLES[0])!r}, threads=1); e.encode(['hello world'], e.spec.default_view); "
+            "assert 'torch' not in sys.modules, 'torch was imported'")  # fmt: skip
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
