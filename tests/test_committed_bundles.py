@@ -23,7 +23,7 @@ TEXTS = ["The cat sat on the mat.", "A man is playing a guitar on the street whi
 
 
 def test_models_folder_has_the_default_bundles():
-    expected = {"uni-skip", "bi-skip", "combine-skip", "mean-max-aae", "invertible-linear"}
+    expected = {"uni-skip", "bi-skip", "combine-skip", "mean-max-aae", "invertible-linear", "invertible-bijection"}
     assert expected <= set(BUNDLES), f"missing: {sorted(expected - set(BUNDLES))}"
 
 
