@@ -27,11 +27,31 @@ log = logging.getLogger(__name__)
 Truncation = Literal["reject", "truncate"]
 
 
+CUDA = "CUDAExecutionProvider"
+_preloaded = False
+
+
 def available_providers(prefer_cuda: bool = True) -> list[str]:
-    """ONNX Runtime execution providers to use, CUDA first when this machine has it."""
+    """ONNX Runtime execution providers to use, CUDA first when this build of ONNX Runtime has it."""
     have = ort.get_available_providers()
-    order = (["CUDAExecutionProvider"] if prefer_cuda else []) + ["CPUExecutionProvider"]
+    order = ([CUDA] if prefer_cuda else []) + ["CPUExecutionProvider"]
     return [p for p in order if p in have]
+
+
+def preload_cuda_libraries() -> None:
+    """Load CUDA and cuDNN from the ``nvidia-*`` pip packages, if any, before the first CUDA session.
+
+    onnxruntime-gpu does not find those packages' libraries on its own (they are not on the loader's
+    path); without this, a pip-only CUDA install makes every session fall back to the CPU. Libraries
+    already on the system path (a CUDA base image) are used as they are. Once per process.
+    """
+    global _preloaded
+    if not _preloaded and hasattr(ort, "preload_dlls"):  # onnxruntime >= 1.21
+        try:
+            ort.preload_dlls(directory="")  # "": the nvidia-* packages in site-packages, else the system path
+        except Exception as e:  # a missing package only means the system libraries are used
+            log.debug("onnxruntime.preload_dlls: %s", e)
+    _preloaded = True
 
 
 def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
@@ -56,14 +76,25 @@ class Encoder:
         opts.log_severity_level = 3
         for key, value in (session_config or {}).items():  # e.g. session.intra_op.allow_spinning
             opts.add_session_config_entry(key, value)
+        wanted = list(providers or available_providers())
+        if CUDA in wanted:
+            preload_cuda_libraries()
         try:
-            self.session = ort.InferenceSession(
-                str(bundle.onnx_path), sess_options=opts, providers=list(providers or available_providers())
-            )
+            self.session = ort.InferenceSession(str(bundle.onnx_path), sess_options=opts, providers=wanted)
         except Exception as e:  # onnxruntime raises its own untyped errors
             raise BundleError(str(bundle.path), "onnx.file", f"ONNX Runtime cannot load it: {e}") from None
         self.providers = self.session.get_providers()
+        if CUDA in wanted and CUDA not in self.providers:
+            # ONNX Runtime falls back to the CPU silently when the CUDA provider's libraries do not
+            # load (no driver, CUDA or cuDNN of another major version): say so, loudly, once per model.
+            log.warning("%s: CUDAExecutionProvider was asked for but did not load (CUDA/cuDNN libraries missing or of "
+                        "another version); this model runs on the CPU", bundle.spec.name)
         self._check_graph()
+
+    @property
+    def device(self) -> str:
+        """``cuda`` when the session runs on the CUDA provider, else ``cpu``."""
+        return "cuda" if CUDA in self.providers else "cpu"
 
     @classmethod
     def load(cls, path: str | os.PathLike, **kw) -> "Encoder":

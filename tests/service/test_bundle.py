@@ -137,3 +137,30 @@ def test_discover(tmp_path):
     (tmp_path / "notabundle").mkdir()
     shutil.copytree(tmp_path / "b1", tmp_path / ".hidden")
     assert [p.name for p in discover_bundles(tmp_path)] == ["b1", "b2"]
+
+
+def test_a_silent_cpu_fallback_from_cuda_is_reported(bundle_dir, monkeypatch, caplog):
+    """onnxruntime-gpu falls back to the CPU without an error when CUDA's libraries do not load."""
+    import onnxruntime as ort
+
+    from service import encoder as encoder_mod
+
+    real = ort.InferenceSession
+    asked, preloads = [], []
+
+    def session(path, sess_options=None, providers=()):
+        asked.append(list(providers))
+        return real(path, sess_options=sess_options, providers=["CPUExecutionProvider"])  # what a failed CUDA load gives
+
+    monkeypatch.setattr(encoder_mod.ort, "InferenceSession", session)
+    monkeypatch.setattr(encoder_mod, "preload_cuda_libraries", lambda: preloads.append(1))
+    with caplog.at_level("WARNING", logger="service.encoder"):
+        enc = Encoder.load(bundle_dir, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
+    assert asked == [["CUDAExecutionProvider", "CPUExecutionProvider"]] and preloads == [1]
+    assert enc.device == "cpu" and enc.providers == ["CPUExecutionProvider"]
+    assert "CUDAExecutionProvider was asked for but did not load" in caplog.text
+
+    caplog.clear()
+    preloads.clear()
+    cpu = Encoder.load(bundle_dir, providers=["CPUExecutionProvider"])  # nothing asked, nothing to report
+    assert cpu.device == "cpu" and preloads == [] and "did not load" not in caplog.text
