@@ -21,7 +21,7 @@ class TrainConfig:
     holdout: int = 2000  # held-out sentences (whole documents) for validation
     eval_every: int = 1000
     eval_batches: int = 20
-    early_stop: int = 0  # stop after this many validations without improvement; 0 = never
+    early_stop: int = -1  # stop after this many validations without improvement; 0 = never; -1 = the family's (AAE 3, others never)
     log_every: int = 50
     checkpoint_every: int = 1000
     checkpoint_minutes: float = 10.0
@@ -32,10 +32,14 @@ class TrainConfig:
     model: dict[str, Any] = field(default_factory=dict)  # family config overrides
 
     def resolved(self, defaults: dict[str, Any]) -> "TrainConfig":
-        """Fill the settings left at 0 with the family's defaults."""
+        """Fill the settings left unset with the family's defaults: 0 for sizes and rates, -1 for
+        ``early_stop`` (whose 0 means "never", so an explicit 0 is kept)."""
         from dataclasses import replace
 
-        return replace(self, **{k: v for k, v in defaults.items() if not getattr(self, k)})
+        fill = {k: v for k, v in defaults.items() if k != "early_stop" and not getattr(self, k)}
+        if self.early_stop < 0:
+            fill["early_stop"] = int(defaults.get("early_stop", 0))
+        return replace(self, **fill)
 
     def run_dir(self) -> Path:
         return Path(self.out or f"runs/{self.variant}")

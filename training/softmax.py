@@ -26,7 +26,13 @@ class OutputLayer(nn.Module):
         self.proj = nn.Linear(hidden, vocab_size, bias=bias)
         self.num_sampled = min(num_sampled, vocab_size - 1) if num_sampled else 0
         p = np.asarray(counts, np.float64).clip(min=0) ** alpha
-        p[:2] = 0.0  # never sample <pad> or <unk> as negatives
+        # Every word that can be a target must have Q > 0: the true logit is corrected by -log Q, and a
+        # zero Q (a word with no count, or <unk> when its count is missing) would add +27 to it and make
+        # its loss ~0, so it would never be learned. Such words get the rarest counted word's Q.
+        # <unk> is a real target (every out-of-vocabulary word) and is sampled like any word.
+        p[0] = 0.0  # <pad> is never a target nor a negative
+        floor = p[1:][p[1:] > 0].min() if (p[1:] > 0).any() else 1.0
+        p[1:] = np.maximum(p[1:], floor)
         p /= p.sum()
         self.register_buffer("noise", torch.tensor(p, dtype=torch.float32), persistent=False)
 

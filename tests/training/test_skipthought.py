@@ -76,3 +76,20 @@ def test_sampled_softmax_tracks_exact():
         sampled = torch.stack([layer(h, y) for _ in range(20)]).mean()
         exact = layer.exact_nll(h, y)
     assert abs(float(sampled) - float(exact)) / float(exact) < 0.25  # an estimate of the same objective
+
+
+@pytest.mark.parametrize("unk_count", [0.0, 50.0])
+def test_unk_targets_are_learned_under_sampled_softmax(unk_count):
+    """<unk> is a real target (every out-of-vocabulary word): its sampled loss must be of the same
+    order as other words', not ~0 from a log-Q correction by a zero sampling probability."""
+    from training.softmax import OutputLayer
+
+    torch.manual_seed(0)
+    counts = np.r_[0.0, unk_count, np.arange(198, 0, -1, dtype=np.float64)]
+    layer = OutputLayer(8, 200, counts, num_sampled=50).train()
+    h = torch.randn(64, 8)
+    with torch.no_grad():
+        unk = torch.stack([layer(h, torch.full((64,), 1)) for _ in range(10)]).mean() / 64
+        word = torch.stack([layer(h, torch.full((64,), 100)) for _ in range(10)]).mean() / 64
+    assert float(unk) > 0.2 * float(word) and float(unk) > 0.5
+    assert float(layer.noise[0]) == 0.0  # <pad> is never a negative

@@ -72,3 +72,17 @@ def test_ddp_two_cpu_processes_end_with_identical_weights(toy_corpus, tmp_path):
     assert ck["final"]["processes"] == 2 and ck["progress"]["step"] == 12
     for k in a:  # rank 0's checkpoint holds the same weights
         torch.testing.assert_close(ck["model"][k], a[k], rtol=0, atol=0, msg=k)
+
+
+@pytest.mark.parametrize("given, family, expected", [
+    (-1, {"early_stop": 3}, 3),  # unset: the family's (the AAE's)
+    (0, {"early_stop": 3}, 0),  # an explicit 0 is "never", for every family
+    (5, {"early_stop": 3}, 5),
+    (-1, {}, 0),  # a family without a default never stops early
+])
+def test_early_stop_zero_means_never_for_every_family(given, family, expected):
+    from training.config import TrainConfig
+
+    cfg = TrainConfig(variant="mean-max-aae", early_stop=given).resolved({"batch_size": 64, **family})
+    assert cfg.early_stop == expected and cfg.batch_size == 64
+    assert cfg.resolved({"early_stop": 3}).early_stop == expected  # resolving again (a resume) keeps it

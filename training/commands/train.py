@@ -27,7 +27,7 @@ _HELP = {
     "holdout": "sentences held out for validation (whole documents)",
     "eval_every": "validate every N steps",
     "eval_batches": "held-out batches per validation",
-    "early_stop": "stop after N validations without improvement (0: the family's; AAE stops on reconstruction accuracy)",
+    "early_stop": "stop after N validations without improvement; 0: never; -1: the family's (AAE: 3, on reconstruction accuracy; others: never)",
     "log_every": "append to train_log.jsonl every N steps",
     "checkpoint_every": "write checkpoint.pt every N steps (and every --checkpoint-minutes)",
     "checkpoint_minutes": "write checkpoint.pt at least this often",

@@ -211,6 +211,7 @@ class AAEFamily(Family):
         vocab, _ = fixed_vocabulary(load_word_vectors(cfg.word_vectors), cfg.input_words, out_vocab.tokens)
         out_counts = np.array([counts.get(w, 0) for w in out_vocab.tokens], np.float64)
         out_counts[EOS_ID] = len(corpus)
+        out_counts[UNK_ID] = sum(counts.values()) - out_counts[3:].sum()  # every token outside the output words
         to_out = np.array([out_vocab.index.get(w, UNK_ID) for w in vocab.tokens], np.int64)
         return Prepared(vocab, {"out_words": out_vocab.tokens, "out_counts": out_counts, "to_out": to_out})
 
@@ -257,6 +258,9 @@ class AAEFamily(Family):
             "</S> has a trained 50-d vector (GloVe has none); the decoder's first input is a zero vector.",
             "The multi-head attention concatenates the heads with no output projection W^O, as eq. 4 writes it.",
             f"Training sentences are cut to {c.max_len} tokens (</S> included).",
+            "Stopping: the paper's rule (until the held-out reconstruction accuracy stops improving; here after "
+            "--early-stop validations without a better one), but also bounded by the run's epoch, step and time budget; "
+            "the Training table's epochs and validation say which ended this run.",
         ]
         if c.num_sampled:
             out.append(f"Training used sampled softmax ({c.num_sampled} shared negatives per batch, unigram^{c.sample_alpha}, "

@@ -162,6 +162,7 @@ class SkipThoughtFamily(Family):
         for w, i in vocab.index.items():
             freq[i] = counts.get(w, 0)
         freq[2] = len(corpus)  # <eos>: once per sentence
+        freq[1] = sum(counts.values()) - freq[3:].sum()  # <unk>: every out-of-vocabulary token
         return Prepared(vocab, {"counts": freq})
 
     def collate(self, cfg: SkipThoughtConfig, data: IdCorpus, centres: np.ndarray) -> dict[str, torch.Tensor]:
@@ -193,8 +194,9 @@ class SkipThoughtFamily(Family):
             + "; ".join(f"{'bi-skip 2 × ' + str(x.hidden // 2) if x.bidirectional else 'uni-skip ' + str(x.hidden)}" for x in cfgs)
             + " (paper: uni-skip 2400, bi-skip 2 × 1200); decoders " + str(c.dec_hidden) + ".",
             f"Training vocabulary {c.vocab_size:,} words (paper: 20 000).",
-            "The conditional GRU feeds [x_{t-1}; h_i] to PyTorch's fused GRU, which equals eq. 5–7's W x + C h_i but "
-            "applies the reset gate after the recurrent product, r ⊙ (U h), instead of U (r ⊙ h).",
+            "The conditional GRU feeds [x_{t-1}; h_i] to PyTorch's fused GRU, which equals eq. 5–7's W x + C h_i and "
+            "applies the reset gate after the recurrent product, r ⊙ (U h), where eq. 6 writes U (r ⊙ h); the authors' "
+            "reference implementation (skip-thoughts, `layers.py`) computes r ⊙ (U h) too, so this follows the code, not the equation.",
             f"Training sentences are cut to {c.max_len} tokens (<eos> included).",
         ]
         if c.num_sampled:
