@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 import onnxruntime as ort
 
+from service import postprocess
 from service.bundle import Bundle, load_bundle
 from service.errors import BundleError, InputTooLong, UnknownView
 from service.tokenizer import tokenize
@@ -90,6 +91,9 @@ class Encoder:
             log.warning("%s: CUDAExecutionProvider was asked for but did not load (CUDA/cuDNN libraries missing or of "
                         "another version); this model runs on the CPU", bundle.spec.name)
         self._check_graph()
+        self.postprocess = {name: postprocess.load(self.bundle.file(v.postprocess.file), v.postprocess.key, v.dim,
+                                                   v.postprocess.components, str(bundle.path), f"views.{name}.postprocess")
+                            for name, v in self.spec.views.items() if v.postprocess}  # fmt: skip
 
     @property
     def device(self) -> str:
@@ -169,8 +173,13 @@ class Encoder:
         ids = np.full((len(batch), max(1, int(lengths.max()))), self.spec.vocabulary.pad_id, dtype=np.int64)
         for i, s in enumerate(batch):
             ids[i, : len(s)] = s
-        outs = self.session.run([s.output for s in specs.values()], {"input_ids": ids, "lengths": lengths})
-        return {v: np.asarray(o, dtype=np.float32) for v, o in zip(specs, outs)}
+        names = list(dict.fromkeys(s.output for s in specs.values()))  # views may share an output
+        outs = dict(zip(names, self.session.run(names, {"input_ids": ids, "lengths": lengths})))
+        res = {}
+        for v, s in specs.items():
+            x = np.asarray(outs[s.output], dtype=np.float32)
+            res[v] = self.postprocess[v].apply(x) if v in self.postprocess else x
+        return res
 
     def encode(
         self,

@@ -164,3 +164,51 @@ def test_a_silent_cpu_fallback_from_cuda_is_reported(bundle_dir, monkeypatch, ca
     preloads.clear()
     cpu = Encoder.load(bundle_dir, providers=["CPUExecutionProvider"])  # nothing asked, nothing to report
     assert cpu.device == "cpu" and preloads == [] and "did not load" not in caplog.text
+
+
+def _add_postprocessed_view(bundle_dir, center=True, k=2, comps=None, mean=None, dim=8):
+    from service import postprocess
+
+    rng = np.random.default_rng(3)
+    q = np.linalg.qr(rng.standard_normal((dim, dim)))[0]
+    m = postprocess.Postprocess(rng.standard_normal(dim).astype(np.float32) if mean is None else mean,
+                                q[:k].astype(np.float32) if comps is None else comps)
+    postprocess.save(bundle_dir / "postprocess.npz", {"mean": m})
+    meta = json.loads((bundle_dir / "bundle.json").read_text())
+    meta["views"]["mean-pp"] = {"output": "mean", "dim": dim, "pooling": "unsupervised",
+                                "postprocess": {"file": "postprocess.npz", "key": "mean", "center": center, "components": k}}
+    (bundle_dir / "bundle.json").write_text(json.dumps(meta))
+    return m
+
+
+def test_a_post_processed_view_shares_its_output_and_applies_the_map(bundle_dir):
+    m = _add_postprocessed_view(bundle_dir)
+    enc = Encoder.load(bundle_dir)
+    texts = ["the cat sat on the mat .", "a dog", "nothing here at all , really , nothing"]
+    raw = enc.encode(texts, "mean", normalize=False)
+    pp = enc.encode(texts, "mean-pp", normalize=False)
+    expected = (raw - m.mean) - ((raw - m.mean) @ m.components.T) @ m.components
+    np.testing.assert_allclose(pp, expected, atol=1e-5)
+    assert np.abs(pp @ m.components.T).max() < 1e-5  # nothing left along the removed directions
+    both = enc.run_views([enc.token_ids(texts[0])], ["mean", "mean-pp"])  # one graph run gives both
+    np.testing.assert_allclose(both["mean"][0], raw[0], atol=1e-6)
+    # still padding-invariant: alone vs beside a longer sentence
+    alone = enc.encode([texts[1]], "mean-pp")[0]
+    padded = enc.encode([texts[1], texts[2]], "mean-pp", batch_size=2)[0]
+    np.testing.assert_allclose(alone, padded, atol=1e-6)
+
+
+@pytest.mark.parametrize("bad, words", [({"k": 3}, "expected (8,) and (3, 8)"),
+                                        ({"mean": np.full(8, np.nan, np.float32)}, "finite")])
+def test_a_post_processing_map_that_does_not_fit_its_view_is_refused(bundle_dir, bad, words):
+    k = bad.pop("k", 2)
+    _add_postprocessed_view(bundle_dir, comps=np.eye(8, dtype=np.float32)[:2], k=k, **bad)
+    with pytest.raises(BundleError) as e:
+        Encoder.load(bundle_dir)
+    assert e.value.field == "views.mean-pp.postprocess" and words in str(e.value)
+
+
+def test_two_views_may_not_be_the_same_output_with_the_same_processing(bundle_dir):
+    _edit(bundle_dir, views__meanmax__output="mean", views__meanmax__dim=8)
+    with pytest.raises(BundleError, match="same ONNX output"):
+        load_bundle(bundle_dir)
