@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "training.commands.train",
     "training.commands.export",
     "training.commands.eval",
+    "training.commands.postprocess",
     "service.cli",
 ]
 

@@ -37,6 +37,53 @@ def neighbour_examples(encoder: Encoder, corpus: str, sample: int, views: list[s
     return out
 
 
+def views_table(spec) -> list[str]:
+    """The card's ``## Views`` section (heading, table) for a bundle spec."""
+    return (["## Views", "", "| view | dim | pooling | description |", "|---|---:|---|---|"]
+            + [f"| `{n}` | {v.dim} | {v.pooling} | {v.description} |" for n, v in spec.views.items()])
+
+
+def refresh_card(bundle_dir: Path) -> None:
+    """Bring a card's default view and ``## Views`` table in line with the bundle's ``bundle.json``
+    (after ``thoughtvec postprocess`` changed them); the rest of the card is left as written."""
+    import re
+
+    from service.bundle import load_bundle
+
+    card = Path(bundle_dir) / "MODEL_CARD.md"
+    if not card.is_file():
+        return
+    spec = load_bundle(bundle_dir).spec
+    text = card.read_text(encoding="utf-8")
+    text = re.sub(r"^\| default view \| `[^`]*` \|$", f"| default view | `{spec.default_view}` |", text, flags=re.M)
+    start = text.find("## Views\n")
+    if start >= 0:
+        end = text.find("\n## ", start + 1)
+        text = text[:start] + "\n".join(views_table(spec)) + "\n" + (text[end:] if end >= 0 else "")
+    atomic_write_text(card, text)
+
+
+def corpus_composition(corpus_path: str) -> str:
+    """What the corpus is made of, from the ``stats.json`` its build wrote beside it: the public-domain
+    share, the sources under other terms, and the in-domain text for SentEval's review tasks."""
+    stats = Path(corpus_path).with_name("stats.json")
+    if not stats.is_file():
+        return "Its sources and their licences are listed in the README's corpus section."
+    d = json.loads(stats.read_text(encoding="utf-8"))
+    total = d["tokens"] or 1
+    src = d["sources"]
+    pd_share = sum(v["tokens"] for v in src.values() if v.get("public_domain")) / total
+    other = sorted(((k, v) for k, v in src.items() if not v.get("public_domain")), key=lambda kv: -kv[1]["tokens"])
+    parts = [f"{k} {100 * v['tokens'] / total:.1f} % ({v['licence'].split(';')[0]})" for k, v in other]
+    text = (f"Not all of it is public domain: public-domain texts are {100 * pd_share:.0f} % of the tokens; the rest is "
+            f"under other terms, mostly for research use: {', '.join(parts)}.")
+    if "imdb" in src:
+        text += (f" IMDB movie reviews ({100 * src['imdb']['tokens'] / total:.0f} % of the tokens) are in-domain for SentEval's "
+                 "MR, SST-2, CR and SUBJ (movie and product reviews, subjectivity of movie text): those scores may gain "
+                 "from it; the sentences of the evaluation sets themselves were removed from the corpus.")
+    return text
+
+
 def _vocabulary_line(spec) -> str:
     v = spec.vocabulary
     if v.trained_size == v.size:
@@ -51,12 +98,11 @@ def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report
               f"| default view | `{spec.default_view}` |", f"| max input tokens | {spec.max_input_tokens} |",
               f"| vocabulary | {_vocabulary_line(spec)} |",
               f"| weights | {spec.onnx.weights_dtype}, ONNX opset {spec.onnx.opset} |", ""]  # fmt: skip
-    lines += ["## Views", "", "| view | dim | pooling | description |", "|---|---:|---|---|"]
-    lines += [f"| `{n}` | {v.dim} | {v.pooling} | {v.description} |" for n, v in spec.views.items()]
+    lines += views_table(spec)
     c = cks[0]["corpus"]
     lines += ["", "## Data", "", f"Trained on `{c['path']}` (sha1 `{c['sha1'][:12]}`): {c['sentences']:,} sentences, "
-              f"{c['documents']:,} documents, {c['tokens']:,} tokens — the default corpus of `thoughtvec corpus build`, "
-              "public-domain and openly distributed English text (see the README's corpus section).", ""]  # fmt: skip
+              f"{c['documents']:,} documents, {c['tokens']:,} tokens — the default corpus of `thoughtvec corpus build` "
+              "(see the README's corpus section). " + corpus_composition(c["path"]), ""]  # fmt: skip
     lines += ["## Training", "", "| part | steps | epochs | wall time | device | final loss | validation |", "|---|---:|---:|---:|---|---:|---|"]
     for ck in cks:
         f = ck.get("final") or {}

@@ -1,0 +1,210 @@
+"""Post-processing for cosine similarity, estimated on training text and chosen on dev data.
+
+For each cosine view of a bundle (every view whose pooling is not ``supervised``): encode a sample
+of training-corpus sentences, fit "subtract the mean, remove the top k principal components"
+(:mod:`service.postprocess`) for every candidate (centre or not, k in :data:`GRID`), score each
+candidate by the cosine Spearman correlation on the **dev** splits of STS-B (1 500 pairs) and SICK
+(the 500-pair trial set), and keep the simplest candidate within :data:`MIN_GAIN` of the best. A
+bundle whose default view is a cosine view then gets, as its default, the cosine view best on dev.
+Test splits are never read here.
+
+The chosen map goes into the bundle (``postprocess.npz`` and the view's ``postprocess`` field),
+so the server applies it; the untouched output stays available as ``<view>-raw``. A relatedness
+head trained on the raw view is re-pointed to ``<view>-raw``. Running it again re-estimates from
+the raw outputs and replaces the maps.
+
+    thoughtvec postprocess --bundle models/uni-skip
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from service import postprocess as pp
+from service.encoder import l2_normalize
+
+GRID: tuple[tuple[bool, int], ...] = tuple((c, k) for c in (False, True) for k in (0, 1, 2, 3, 5, 10, 20))
+DEV_TASKS = (("STS-B", "STSBenchmark"), ("SICK-R", "SICKRelatedness"))
+MIN_GAIN = 0.002  # a more complex candidate must beat a simpler one by this much dev Spearman (noise: ~0.001)
+NPZ = "postprocess.npz"
+RAW = "-raw"
+
+
+
+def corpus_sample(corpus: str | Path, n: int, seed: int = 0) -> list[str]:
+    """``n`` sentences drawn uniformly from a corpus file (one sentence per line, blank lines between documents)."""
+    from training.data import read_documents
+
+    sents = [s for d in read_documents(corpus) for s in d]
+    if not sents:
+        raise ValueError(f"corpus {corpus} has no sentences")
+    rng = np.random.default_rng(seed)
+    return [sents[i] for i in sorted(rng.choice(len(sents), min(n, len(sents)), replace=False))]
+
+
+@dataclass(frozen=True)
+class DevPairs:
+    """The dev pairs of the similarity tasks: ``{task: (first, second, gold scores)}``."""
+
+    tasks: dict[str, tuple[list[str], list[str], np.ndarray]]
+
+    @classmethod
+    def load(cls, root: Path | None = None, check_counts: bool = True) -> "DevPairs":
+        from training.evaluation import datasets
+
+        out = {}
+        for name, key in DEV_TASKS:
+            dev = datasets.load_task(key, root, check_counts=check_counts).splits["dev"]
+            out[name] = (list(dev.first), list(dev.second), np.asarray(dev.scores, np.float64))
+        return cls(out)
+
+    def sentences(self) -> list[str]:
+        return list(dict.fromkeys(s for a, b, _ in self.tasks.values() for s in (*a, *b)))
+
+    def score(self, vectors: dict[str, np.ndarray]) -> dict[str, float]:
+        """Cosine Spearman per task, and their mean (``dev``), for ``{sentence: vector}``."""
+        from scipy.stats import spearmanr
+
+        res = {}
+        for name, (a, b, gold) in self.tasks.items():
+            u = l2_normalize(np.stack([vectors[s] for s in a]))
+            v = l2_normalize(np.stack([vectors[s] for s in b]))
+            res[name] = float(spearmanr(np.sum(u * v, 1), gold)[0])
+        res["dev"] = float(np.mean(list(res.values())))
+        return res
+
+
+@dataclass
+class Choice:
+    view: str
+    center: bool
+    k: int
+    scores: dict[str, float]  # the chosen candidate's dev scores
+    raw: dict[str, float]  # the dev scores of the unprocessed vectors
+    table: list[dict]  # every candidate: center, k, dev scores
+    map: pp.Postprocess
+
+    @property
+    def identity(self) -> bool:
+        return not self.center and self.k == 0
+
+    def describe(self) -> str:
+        """``mean and top 3 principal components removed``, or ``no post-processing``."""
+        parts = (["mean"] if self.center else []) + ([f"top {self.k} principal component{'s' * (self.k != 1)}"] if self.k else [])
+        return " and ".join(parts) + " removed" if parts else "no post-processing"
+
+
+def choose(fit_on: np.ndarray, dev_raw: np.ndarray, dev: DevPairs, view: str,
+           grid: Sequence[tuple[bool, int]] = GRID) -> Choice:  # fmt: skip
+    """Fit every candidate on ``fit_on`` (raw vectors of corpus sentences) and keep the best on the dev
+    pairs (``dev_raw``: raw vectors of ``dev.sentences()``, in that order); ties keep the simpler."""
+    dev_texts = dev.sentences()
+    raw = dev.score(dict(zip(dev_texts, dev_raw)))
+    maps = {c: pp.fit_many(fit_on, c, sorted({k for cc, k in grid if cc == c})) for c in {c for c, _ in grid}}
+    table = []
+    for center, k in sorted(grid, key=lambda ck: (ck[1], ck[0])):  # simplest first
+        scores = dev.score(dict(zip(dev_texts, maps[center][k].apply(dev_raw))))
+        table.append({"center": center, "k": k, **scores})
+    top = max(r["dev"] for r in table)
+    pick = next(r for r in table if r["dev"] >= top - MIN_GAIN)  # the simplest within MIN_GAIN of the best
+    return Choice(view, pick["center"], pick["k"], {n: pick[n] for n in (*dev.tasks, "dev")}, raw, table,
+                  maps[pick["center"]][pick["k"]])
+
+
+def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int = 20_000, data_root: Path | None = None,
+                       log: Callable[[str], None] = print, check_counts: bool = True,
+                       grid: Sequence[tuple[bool, int]] = GRID, choose_default: bool = True) -> list[Choice]:  # fmt: skip
+    """Choose and write the post-processing of every cosine view of the bundle at ``bundle_dir``; with
+    ``choose_default``, a bundle whose default view is a cosine view gets the one best on dev."""
+    from service.atomic import atomic_write_text
+    from service.bundle import BUNDLE_FILE, Bundle, load_bundle, parse_spec
+    from service.encoder import Encoder
+
+    bundle_dir = Path(bundle_dir)
+    bundle = load_bundle(bundle_dir)
+    spec = json.loads((bundle_dir / BUNDLE_FILE).read_text(encoding="utf-8"))
+    views = spec["views"]
+    # start again from the raw outputs: drop earlier maps and their -raw twins
+    for name in [n for n in views if n.endswith(RAW) and n[: -len(RAW)] in views]:
+        del views[name]
+    for v in views.values():
+        v.pop("postprocess", None)
+    for head in spec.get("heads", {}).values():
+        if head["view"].endswith(RAW) and head["view"][: -len(RAW)] in views:
+            head["view"] = head["view"][: -len(RAW)]
+    # the encoder sees the raw views: the cleaned spec, in memory
+    enc = Encoder(Bundle(bundle_dir, parse_spec(spec, str(bundle_dir)), bundle.vocab), providers=["CPUExecutionProvider"])
+    texts = corpus_sample(corpus, sample)
+    dev = DevPairs.load(data_root, check_counts)
+    cosine_views = [n for n, v in views.items() if v.get("pooling") != "supervised"]
+    # every cosine view of the corpus sample and the dev sentences in one pass of the graph
+    vecs = enc.encode_views(texts + dev.sentences(), cosine_views, normalize=False, batch_size=256)
+    choices, maps = [], {}
+    for name in cosine_views:
+        v = views[name]
+        c = choose(vecs[name][: len(texts)], vecs[name][len(texts) :], dev, name, grid)
+        choices.append(c)
+        raw_dev = c.raw["dev"]
+        log(f"{bundle.name}/{name}: dev Spearman {raw_dev:.4f} raw -> {c.scores['dev']:.4f} with {c.describe()}")
+        if c.identity:
+            continue
+        maps[name] = c.map
+        views[f"{name}{RAW}"] = {**v, "description": f"{v.get('description', '')} (raw: without post-processing)".strip()}
+        what = c.describe()
+        note = (f"{what}, estimated on {len(texts):,} training-corpus sentences; chosen on STS-B/SICK dev "
+                f"(cosine Spearman {raw_dev:.3f} raw -> {c.scores['dev']:.3f})")
+        views[name] = {**v, "description": f"{v.get('description', '')}; {what}".lstrip("; "),
+                       "postprocess": {"file": NPZ, "key": name, "center": c.center, "components": c.k, "note": note}}
+        for head in spec.get("heads", {}).values():
+            if head["view"] == name:  # the head was trained on the raw vectors
+                head["view"] = f"{name}{RAW}"
+    if choose_default and spec["default_view"] in cosine_views:
+        best = max(choices, key=lambda c: c.scores["dev"])
+        if best.view != spec["default_view"]:
+            log(f"{bundle.name}: default view {spec['default_view']} -> {best.view} (dev Spearman "
+                f"{next(c for c in choices if c.view == spec['default_view']).scores['dev']:.4f} -> {best.scores['dev']:.4f})")
+            spec["default_view"] = best.view
+    if maps:
+        pp.save(bundle_dir / NPZ, maps)
+    else:
+        (bundle_dir / NPZ).unlink(missing_ok=True)
+    parse_spec(spec, str(bundle_dir))  # never write a spec the service would refuse
+    atomic_write_text(bundle_dir / BUNDLE_FILE, json.dumps(spec, indent=2, ensure_ascii=False) + "\n")
+    Encoder.load(bundle_dir, providers=["CPUExecutionProvider"])  # and check it loads with its maps
+    _card_section(bundle_dir, choices, len(texts))
+    from training.modelcard import refresh_card
+
+    refresh_card(bundle_dir)
+    return choices
+
+
+def _card_section(bundle_dir: Path, choices: list[Choice], n: int) -> None:
+    from service.atomic import atomic_write_text
+
+    card = bundle_dir / "MODEL_CARD.md"
+    if not card.is_file() or not choices:
+        return
+    marker = "## Post-processing"
+    text = card.read_text(encoding="utf-8")
+    before, _, after = text.partition(marker)
+    rest = after.split("\n## ", 1)[1] if "\n## " in after else ""
+    lines = [marker, "",
+             f"Written by `thoughtvec postprocess`: for each cosine view, the mean and the top k principal components "
+             f"are estimated on {n:,} sentences drawn from the training corpus, and the simplest candidate within "
+             f"{MIN_GAIN} of the best mean cosine Spearman on the **dev** splits of STS-B and SICK-R is kept (in bold; no "
+             "test data is read). The unprocessed output stays available as `<view>-raw`. The default view, when it is "
+             "a cosine view, is the cosine view best on the same dev pairs.", "",
+             "| view | centre | k | STS-B dev | SICK-R dev | mean |", "|---|---|---:|---:|---:|---:|"]
+    for c in choices:
+        for r in c.table:
+            mark = "**" if (r["center"], r["k"]) == (c.center, c.k) else ""
+            lines.append(f"| `{c.view}` | {'yes' if r['center'] else 'no'} | {r['k']} | {mark}{r['STS-B']:.4f}{mark} | "
+                         f"{mark}{r['SICK-R']:.4f}{mark} | {mark}{r['dev']:.4f}{mark} |")
+    section = "\n".join(lines) + "\n"
+    new = before.rstrip() + "\n\n" + section + (("\n## " + rest) if rest else "")
+    atomic_write_text(card, new)
