@@ -5,6 +5,7 @@ and regenerate ``docs/RESULTS.md``. ``thoughtvec eval report`` only regenerates 
   thoughtvec eval --bundle models/uni-skip                 # default view, full protocol
   thoughtvec eval --bundle models/combine-skip --all-views --save-head
   thoughtvec eval --baseline glove-avg --baseline minilm --quick
+  thoughtvec eval --baseline sif --baseline glove-avg-pp   # the fair word-vector baselines
   thoughtvec eval --url http://127.0.0.1:8000 --model uni-skip --tasks MR,SICK-R
   thoughtvec eval report
 """
@@ -17,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-BASELINE_NAMES = ("glove-avg", "minilm")
+BASELINE_NAMES = ("glove-avg", "glove-avg-pp", "sif", "minilm")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("action", nargs="?", choices=("run", "report"), default="run", help="run (default) or report: only regenerate the report")
     src = p.add_argument_group("what to evaluate (any number, one after another)")
     src.add_argument("--bundle", action="append", default=[], metavar="PATH", help="a bundle folder, run in-process on ONNX Runtime")
-    src.add_argument("--baseline", action="append", default=[], choices=BASELINE_NAMES, help="glove-avg (GloVe 6B 50d mean) or minilm (needs the baseline extra)")
+    src.add_argument("--baseline", action="append", default=[], choices=BASELINE_NAMES, help="glove-avg (GloVe 6B 50d mean), glove-avg-pp (that mean post-processed as our views are, chosen on dev), "
+                     "sif (Arora et al. 2017 over GloVe 6B 50d; word frequencies from data/corpus) or minilm (needs the baseline extra)")
     src.add_argument("--url", help="a running server; vectors through POST /v1/embeddings")
     src.add_argument("--model", help="with --url: the bundle name (default: the server's default model)")
     src.add_argument("--api-key", help="with --url: Bearer key, when the server needs one")
@@ -86,7 +88,7 @@ def _make_source(args: argparse.Namespace, kind: str, target: str):
         return sources.BundleSource(target, normalize=normalize, threads=args.threads)
     if kind == "server":
         return sources.ServerSource(target, args.model, normalize=normalize, api_key=args.api_key)
-    return sources.BASELINES[target](normalize=normalize, threads=args.threads)
+    return sources.BASELINES[target](normalize=normalize, threads=args.threads, data_root=args.data)
 
 
 def _evaluate_one(args: argparse.Namespace, kind: str, target: str) -> str:

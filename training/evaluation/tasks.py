@@ -129,9 +129,12 @@ def relatedness(task: Task, ctx: Context) -> dict:
 
 
 def cosine(task: Task, ctx: Context) -> dict:
-    """SICK-R / STS-B unsupervised: cosine of the two vectors on the test pairs."""
-    te = task.splits["test"]
-    return cosine_correlation(ctx.of(te.first), ctx.of(te.second), np.asarray(te.scores)) | {"n_test": len(te)}
+    """SICK-R / STS-B unsupervised: cosine of the two vectors on the test pairs, and on the dev
+    pairs (``dev_pearson``, ``dev_spearman``): choices between models and views are made on dev."""
+    dv, te = task.splits["dev"], task.splits["test"]
+    dev = cosine_correlation(ctx.of(dv.first), ctx.of(dv.second), np.asarray(dv.scores))
+    return (cosine_correlation(ctx.of(te.first), ctx.of(te.second), np.asarray(te.scores))
+            | {f"dev_{k}": v for k, v in dev.items()} | {"n_test": len(te), "n_dev": len(dv)})  # fmt: skip
 
 
 @dataclass(frozen=True)
