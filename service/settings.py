@@ -33,7 +33,7 @@ class Settings(BaseSettings):
     models_dir: Path = Field(Path("models"), description="folder of bundles; every bundle in it is served")
     index_dir: Path = Field(Path("data/indexes"), description="folder where search indexes persist")
     default_model: str | None = Field(None, description="model used when a request names none; unset = first of model_preference that is loaded, else the first bundle by name")
-    model_preference: CsvList = Field(["invertible-linear", "invertible-bijection", "combine-skip", "mean-max-aae", "uni-skip", "bi-skip"], description="comma-separated bundle names tried in order for the default model (the default order follows the cosine-similarity results in docs/RESULTS.md)")
+    model_preference: CsvList = Field(["invertible-bijection", "invertible-linear", "bi-skip", "combine-skip", "mean-max-aae", "uni-skip"], description="comma-separated bundle names tried in order for the default model (the default order is by the dev cosine Spearman of each bundle's default view, docs/RESULTS.md's 'Choices made on dev')")
 
     # -- the default search index --------------------------------------------------------
     default_index: str = Field("default", pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$", description="name of the index built on first start")

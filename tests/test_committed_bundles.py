@@ -4,6 +4,7 @@ has its evaluation in docs/results/ (so docs/RESULTS.md covers it)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +79,14 @@ def test_serving_does_not_import_torch():
             f"e = Encoder.load({str(ROOT / 'models' / BUNDLES[0])!r}, threads=1); e.encode(['hello world'], e.spec.default_view); "
             "assert 'torch' not in sys.modules, 'torch was imported'")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_the_default_model_is_the_one_chosen_on_dev():
+    """The server's default model is the bundle docs/RESULTS.md chose on dev data, and its
+    evaluation was of the bundle's current default view."""
+    from service.settings import Settings
+    from training.evaluation.report import dev_choices, load_records, pick
+
+    chosen = dev_choices(pick(load_records(ROOT / "docs" / "results")))["default_model"]
+    assert Settings().model_preference[0] == chosen["name"], "model_preference must start with the dev-chosen model"
+    assert json.loads((ROOT / "models" / chosen["name"] / "bundle.json").read_text())["default_view"] == chosen["view"]

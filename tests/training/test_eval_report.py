@@ -56,3 +56,24 @@ def test_committed_report_is_generated():
     if not records:
         pytest.skip("no committed results")
     assert (DOCS / "RESULTS.md").read_text(encoding="utf-8") == render(records), "run `thoughtvec eval report`"
+
+
+def test_choices_are_made_on_dev_numbers_never_on_test():
+    from training.evaluation.report import dev_choices
+
+    def rec(name, view, dev_cos, test_cos, dev_acc, test_acc):
+        r = _record(name, view, acc=test_acc)
+        r["source"] = {"default_view": "a"}
+        for t in MACRO_TASKS:
+            r["tasks"][t]["dev_acc"] = dev_acc
+        for t in ("SICK-R-cos", "STS-B-cos"):
+            r["tasks"][t] = {"pearson": test_cos, "spearman": test_cos, "dev_pearson": dev_cos, "dev_spearman": dev_cos}
+        return r
+
+    # m1 is better on test everywhere, m2 on dev: the choices follow dev
+    recs = [rec("m1", "a", 0.40, 0.70, 70.0, 90.0), rec("m2", "a", 0.60, 0.50, 80.0, 70.0),
+            rec("m2", "b", 0.50, 0.90, 85.0, 60.0)]  # fmt: skip
+    ch = dev_choices(pick(recs))
+    assert ch["default_model"]["name"] == "m2" and ch["default_model"]["view"] == "a"
+    assert ch["views"]["m2"] == {"macro": "b", "cosine": "a"} and ch["views"]["m1"] == {"macro": "a", "cosine": "a"}
+    assert "Default model: **m2**" in render(recs)
