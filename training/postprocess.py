@@ -4,8 +4,9 @@ For each cosine view of a bundle (every view whose pooling is not ``supervised``
 of training-corpus sentences, fit "subtract the mean, remove the top k principal components"
 (:mod:`service.postprocess`) for every candidate (centre or not, k in :data:`GRID`), score each
 candidate by the cosine Spearman correlation on the **dev** splits of STS-B (1 500 pairs) and SICK
-(the 500-pair trial set), and keep the simplest candidate within :data:`MIN_GAIN` of the best. A
-bundle whose default view is a cosine view then gets, as its default, the cosine view best on dev.
+(the 500-pair trial set), and keep the simplest candidate within :data:`MIN_GAIN` of the best. The
+bundle's default view then becomes its cosine view best on dev (an embedding service's default
+vector is compared by cosine; the feature views stay available by name).
 Test splits are never read here.
 
 The chosen map goes into the bundle (``postprocess.npz`` and the view's ``postprocess`` field),
@@ -120,7 +121,7 @@ def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int =
                        log: Callable[[str], None] = print, check_counts: bool = True,
                        grid: Sequence[tuple[bool, int]] = GRID, choose_default: bool = True) -> list[Choice]:  # fmt: skip
     """Choose and write the post-processing of every cosine view of the bundle at ``bundle_dir``; with
-    ``choose_default``, a bundle whose default view is a cosine view gets the one best on dev."""
+    ``choose_default``, the bundle's default view becomes the cosine view best on dev."""
     from service.atomic import atomic_write_text
     from service.bundle import BUNDLE_FILE, Bundle, load_bundle, parse_spec
     from service.encoder import Encoder
@@ -163,11 +164,11 @@ def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int =
         for head in spec.get("heads", {}).values():
             if head["view"] == name:  # the head was trained on the raw vectors
                 head["view"] = f"{name}{RAW}"
-    if choose_default and spec["default_view"] in cosine_views:
+    if choose_default and choices:
         best = max(choices, key=lambda c: c.scores["dev"])
         if best.view != spec["default_view"]:
-            log(f"{bundle.name}: default view {spec['default_view']} -> {best.view} (dev Spearman "
-                f"{next(c for c in choices if c.view == spec['default_view']).scores['dev']:.4f} -> {best.scores['dev']:.4f})")
+            was = next((f" {c.scores['dev']:.4f}" for c in choices if c.view == spec["default_view"]), " not measured: a feature view")
+            log(f"{bundle.name}: default view {spec['default_view']} -> {best.view} (dev Spearman{was} -> {best.scores['dev']:.4f})")
             spec["default_view"] = best.view
     if maps:
         pp.save(bundle_dir / NPZ, maps)
@@ -197,8 +198,8 @@ def _card_section(bundle_dir: Path, choices: list[Choice], n: int) -> None:
              f"Written by `thoughtvec postprocess`: for each cosine view, the mean and the top k principal components "
              f"are estimated on {n:,} sentences drawn from the training corpus, and the simplest candidate within "
              f"{MIN_GAIN} of the best mean cosine Spearman on the **dev** splits of STS-B and SICK-R is kept (in bold; no "
-             "test data is read). The unprocessed output stays available as `<view>-raw`. The default view, when it is "
-             "a cosine view, is the cosine view best on the same dev pairs.", "",
+             "test data is read). The unprocessed output stays available as `<view>-raw`. The default view is the "
+             "cosine view best on the same dev pairs.", "",
              "| view | centre | k | STS-B dev | SICK-R dev | mean |", "|---|---|---:|---:|---:|---:|"]
     for c in choices:
         for r in c.table:

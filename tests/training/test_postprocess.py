@@ -74,6 +74,8 @@ def test_postprocess_bundle_writes_maps_keeps_raw_views_and_moves_the_head(tmp_p
 
     bundle = tmp_path / "tiny"
     make_tiny_bundle(bundle, name="tiny")
+    meta = json.loads((bundle / "bundle.json").read_text())
+    (bundle / "bundle.json").write_text(json.dumps({**meta, "default_view": "meanmax"}))  # a feature view as default
     write_head(bundle, 8, view="mean")
     corpus = write_corpus(tmp_path / "corpus.txt", toy_documents(40))
     data = write_senteval(tmp_path / "senteval", n=30)
@@ -86,7 +88,7 @@ def test_postprocess_bundle_writes_maps_keeps_raw_views_and_moves_the_head(tmp_p
     spec = json.loads((bundle / "bundle.json").read_text())
     assert spec["views"]["mean"]["postprocess"]["key"] == "mean" and "postprocess" not in spec["views"]["mean-raw"]
     assert spec["views"]["mean-raw"]["output"] == "mean" and spec["heads"]["relatedness"]["view"] == "mean-raw"
-    assert spec["default_view"] == "mean"  # the only cosine view
+    assert spec["default_view"] == "mean"  # the only cosine view (the bundle's was meanmax)
     card = (bundle / "MODEL_CARD.md").read_text()
     assert "| default view | `mean` |" in card and "| `mean-raw` | 8 | unsupervised |" in card and "## Data\n\nsome text" in card
     assert "## Post-processing" in card and "**" in card.split("## Post-processing")[1]  # the chosen row in bold
