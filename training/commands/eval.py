@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-BASELINE_NAMES = ("glove-avg", "glove-avg-pp", "sif", "minilm")
+BASELINE_NAMES = ("glove-avg", "glove-avg-pp", "sif", "sif-glove-spacy", "sif-glove-spacy-pp", "minilm")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     src = p.add_argument_group("what to evaluate (any number, one after another)")
     src.add_argument("--bundle", action="append", default=[], metavar="PATH", help="a bundle folder, run in-process on ONNX Runtime")
     src.add_argument("--baseline", action="append", default=[], choices=BASELINE_NAMES, help="glove-avg (GloVe 6B 50d mean), glove-avg-pp (that mean post-processed as our views are, chosen on dev), "
-                     "sif (Arora et al. 2017 over GloVe 6B 50d; word frequencies from data/corpus) or minilm (needs the baseline extra)")
+                     "sif (Arora et al. 2017 over GloVe 6B 50d; word frequencies from data/corpus), sif-glove-spacy(-pp) (over GloVe ⊕ "
+                     "spaCy md; needs the vectors extra) or minilm (needs the baseline extra)")
     src.add_argument("--url", help="a running server; vectors through POST /v1/embeddings")
     src.add_argument("--model", help="with --url: the bundle name (default: the server's default model)")
     src.add_argument("--api-key", help="with --url: Bearer key, when the server needs one")

@@ -154,7 +154,10 @@ class GloveAverage:
       ``thoughtvec postprocess`` does (:mod:`training.postprocess`);
     * ``sif``: Arora et al. (2017) as published: weights a/(a + p(w)) with a = 1e-3 and p(w) the
       word's frequency in the training corpus, then the first principal component (estimated on
-      the training corpus) removed.
+      the training corpus) removed;
+    * ``sif-glove-spacy``: the same over GloVe 50d ⊕ spaCy md 300d (:mod:`training.wordvecs`), the
+      best vectors we have by dev score; ``sif-glove-spacy-pp``: SIF weights with the
+      post-processing chosen on dev, the strongest weighted average of word vectors we measured.
     """
 
     kind = "baseline"
@@ -162,14 +165,14 @@ class GloveAverage:
 
     def __init__(self, normalize: bool = True, threads: int | None = None, source: str = "glove-6b-50d",
                  weighting: str = "uniform", postprocess: str = "none", corpus: str | os.PathLike = DEFAULT_CORPUS,
-                 sample: int = 20_000, data_root: Path | None = None):  # fmt: skip
+                 sample: int = 20_000, data_root: Path | None = None, name: str | None = None):  # fmt: skip
         from training.wordvecs import load_word_vectors
 
         self.wv = load_word_vectors(source)
         self.normalize = normalize
         self.views = {"mean": self.wv.dim}
         self.weighting, self.post, self.corpus = weighting, postprocess, Path(corpus)
-        self.name = {("uniform", "none"): "glove-avg", ("uniform", "dev"): "glove-avg-pp", ("sif", "first-pc"): "sif"}.get(
+        self.name = name or {("uniform", "none"): "glove-avg", ("uniform", "dev"): "glove-avg-pp", ("sif", "first-pc"): "sif"}.get(
             (weighting, postprocess), f"glove-{weighting}-{postprocess}")
         self.weights = sif_weights(self.wv.words, word_counts(self.corpus)) if weighting == "sif" else None
         self.map, self.choice = None, None
@@ -293,5 +296,10 @@ BASELINES: dict[str, Callable[..., Source]] = {
     "glove-avg": GloveAverage,
     "glove-avg-pp": lambda **kw: GloveAverage(postprocess="dev", **kw),
     "sif": lambda **kw: GloveAverage(weighting="sif", postprocess="first-pc", **kw),
+    # the same over the best word vectors we have (chosen on dev): GloVe 50d ⊕ spaCy md 300d (the `vectors` extra)
+    "sif-glove-spacy": lambda **kw: GloveAverage(source="glove-6b-50d+spacy-md", weighting="sif", postprocess="first-pc",
+                                                 name="sif-glove-spacy", **kw),
+    "sif-glove-spacy-pp": lambda **kw: GloveAverage(source="glove-6b-50d+spacy-md", weighting="sif", postprocess="dev",
+                                                    name="sif-glove-spacy-pp", **kw),
     "minilm": MiniLM,
 }

