@@ -80,7 +80,8 @@ class Core:
 
     def readiness(self) -> tuple[bool, dict]:
         ok, body = self.registry.readiness()
-        body["indexes"] = {n: "ready" for n in self.store.names()} | {n: f"building: {p}" for n, p in self.store.building.items()}
+        body["indexes"] = ({n: "ready" for n in self.store.names()} | {n: f"building: {p}" for n, p in self.store.building.items()}
+                           | {n: f"quarantined: {why}" for n, why in self.store.quarantined.items()})
         return ok, body
 
     # -- shared checks ---------------------------------------------------------------------
@@ -234,7 +235,8 @@ class Core:
         await asyncio.get_running_loop().run_in_executor(None, self.store.drop, name)
 
     def list_indexes(self) -> dict:
-        return {"object": "list", "data": [self.store.stats(n) for n in self.store.names()], "building": dict(self.store.building)}
+        return {"object": "list", "data": [self.store.stats(n) for n in self.store.names()], "building": dict(self.store.building),
+                "quarantined": dict(self.store.quarantined)}
 
 
 def _hit(doc: Doc, score: float) -> dict:

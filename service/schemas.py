@@ -139,6 +139,7 @@ class IndexList(BaseModel):
     object: Literal["list"] = "list"
     data: list[IndexStats]
     building: dict[str, str] = {}
+    quarantined: dict[str, str] = Field({}, description="indexes on disk that cannot be served, with the reason (503 until fixed or dropped)")
 
 
 class AddDocumentsResponse(BaseModel):

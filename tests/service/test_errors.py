@@ -44,7 +44,12 @@ CASES = [
     ("/v1/search", {"index": "docs", "query": {"text": "a"}}, 422, "invalid_input", "query", "a vector of numbers"),
     ("/v1/indexes", {"name": "Bad Name"}, 422, "invalid_request", "name", "pattern"),
     ("/v1/indexes", {"name": "docs", "model": "tiny"}, 409, "conflict", "name", "already exists"),
-    ("/v1/indexes", {"name": "z", "model": "tiny", "factory": "Nonsense99"}, 422, "invalid_input", "factory", "FAISS cannot build"),
+    ("/v1/indexes", {"name": "z", "model": "tiny", "factory": "Nonsense99"}, 422, "invalid_input", "factory", "is not supported"),
+    # accepted by FAISS, then fatal or broken: a crash at the first add (and at every start), failed adds, unreadable files
+    *[("/v1/indexes", {"name": "z", "model": "tiny", "factory": f}, 422, "invalid_input", "factory", words) for f, words in [
+        ("HNSW1", "between 4 and 256"), ("HNSW0", "between 4 and 256"), ("RR0,Flat", "not supported"), ("NSG32", "not supported"),
+        ("PRQ2x4x8", "not supported"), ("IVF0,Flat", "between 1 and 65536"), ("IDMap,Flat", "not supported"),
+        ("IVF4,PQ3", "divisible by 3"), ("PCA9,IVF4,Flat", "between 1 and 8"), ("IVF4,PQ2x12", "4 to 8")]],
     ("/v1/indexes", {"name": "z", "model": "tiny", "metric": "manhattan"}, 422, "invalid_request", "metric", "cosine"),
     ("/v1/indexes/docs/documents", {"documents": [{"text": "x", "id": "a"}]}, 409, "conflict", "documents[0].id", "already exists"),
     ("/v1/indexes/docs/documents", {"documents": [{"text": "x", "id": "b"}, {"text": "y", "id": "b"}]}, 409, "conflict", "documents[1].id", "already exists"),
