@@ -8,13 +8,21 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from service.indexes import NAME_PATTERN, Metric
+from service.jsonvalues import reject_lone_surrogates
 
 
 class _Req(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_unicode(cls, data: Any) -> Any:
+        # Raised as a domain error (not ValueError), so pydantic passes it on: 422 naming the field.
+        reject_lone_surrogates(data)
+        return data
 
 
 # -- embeddings (OpenAI-compatible) -----------------------------------------------------------
@@ -160,6 +168,7 @@ class ErrorDetail(BaseModel):
     code: str
     message: str
     field: str | None = None
+    request_id: str | None = Field(None, description="500 only: the id under which the server logged the failure")
 
 
 class ErrorBody(BaseModel):

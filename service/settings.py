@@ -58,7 +58,8 @@ class Settings(BaseSettings):
     truncation: Literal["reject", "truncate"] = Field("reject", description="text over the bundle's max_input_tokens or over max_input_chars: `reject` (413) or `truncate`")
     max_k: int = Field(1000, ge=1, description="largest k a search may ask for")
     max_body_bytes: int = Field(16 * 2**20, ge=1024, description="largest request body in bytes (413 beyond)")
-    max_metadata_bytes: int = Field(4096, ge=0, description="JSON size of one document's metadata")
+    max_metadata_bytes: int = Field(4096, ge=0, description="UTF-8 JSON size of one document's metadata")
+    max_metadata_depth: int = Field(16, ge=1, le=64, description="nesting levels of one document's metadata (the object itself is 1)")
 
     # -- security ------------------------------------------------------------------------
     api_keys: CsvList = Field([], description="comma-separated Bearer keys; empty = no auth. Everything but /health needs one")

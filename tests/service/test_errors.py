@@ -54,7 +54,8 @@ CASES = [
     ("/v1/indexes/docs/documents", {"documents": [{"text": "x", "id": "a"}]}, 409, "conflict", "documents[0].id", "already exists"),
     ("/v1/indexes/docs/documents", {"documents": [{"text": "x", "id": "b"}, {"text": "y", "id": "b"}]}, 409, "conflict", "documents[1].id", "already exists"),
     ("/v1/indexes/docs/documents", {"documents": [{"text": 5}]}, 422, "invalid_input", "documents[0].text", "must be a string"),
-    ("/v1/indexes/docs/documents", {"documents": [{"text": "x", "metadata": {"k": "v" * 300}}]}, 413, "input_too_long", "documents[0].metadata", "the limit is 256"),
+    ("/v1/indexes/docs/documents", {"documents": [{"text": "x", "metadata": {"k": "v" * 300}}]}, 422, "invalid_input", "documents[0].metadata", "the limit is 256"),
+    ("/v1/indexes/docs/documents", {"documents": [{"text": "x", "metadata": {"k": "é" * 125}}]}, 422, "invalid_input", "documents[0].metadata", "258 bytes of UTF-8 JSON"),
     ("/v1/indexes/docs/documents", {"documents": []}, 422, "invalid_input", "documents", "empty"),
     ("/v1/indexes/nope/documents", {"documents": [{"text": "x"}]}, 404, "unknown_index", "index", "no index 'nope'"),
 ]
