@@ -98,8 +98,19 @@ def install_error_handlers(app, settings: Settings) -> None:
         if exc.status_code == 400 and exc.__cause__ is not None:  # FastAPI could not parse the body
             return error_response(400, "malformed_json", f"the body is not valid JSON: {parse_problem(exc.__cause__)}", "body")
         code = HTTP_CODES.get(exc.status_code, "http_error")
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:  # Starlette names the methods of the first matching route only
+            headers = (headers or {}) | {"Allow": ", ".join(allowed_methods(request))}
         message = f"no route {request.method} {request.url.path}" if exc.status_code == 404 and exc.detail == "Not Found" else str(exc.detail)
-        return error_response(exc.status_code, code, message, "body" if exc.status_code == 413 else None, getattr(exc, "headers", None))
+        return error_response(exc.status_code, code, message, "body" if exc.status_code == 413 else None, headers)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route takes at this path (Starlette's 405 names only the first route's)."""
+    from starlette.routing import Match
+
+    return [m for m in ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+            if any(route.matches({**request.scope, "method": m})[0] == Match.FULL for route in request.app.routes)]
 
 
 def parse_problem(cause: BaseException) -> str:

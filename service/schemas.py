@@ -2,16 +2,27 @@
 
 Items of text lists are typed loosely (``list[Any]``) on purpose: the core checks each one and
 names it (``input[3] must be a string, got int``), which pydantic's union errors do not do well.
+The OpenAPI schema still tells the truth (``WithJsonSchema``): texts are strings with a visible
+character, lists have at least one item — what the core enforces.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from service.indexes import NAME_PATTERN, Metric
 from service.jsonvalues import reject_lone_surrogates
+
+
+# What the core accepts, for the OpenAPI schema (the core checks it, with messages naming the field).
+TEXT = {"type": "string", "minLength": 1, "pattern": r"\S"}
+TEXTS = {"type": "array", "items": TEXT, "minItems": 1}
+PAIRS = {"type": "array", "items": {"type": "array", "items": TEXT, "minItems": 2, "maxItems": 2}, "minItems": 1}
+NULL = {"type": "null"}
+Text = Annotated[Any, WithJsonSchema(TEXT)]
+Texts = Annotated[list[Any], WithJsonSchema(TEXTS)]
 
 
 class _Req(BaseModel):
@@ -27,7 +38,7 @@ class _Req(BaseModel):
 
 # -- embeddings (OpenAI-compatible) -----------------------------------------------------------
 class EmbeddingsRequest(_Req):
-    input: str | list[Any] = Field(description="a string or a list of strings")
+    input: Annotated[str | list[Any], WithJsonSchema({"anyOf": [TEXT, TEXTS]})] = Field(description="a string or a list of strings")
     model: str | None = Field(None, description="bundle name; default: the server's default model")
     encoding_format: Literal["float", "base64"] = Field("float", description="`base64`: little-endian float32 bytes")
     dimensions: int | None = Field(None, description="accepted for OpenAI compatibility; must equal the view's dimension")
@@ -58,9 +69,9 @@ class EmbeddingsResponse(BaseModel):
 class SimilarityRequest(_Req):
     model: str | None = None
     view: str | None = None
-    pairs: list[Any] | None = Field(None, description="[[a, b], ...]")
-    source: Any = Field(None, description="one text compared with every target")
-    targets: list[Any] | None = None
+    pairs: Annotated[list[Any] | None, WithJsonSchema({"anyOf": [PAIRS, NULL]})] = Field(None, description="[[a, b], ...]; or send source and targets")
+    source: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, NULL]})] = Field(None, description="one text compared with every target")
+    targets: Annotated[list[Any] | None, WithJsonSchema({"anyOf": [TEXTS, NULL]})] = None
 
 
 class PairScore(BaseModel):
@@ -80,8 +91,9 @@ class SimilarityResponse(BaseModel):
 # -- search -------------------------------------------------------------------------------
 class SearchRequest(_Req):
     index: str | None = Field(None, description="index name; default: the server's default index")
-    query: Any = Field(description="a text, a list of texts, or a vector (list of numbers)")
-    k: int = Field(10, description="neighbours per query (1..max_k)")
+    query: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, TEXTS, {"type": "array", "items": {"type": "number"}, "minItems": 1}]})] = Field(
+        description="a text, a list of texts, or a vector (list of numbers)")
+    k: int = Field(10, description="neighbours per query (1..max_k)", json_schema_extra={"minimum": 1})
 
 
 class Hit(BaseModel):
@@ -105,24 +117,24 @@ class CreateIndexRequest(_Req):
     name: str = Field(pattern=NAME_PATTERN)
     model: str | None = Field(None, description="default: the server's default model")
     view: str | None = None
-    factory: str = Field("Flat", max_length=200, description="FAISS index_factory string: Flat, HNSW32, IVF256,PQ16 ...")
+    factory: str = Field("Flat", min_length=1, max_length=200, description="a supported FAISS factory string: Flat, PQ16, SQ8, HNSW32, IVF256,Flat, IVF256,PQ16, PCA64,IVF256,SQ8 ... (README: Indexes)")
     metric: Metric = "cosine"
     normalize: bool = Field(True, description="L2-normalise document vectors (always on for cosine)")
     train_size: int | None = Field(None, ge=1, description="vectors to buffer before training IVF/PQ; default ~39 per list")
 
 
 class DocumentIn(_Req):
-    text: Any
+    text: Text
     id: str | None = Field(None, min_length=1, max_length=256)
     metadata: dict[str, Any] | None = None
 
 
 class AddDocumentsRequest(_Req):
-    documents: list[DocumentIn]
+    documents: list[DocumentIn] = Field(json_schema_extra={"minItems": 1})
 
 
 class DeleteDocumentsRequest(_Req):
-    ids: list[str]
+    ids: list[str] = Field(json_schema_extra={"minItems": 1})
 
 
 class IndexStats(BaseModel):

@@ -16,6 +16,8 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 ENV_PREFIX = "THOUGHTVEC_"
+# THOUGHTVEC_* variables that other commands read (README: corpus and evaluation); not typos of a setting.
+OTHER_COMMANDS_VARIABLES = frozenset({"THOUGHTVEC_SENTEVAL", "THOUGHTVEC_CACHE"})
 PACKAGE_DATA = Path(__file__).resolve().parent / "data"
 
 # Lists come from the environment as comma-separated strings, not JSON.
@@ -93,7 +95,7 @@ class Settings(BaseSettings):
 
 def check_environment(environ: dict[str, str] | None = None) -> None:
     """Raise ``ValueError`` for a ``THOUGHTVEC_*`` variable that names no setting (a typo)."""
-    known = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+    known = {ENV_PREFIX + name.upper() for name in Settings.model_fields} | OTHER_COMMANDS_VARIABLES
     unknown = sorted(k for k in (os.environ if environ is None else environ) if k.upper().startswith(ENV_PREFIX) and k.upper() not in known)
     if unknown:
         raise ValueError(f"unknown setting(s) in the environment: {', '.join(unknown)}; known: {', '.join(sorted(known))}")

@@ -122,3 +122,22 @@ def test_not_ready_while_building_and_no_models(tmp_path, models_dir):
         r = c.post("/v1/search", json={"query": "x"})
         assert r.status_code == 503 and r.headers["retry-after"] == "1" and "being built (10/50" in r.json()["error"]["message"]
         assert c.get("/ready").json()["indexes"]["default"].startswith("building")
+
+
+def test_405_allow_names_every_method_of_the_path(client):
+    for method, path, allow in [("GET", "/v1/embeddings", "POST"), ("PUT", "/v1/indexes", "GET, POST"),
+                                ("PATCH", "/v1/indexes/docs", "DELETE, GET"), ("GET", "/v1/indexes/docs/documents", "POST")]:
+        r = client.request(method, path)
+        assert r.status_code == 405 and r.headers["allow"] == allow, (method, path, r.headers.get("allow"))
+        assert r.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_the_schema_refuses_what_the_server_refuses(client):
+    """Bodies the server rejects are not valid by its OpenAPI schema either (schemathesis checks the rest)."""
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    text = schemas["EmbeddingsRequest"]["properties"]["input"]["anyOf"]
+    assert text[0]["minLength"] == 1 and text[1]["minItems"] == 1
+    assert schemas["DeleteDocumentsRequest"]["properties"]["ids"]["minItems"] == 1
+    assert schemas["CreateIndexRequest"]["properties"]["factory"]["minLength"] == 1
+    assert schemas["AddDocumentsRequest"]["properties"]["documents"]["minItems"] == 1
+    assert client.post("/v1/indexes", json={"name": "z", "factory": ""}).json()["error"]["field"] == "factory"
