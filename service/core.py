@@ -174,7 +174,8 @@ class Core:
         if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in query):
             if len(query) != dim:
                 raise InvalidInput(f"query has {len(query)} dimensions; index '{name}' has {dim}", field="query")
-            vec = np.asarray(query, np.float32)[None, :]
+            with np.errstate(over="ignore"):  # 1e308 overflows float32 to inf: refused just below
+                vec = np.asarray(query, np.float32)[None, :]
             if not np.isfinite(vec).all():
                 raise InvalidInput("query has a value that is not a finite float32", field="query")
             return None, vec

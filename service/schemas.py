@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
+from service.factory import SCHEMA_PATTERN
 from service.indexes import NAME_PATTERN, Metric
 from service.jsonvalues import reject_lone_surrogates
 
@@ -67,6 +68,10 @@ class EmbeddingsResponse(BaseModel):
 
 # -- similarity ---------------------------------------------------------------------------
 class SimilarityRequest(_Req):
+    model_config = ConfigDict(json_schema_extra={"oneOf": [
+        {"required": ["pairs"], "properties": {"pairs": {"type": "array"}}},
+        {"required": ["source", "targets"], "properties": {"source": {"type": "string"}, "targets": {"type": "array"}}},
+    ]})
     model: str | None = None
     view: str | None = None
     pairs: Annotated[list[Any] | None, WithJsonSchema({"anyOf": [PAIRS, NULL]})] = Field(None, description="[[a, b], ...]; or send source and targets")
@@ -117,7 +122,7 @@ class CreateIndexRequest(_Req):
     name: str = Field(pattern=NAME_PATTERN)
     model: str | None = Field(None, description="default: the server's default model")
     view: str | None = None
-    factory: str = Field("Flat", min_length=1, max_length=200, description="a supported FAISS factory string: Flat, PQ16, SQ8, HNSW32, IVF256,Flat, IVF256,PQ16, PCA64,IVF256,SQ8 ... (README: Indexes)")
+    factory: str = Field("Flat", min_length=1, max_length=200, json_schema_extra={"pattern": SCHEMA_PATTERN}, description="a supported FAISS factory string: Flat, PQ16, SQ8, HNSW32, IVF256,Flat, IVF256,PQ16, PCA64,IVF256,SQ8 ... (README: Indexes)")
     metric: Metric = "cosine"
     normalize: bool = Field(True, description="L2-normalise document vectors (always on for cosine)")
     train_size: int | None = Field(None, ge=1, description="vectors to buffer before training IVF/PQ; default ~39 per list")
