@@ -6,7 +6,7 @@ matching the documented schema (errors included); invalid requests must be refus
 that every schema-valid request is accepted (``positive_data_acceptance``): some limits depend on
 the model or index named (a query vector's dimension, PQ's divisor of it), which no static schema
 states; those answer 422 naming the field. Reproduce with more cases:
-``THOUGHTVEC_FUZZ_EXAMPLES=200 pytest tests/service/test_schema_fuzz.py``.
+``FUZZ_EXAMPLES=200 pytest tests/service/test_schema_fuzz.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from service.app import create_app  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from tests.service.conftest import live_server, settings_for  # noqa: E402
 
-EXAMPLES = int(os.environ.get("THOUGHTVEC_FUZZ_EXAMPLES", "50"))  # per operation and mode: ~25 s on the shared 2-core box
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))  # per operation and mode: ~25 s on the shared 2-core box
 _PATHS = create_app(Settings(build_default_index=False)).openapi()["paths"]
 CASES = sorted((path, method.upper(), mode) for path, item in _PATHS.items() for method, op in item.items()
                for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE) if mode == GenerationMode.POSITIVE or "requestBody" in op)
