@@ -1,7 +1,7 @@
 """The FastAPI app factory. ``create_app(settings)`` is all a server or a test needs.
 
 Middleware, outermost first: metrics (sees every answer, 401/413 included) → CORS → body limit →
-API keys → routes. Start-up runs in the background (``lifespan``), so ``/health`` answers while
+API keys → catch-all (an unexpected exception becomes a JSON 500) → routes. Start-up runs in the background (``lifespan``), so ``/health`` answers while
 models load and the default index builds; ``/ready`` tells when the models are warm.
 """
 
@@ -15,7 +15,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 import service
 from service.core import Core
-from service.http import AuthMiddleware, BodyLimitMiddleware, install_error_handlers
+from service.http import AuthMiddleware, BodyLimitMiddleware, CatchAllMiddleware, install_error_handlers
 from service.metrics import Metrics, MetricsMiddleware
 from service.routes import ROUTERS
 from service.settings import Settings
@@ -50,6 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     install_error_handlers(app, settings)
     # add_middleware wraps what is there: the last added is the outermost.
+    app.add_middleware(CatchAllMiddleware)
     if settings.api_keys:  # admin keys are API keys too
         app.add_middleware(AuthMiddleware, keys=settings.api_keys + settings.admin_keys)
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)

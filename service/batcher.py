@@ -3,15 +3,19 @@
 The layering follows text-embeddings-inference (``core/src/queue.rs``, ``infer.rs``) and
 infinity (``inference/batch_handler.py``):
 
-* admission (the caller's task): tokenize, apply the token limit, check queue room — so a
-  too-long input is a 413 and a full queue a 429 before anything waits;
+* admission (the caller's task): check queue room (a full queue is a 429 before any work is spent
+  on the request), tokenize, apply the token limit (413) — all before anything waits. A request is
+  admitted while fewer than ``max_queue_size`` sentences wait, whatever its own size, so a large
+  request is never starved by a stream of small ones (the queue holds at most
+  ``max_queue_size + max_inputs - 1``);
 * the worker: waits up to ``max_wait_ms`` for a batch to fill, takes a window of the oldest
   sentences, sorts it by length (neighbours in length share little padding), cuts it into
   batches bounded by ``max_batch_size`` sentences and ``max_batch_tokens`` padded tokens
   (B x longest), and runs each on a thread so the event loop keeps serving;
 * resolution: rows are copied into each request's output; when a request's last row lands its
   future resolves. A failed run fails every request in it; a request whose caller went away
-  (future cancelled) is skipped. No caller ever waits on a future nobody will resolve.
+  (future cancelled) is skipped. No caller ever waits on a future nobody will resolve: when the
+  worker dies or the server stops, every request queued *or in the worker's window* is failed.
 
 A sentence's vector does not depend on its batch (graphs mask padding), so batching is invisible
 to callers except in throughput.
@@ -128,6 +132,7 @@ class Batcher:
         self.limits = limits
         self.observer = observer
         self._queue: deque[_Item] = deque()
+        self._window: list[_Item] = []  # taken off the queue by the worker, not all run yet
         self._arrived = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._stopping = False
@@ -168,8 +173,11 @@ class Batcher:
         self._fail_queued(WorkerDead(f"the batcher of model '{self.name}' stopped ({self._death!r}); restart the server"))
 
     def _fail_queued(self, error: Exception) -> None:
-        while self._queue:
-            item = self._queue.popleft()
+        """Fail every request still waiting: in the queue, or in the window the worker had taken."""
+        items, self._window = self._window, []
+        items.extend(self._queue)
+        self._queue.clear()
+        for item in items:
             if not item.job.future.done():
                 item.job.future.set_exception(error)
         self._report_depth()
@@ -191,16 +199,13 @@ class Batcher:
         if self._task is None:
             raise NotReady(f"model '{self.name}' is not started")
         fields = fields or [f"input[{i}]" for i in range(len(texts))]
+        self._check_room()  # before tokenizing: under overload a 429 must be cheap
         if sum(map(len, texts)) > OFFLOAD_CHARS:
             ids = await asyncio.get_running_loop().run_in_executor(None, self._admit, texts, truncation, fields)
+            self._check_room()  # the queue may have filled meanwhile
         else:
             ids = self._admit(texts, truncation, fields)
         n = len(ids)
-        if self._queue and len(self._queue) + n > self.limits.max_queue_size:
-            raise QueueFull(
-                f"model '{self.name}' has {len(self._queue)} sentences queued; the limit is {self.limits.max_queue_size}",
-                retry_after_s=self.limits.retry_after_s,
-            )
         loop = asyncio.get_running_loop()
         job = _Job(view, np.empty((n, self.backend.dim(view)), np.float32), n, loop.create_future(), time.perf_counter())
         if n == 0:
@@ -210,6 +215,13 @@ class Batcher:
         self._arrived.set()
         vectors = await job.future
         return Embedded(vectors, [len(s) for s in ids])
+
+    def _check_room(self) -> None:
+        if len(self._queue) >= self.limits.max_queue_size:
+            raise QueueFull(
+                f"model '{self.name}' has {len(self._queue)} sentences queued; the limit is {self.limits.max_queue_size}",
+                retry_after_s=self.limits.retry_after_s,
+            )
 
     # -- the worker ----------------------------------------------------------------------
     def _report_depth(self) -> None:
@@ -263,7 +275,7 @@ class Batcher:
         loop = asyncio.get_running_loop()
         while True:
             await self._gather()
-            window = self._take_window()
+            window = self._window = self._take_window()
             by_view: dict[str, list[_Item]] = {}
             for item in window:
                 by_view.setdefault(item.job.view, []).append(item)
@@ -273,6 +285,7 @@ class Batcher:
                     batch = [items[i] for i in idx if not items[i].job.future.done()]
                     if batch:
                         await self._run_batch(loop, view, batch)
+            self._window = []
 
     async def _run_batch(self, loop: asyncio.AbstractEventLoop, view: str, batch: list[_Item]) -> None:
         started = time.perf_counter()

@@ -7,7 +7,6 @@ problem is raised as a domain error (``service.errors``) that names the field an
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ from service.batcher import check_count
 from service.encoder import available_providers, l2_normalize
 from service.errors import InputTooLong, InvalidInput
 from service.index_store import IndexStore, new_id
+from service.jsonvalues import check_metadata
 from service.indexes import Doc, gpu_count, new_config
 from service.metrics import Metrics
 from service.registry import Model, Registry
@@ -80,7 +80,8 @@ class Core:
 
     def readiness(self) -> tuple[bool, dict]:
         ok, body = self.registry.readiness()
-        body["indexes"] = {n: "ready" for n in self.store.names()} | {n: f"building: {p}" for n, p in self.store.building.items()}
+        body["indexes"] = ({n: "ready" for n in self.store.names()} | {n: f"building: {p}" for n, p in self.store.building.items()}
+                           | {n: f"quarantined: {why}" for n, why in self.store.quarantined.items()})
         return ok, body
 
     # -- shared checks ---------------------------------------------------------------------
@@ -173,7 +174,8 @@ class Core:
         if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in query):
             if len(query) != dim:
                 raise InvalidInput(f"query has {len(query)} dimensions; index '{name}' has {dim}", field="query")
-            vec = np.asarray(query, np.float32)[None, :]
+            with np.errstate(over="ignore"):  # 1e308 overflows float32 to inf: refused just below
+                vec = np.asarray(query, np.float32)[None, :]
             if not np.isfinite(vec).all():
                 raise InvalidInput("query has a value that is not a finite float32", field="query")
             return None, vec
@@ -213,10 +215,8 @@ class Core:
         check_count(len(docs), self.settings.max_inputs, "documents")
         fields = [f"documents[{i}].text" for i in range(len(docs))]
         texts = self.texts([d.text for d in docs], fields)
-        for i, d in enumerate(docs):
-            size = len(json.dumps(d.metadata, ensure_ascii=False)) if d.metadata is not None else 0
-            if size > self.settings.max_metadata_bytes:
-                raise InputTooLong(f"documents[{i}].metadata is {size} bytes of JSON; the limit is {self.settings.max_metadata_bytes}", field=f"documents[{i}].metadata")
+        for i, d in enumerate(docs):  # checked before anything is stored: a search must always be able to return it
+            check_metadata(d.metadata, f"documents[{i}].metadata", self.settings.max_metadata_bytes, self.settings.max_metadata_depth)
         model = self.registry.get(config.model, field_name="index")
         enc = await self.encode(model, config.view, texts, fields, normalize=False)
         items = [Doc(d.id or new_id(), t, d.metadata) for d, t in zip(docs, texts)]
@@ -234,7 +234,8 @@ class Core:
         await asyncio.get_running_loop().run_in_executor(None, self.store.drop, name)
 
     def list_indexes(self) -> dict:
-        return {"object": "list", "data": [self.store.stats(n) for n in self.store.names()], "building": dict(self.store.building)}
+        return {"object": "list", "data": [self.store.stats(n) for n in self.store.names()], "building": dict(self.store.building),
+                "quarantined": dict(self.store.quarantined)}
 
 
 def _hit(doc: Doc, score: float) -> dict:

@@ -80,6 +80,13 @@ class StorageUnavailable(ThoughtvecError):
     code = "storage_unavailable"
 
 
+class IndexUnavailable(ThoughtvecError):
+    """An index on disk that cannot be served (its log cannot be replayed, an unsupported factory)."""
+
+    status = 503
+    code = "index_unavailable"
+
+
 class NotReady(ThoughtvecError):
     status = 503
     code = "not_ready"

@@ -2,7 +2,8 @@
 
 Every error leaves as ``{"error": {"code", "message", "field"}}``. Domain errors carry their own
 status (``service.errors``); request validation is 422 (400 for malformed JSON); unknown routes
-404; oversized bodies 413; missing keys 401; a non-admin key on an index write 403.
+404; oversized bodies 413; missing keys 401; a non-admin key on an index write 403; anything
+unexpected 500 ``internal_error`` with a request id that the server log carries too.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import asyncio
 import hmac
 import json
 import logging
+import uuid
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -30,8 +32,10 @@ T = TypeVar("T")
 HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
 
 
-def error_response(status: int, code: str, message: str, field: str | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message, "field": field}}, status_code=status, headers=headers)
+def error_response(status: int, code: str, message: str, field: str | None = None, headers: dict[str, str] | None = None,
+                   request_id: str | None = None) -> JSONResponse:
+    body = {"code": code, "message": message, "field": field} | ({"request_id": request_id} if request_id else {})
+    return JSONResponse({"error": body}, status_code=status, headers=headers)
 
 
 def domain_error(exc: ThoughtvecError, retry_after_s: int = 1) -> JSONResponse:
@@ -68,7 +72,7 @@ def validation_error(exc: RequestValidationError) -> JSONResponse:
     msg = first["msg"]
     got = first.get("input")
     if first.get("type") not in ("missing", "extra_forbidden") and not isinstance(got, (dict, list)) and got is not None:
-        msg += f" (got {str(got)[:80]!r})"
+        msg += f" (got {str(got)[:80]!r})"  # a scalar: str() cannot recurse
     if first.get("type") == "extra_forbidden":
         msg = "is not a field of this request (check the spelling)"
     more = f" [and {len(errors) - 1} more problem(s)]" if len(errors) > 1 else ""
@@ -91,9 +95,65 @@ def install_error_handlers(app, settings: Settings) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.__cause__ is not None:  # FastAPI could not parse the body
+            return error_response(400, "malformed_json", f"the body is not valid JSON: {parse_problem(exc.__cause__)}", "body")
         code = HTTP_CODES.get(exc.status_code, "http_error")
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:  # Starlette names the methods of the first matching route only
+            headers = (headers or {}) | {"Allow": ", ".join(allowed_methods(request))}
         message = f"no route {request.method} {request.url.path}" if exc.status_code == 404 and exc.detail == "Not Found" else str(exc.detail)
-        return error_response(exc.status_code, code, message, "body" if exc.status_code == 413 else None, getattr(exc, "headers", None))
+        return error_response(exc.status_code, code, message, "body" if exc.status_code == 413 else None, headers)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route takes at this path (Starlette's 405 names only the first route's)."""
+    from starlette.routing import Match
+
+    return [m for m in ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+            if any(route.matches({**request.scope, "method": m})[0] == Match.FULL for route in request.app.routes)]
+
+
+def parse_problem(cause: BaseException) -> str:
+    """Why ``json.loads`` refused a body, for the cases FastAPI does not report as ``json_invalid``."""
+    if isinstance(cause, UnicodeDecodeError):
+        return f"not UTF-8 ({cause.reason} at byte {cause.start})"
+    if isinstance(cause, RecursionError):
+        return "nested too deeply to parse"
+    return str(cause)[:200] or type(cause).__name__
+
+
+class CatchAllMiddleware:
+    """Whatever escapes the routes and handlers becomes a JSON 500 ``internal_error`` with a request id.
+
+    The traceback is logged under the same id; the process and every other request go on. An
+    exception after the response has started cannot change it and is re-raised to uvicorn.
+    """
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except Exception:
+            rid = uuid.uuid4().hex[:16]
+            # %r: a path with odd characters is escaped, never a second error inside logging
+            log.exception("request %s: %s %r failed", rid, scope.get("method"), scope.get("path"))
+            if started:
+                raise
+            response = error_response(500, "internal_error", f"unexpected server error; the log has the details under request id {rid}",
+                                      headers={"X-Request-Id": rid}, request_id=rid)
+            await response(scope, receive, send)
 
 
 class _BodyTooLargeHTTP(StarletteHTTPException):

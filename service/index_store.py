@@ -6,7 +6,10 @@ Layout of one index::
     <index_dir>/<name>/wal.log                                                      appends, fsync'd
 
 A write is acknowledged after its log record is on disk; the in-memory index changes only after
-that. When the log outgrows ``wal_max_bytes`` the index is written as a new snapshot (atomically:
+that; if applying it fails anyway, the record is cut off the log and the index reloaded from disk.
+An index that cannot be loaded (a log record that cannot be replayed, an unsupported factory) is
+*quarantined*: it answers 503 naming the reason while every other index serves, and it can be
+dropped. When the log outgrows ``wal_max_bytes`` the index is written as a new snapshot (atomically:
 the old one stays whole until the new one is) and the log is emptied; records already in a
 snapshot are recognised by their sequence number and skipped on replay, so a crash between the
 two steps is harmless. Methods are blocking (FAISS, fsync): call them from a worker thread.
@@ -26,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from service.atomic import recover_dir
-from service.errors import Conflict, NotReady, StorageUnavailable, UnknownIndex
+from service.errors import Conflict, IndexUnavailable, NotReady, StorageUnavailable, UnknownIndex
 from service.indexes import Doc, IndexConfig, VectorIndex
 from service.wal import Wal
 
@@ -56,18 +59,31 @@ class IndexStore:
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()  # guards the dict itself
         self.building: dict[str, str] = {}  # name -> progress, for indexes being built in the background
+        self.quarantined: dict[str, str] = {}  # name -> why it cannot be served
+        self._creating: set[str] = set()  # names being written by install()
 
     # -- loading -------------------------------------------------------------------------
     def load_all(self) -> list[str]:
-        """Load every index folder; a broken one is logged and skipped, never fatal."""
+        """Load every index folder; a broken one is quarantined, never fatal."""
         if not self.root.is_dir():
             return []
         for folder in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")):
             try:
                 self._register(self.load_folder(folder))
+            except Unfinished as e:
+                log.warning("index folder %s skipped: %s", folder, e)
             except Exception as e:  # noqa: BLE001 - one bad index must not stop the server
-                log.error("index %s not loaded: %s", folder, e)
+                self.quarantine(folder.name, f"{type(e).__name__}: {e}")
         return self.names()
+
+    def quarantine(self, name: str, why: str) -> None:
+        log.error("index %s quarantined (it answers 503 until fixed or dropped): %s", name, why)
+        with self._lock:
+            old = self._entries.pop(name, None)
+            self.quarantined[name] = why[:500]
+        if old is not None:
+            old.wal.close()
+        self.on_size(name, None)
 
     @staticmethod
     def load_folder(folder: Path) -> _Entry:
@@ -77,14 +93,17 @@ class IndexStore:
         for tmp in folder.glob(f".{SNAPSHOT}.*"):  # half-written snapshots: never renamed in
             shutil.rmtree(tmp, ignore_errors=True)
         if not (snap / "meta.json").is_file():
-            raise ValueError("no snapshot (an index creation that never finished)")
+            raise Unfinished("no snapshot (an index creation that never finished)")
         vi = VectorIndex.read_snapshot(snap)
         wal = Wal(folder / WAL_FILE)
         replayed = 0
         for header, blob in wal.replay():
             if header["seq"] <= vi.seq:
                 continue  # already in the snapshot
-            _apply(vi, header, blob)
+            try:
+                _apply(vi, header, blob)
+            except Exception as e:  # noqa: BLE001 - named in the quarantine reason
+                raise ValueError(f"log record {header.get('seq')} ({header.get('op')}) cannot be replayed: {type(e).__name__}: {e}") from e
             replayed += 1
         log.info("index %s: %d documents (%s, %s), %d log records replayed", vi.config.name, vi.count, vi.config.factory, vi.config.model, replayed)
         return _Entry(vi, wal, folder)
@@ -107,6 +126,9 @@ class IndexStore:
         try:
             return self._entries[name]
         except KeyError:
+            if name in self.quarantined:
+                raise IndexUnavailable(f"index '{name}' is quarantined: {self.quarantined[name]}; the other indexes serve. "
+                                       f"Fix its folder and restart, or drop it", field="index") from None
             if name in self.building:
                 raise NotReady(f"index '{name}' is being built ({self.building[name]})", field="index") from None
             raise UnknownIndex(f"no index '{name}'; the indexes are {self.names()}", field="index") from None
@@ -133,22 +155,32 @@ class IndexStore:
         """Persist a whole in-memory index (a new one, or one built offline) and serve it."""
         name = vi.config.name
         folder = self.root / name
-        with self._lock:
-            if not overwrite and (name in self._entries or (folder / SNAPSHOT).exists()):
+        with self._lock:  # the name is taken here: of two concurrent creates, one gets 409
+            taken = name in self._entries or name in self._creating or name in self.quarantined or (folder / SNAPSHOT).exists()
+            if taken and not overwrite or name in self._creating:
                 raise Conflict(f"index '{name}' already exists", field="name")
-        with _storage("write", name):
-            folder.mkdir(parents=True, exist_ok=True)
-            vi.seq = 0
-            vi.write_snapshot(folder / SNAPSHOT)
-            wal = Wal(folder / WAL_FILE)
-            wal.reset()
-        old = self._entries.get(name)
-        if old is not None:
-            old.wal.close()
-        self._register(_Entry(vi, wal, folder))
+            self._creating.add(name)
+        try:
+            with _storage("write", name):
+                folder.mkdir(parents=True, exist_ok=True)
+                vi.seq = 0
+                vi.write_snapshot(folder / SNAPSHOT)
+                wal = Wal(folder / WAL_FILE)
+                wal.reset()
+            old = self._entries.get(name)
+            if old is not None:
+                old.wal.close()
+            self.quarantined.pop(name, None)
+            self._register(_Entry(vi, wal, folder))
+        finally:
+            with self._lock:
+                self._creating.discard(name)
         return vi.stats()
 
     def drop(self, name: str) -> None:
+        if name in self.quarantined:
+            self._drop_folder(name, self.root / name)
+            return
         e = self.entry(name)
         with e.lock, self._lock, _storage("drop", name):
             aside = e.folder.with_name(f".{name}.dropped-{uuid.uuid4().hex[:8]}")
@@ -157,6 +189,14 @@ class IndexStore:
             self._entries.pop(name, None)
             shutil.rmtree(aside, ignore_errors=True)
         self.on_size(name, None)
+
+    def _drop_folder(self, name: str, folder: Path) -> None:
+        with self._lock, _storage("drop", name):
+            if folder.exists():
+                aside = folder.with_name(f".{name}.dropped-{uuid.uuid4().hex[:8]}")
+                folder.rename(aside)
+                shutil.rmtree(aside, ignore_errors=True)
+            self.quarantined.pop(name, None)
 
     def add(self, name: str, docs: list[Doc], vectors: np.ndarray) -> list[str]:
         """Log, then apply; ids must be new (409 otherwise). Returns the ids (generated where missing)."""
@@ -174,12 +214,9 @@ class IndexStore:
                 "docs": [{"id": d.id, "text": d.text, "metadata": d.metadata} for d in docs],
             }
             x = np.ascontiguousarray(vectors, np.float32)
-            with _storage("add documents to", name):
-                e.wal.append(header, x.tobytes())  # nothing changes in memory unless this succeeds
-            _apply(vi, header, x)
-            with _storage("compact", name):
-                self._maybe_compact(e)
-        self.on_size(name, vi.count)
+            self._log_and_apply(e, header, x.tobytes(), x, "add documents to")
+            self._maybe_compact(e)
+        self.on_size(name, e.index.count)
         return [d.id for d in docs]
 
     def delete(self, name: str, ids: list[str]) -> list[str]:
@@ -190,17 +227,45 @@ class IndexStore:
             if not any(i in vi.labels for i in ids):
                 return []
             header = {"seq": vi.seq + 1, "op": "delete", "ids": ids}
-            with _storage("delete documents from", name):
-                e.wal.append(header)
-            found = _apply(vi, header, b"")
-            with _storage("compact", name):
-                self._maybe_compact(e)
-        self.on_size(name, vi.count)
+            found = self._log_and_apply(e, header, b"", b"", "delete documents from")
+            self._maybe_compact(e)
+        self.on_size(name, e.index.count)
         return found
 
+    def _log_and_apply(self, e: _Entry, header: dict, blob: bytes, data: bytes | np.ndarray, op: str) -> list[str]:
+        """Append the record (the write is acknowledged once it is on disk), then apply it in memory.
+
+        Should applying fail after all, the record is cut off the log (the write is refused, never
+        half-done) and the index reloaded from its files; if that fails too, it is quarantined.
+        """
+        name = e.index.config.name
+        before = e.wal.size
+        with _storage(op, name):
+            e.wal.append(header, blob)  # nothing changes in memory unless this succeeds
+        try:
+            return _apply(e.index, header, data)
+        except Exception as err:
+            log.exception("index %s: record %d logged but not applied; cutting it off and reloading", name, header["seq"])
+            try:
+                e.wal.truncate_to(before)
+                fresh = self.load_folder(e.folder)
+                fresh.wal.close()
+                e.index = fresh.index
+                if self.gpu:
+                    e.index.use_gpu()
+            except Exception as reload_err:  # noqa: BLE001 - the reason is kept for the 503s
+                self.quarantine(name, f"a write failed ({err!r}) and the index could not be reloaded: {reload_err!r}")
+            raise
+
     def _maybe_compact(self, e: _Entry) -> None:
-        if e.wal.size > self.wal_max_bytes:
+        """Fold the log into a snapshot past its size limit. The write is already durable in the log, so a
+        failure here is logged, not returned to the client (it would refuse a write that was kept)."""
+        if e.wal.size <= self.wal_max_bytes:
+            return
+        try:
             self.compact_entry(e)
+        except OSError as err:
+            log.warning("index %s: snapshot failed (%s); the log still holds every write", e.folder.name, err)
 
     @staticmethod
     def compact_entry(e: _Entry) -> None:
@@ -227,6 +292,10 @@ def _storage(op: str, name: str) -> Iterator[None]:
         yield
     except OSError as e:
         raise StorageUnavailable(f"cannot {op} index '{name}': {e.strerror or e} ({e.filename or 'index folder'})", field="index") from e
+
+
+class Unfinished(ValueError):
+    """An index folder without a snapshot: a creation that never finished, not an index."""
 
 
 def new_id() -> str:

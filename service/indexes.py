@@ -1,10 +1,10 @@
 """A FAISS index with string ids, texts and metadata, and its snapshot on disk.
 
-FAISS sees int64 *labels* we hand out in order (``IndexIDMap2`` keeps them stable across deletes);
-callers see string ids. Deleting uses ``remove_ids`` where the index supports it and a tombstone
-set otherwise (HNSW), filtered at search time. Indexes that need training (IVF, PQ) keep their
-vectors in a plain buffer, searched exactly, until ``train_size`` vectors have arrived; then they
-train on that buffer and move it in.
+FAISS sees int64 *labels* we hand out in order; callers see string ids. Only the factory strings
+of :mod:`service.factory` reach FAISS, and each family keeps labels stable across deletes in its
+own way (``IndexIDMap2`` around flat codes, IVF's own ids, tombstones for HNSW, which cannot
+remove). Indexes that need training (IVF, PQ) keep their vectors in a plain buffer, searched
+exactly, until ``train_size`` vectors have arrived; then they train on that buffer and move it in.
 
 With GPU FAISS (faiss-gpu-cu12 and a visible GPU), :meth:`VectorIndex.use_gpu` keeps a copy of the
 index on the GPU(s) for searches; the CPU index stays the one of record (snapshots, deletes,
@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.atomic import atomic_dir
 from service.encoder import l2_normalize
+from service.factory import Family, check_factory
 
 log = logging.getLogger(__name__)
 
@@ -72,15 +73,17 @@ def default_train_size(factory: str) -> int:
 
 
 def make_faiss(dim: int, factory: str, metric: Metric) -> faiss.Index:
-    """``IndexIDMap2`` around ``index_factory(dim, factory)``; ``ValueError`` if FAISS refuses the string."""
-    if "IDMap" in factory:
-        raise ValueError("factory must not contain IDMap; ids are mapped by the service")
+    """The FAISS index for a supported factory string; ``ValueError`` naming the problem otherwise.
+
+    IVF takes our labels itself; every other family is wrapped in ``IndexIDMap2``.
+    """
+    family = check_factory(factory, dim)
     fmetric = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT
     try:
         base = faiss.index_factory(dim, factory, fmetric)
     except RuntimeError as e:
         raise ValueError(f"FAISS cannot build {factory!r} for dim {dim}: {str(e).splitlines()[-1][:200]}") from None
-    return faiss.IndexIDMap2(base)
+    return base if family.ids == "native" else faiss.IndexIDMap2(base)
 
 
 def gpu_count() -> int:
@@ -104,6 +107,7 @@ class VectorIndex:
 
     def __init__(self, config: IndexConfig, index: faiss.Index | None = None):
         self.config = config
+        self.family: Family = check_factory(config.factory, config.dim)
         # The CPU index is the one of record: writes, training, deletes and snapshots go to it.
         self.index = index if index is not None else make_faiss(config.dim, config.factory, config.metric)
         _set_search_params(self.index, faiss.ParameterSpace())
@@ -205,26 +209,30 @@ class VectorIndex:
 
     # -- writes --------------------------------------------------------------------------
     def add(self, docs: list[Doc], vectors: np.ndarray, labels: list[int]) -> None:
-        """Add prepared vectors under the given labels (the caller checked the ids are new)."""
+        """Add prepared vectors under the given labels (the caller checked the ids are new).
+
+        FAISS goes first: if it refuses, the documents were not added either.
+        """
         x = self.prepare(vectors)
         lab = np.asarray(labels, np.int64)
+        if self.trained:
+            self.index.add_with_ids(x, lab)
+        else:
+            self.pending = np.concatenate([self.pending, x])
+            self.pending_labels.extend(labels)
         for label, doc in zip(labels, docs):
             self.docs[label] = doc
             self.labels[doc.id] = label
         self.next_label = max(self.next_label, int(lab.max()) + 1) if len(lab) else self.next_label
-        if self.trained:
-            self.index.add_with_ids(x, lab)
-            if self.gpu_index is not None and not self.gpu_stale:
-                try:
-                    self.gpu_index.add_with_ids(x, lab)
-                except RuntimeError as e:  # e.g. GPU memory: copy again (or fall back) at the next search
-                    log.warning("index %s: GPU add failed (%s); the GPU copy will be remade", self.config.name, e)
-                    self.gpu_stale = True
-            return
-        self.pending = np.concatenate([self.pending, x])
-        self.pending_labels.extend(labels)
-        if len(self.pending_labels) >= max(1, self.config.train_size):
-            self._train()
+        if not self.trained:
+            if len(self.pending_labels) >= max(1, self.config.train_size):
+                self._train()
+        elif self.gpu_index is not None and not self.gpu_stale:
+            try:
+                self.gpu_index.add_with_ids(x, lab)
+            except RuntimeError as e:  # e.g. GPU memory: copy again (or fall back) at the next search
+                log.warning("index %s: GPU add failed (%s); the GPU copy will be remade", self.config.name, e)
+                self.gpu_stale = True
 
     def _train(self) -> None:
         log.info("index %s: training %s on %d vectors", self.config.name, self.config.factory, len(self.pending))
@@ -256,12 +264,29 @@ class VectorIndex:
             self.pending = self.pending[keep]
             self.pending_labels = [self.pending_labels[j] for j in keep]
         if self.index.ntotal:
-            try:
+            if self.family.ids == "tombstone":  # HNSW cannot remove: hide them, rebuild when they pile up
+                self.tombstones.update(drop)
+                if len(self.tombstones) * 4 > self.index.ntotal:
+                    self._rebuild_without_tombstones()
+            else:
                 self.index.remove_ids(np.asarray(labels, np.int64))
                 self.gpu_stale = True  # GPU indexes cannot remove ids: copy the CPU one again
-            except RuntimeError:  # HNSW cannot remove: hide them instead
-                self.tombstones.update(drop)
         return found
+
+    def _faiss_labels(self) -> np.ndarray:
+        """The labels in an ``IndexIDMap2``, in FAISS's storage order."""
+        return faiss.vector_to_array(self.index.id_map)
+
+    def _rebuild_without_tombstones(self) -> None:
+        """A fresh HNSW graph over the live vectors (HNSW stores them exactly: ``HNSW<M>[,Flat]`` only)."""
+        labels = self._faiss_labels()
+        x = faiss.downcast_index(self.index.index).reconstruct_n(0, self.index.ntotal)  # (ntotal, dim)
+        keep = ~np.isin(labels, np.fromiter(self.tombstones, np.int64, len(self.tombstones)))
+        fresh = make_faiss(self.config.dim, self.config.factory, self.config.metric)
+        _set_search_params(fresh, faiss.ParameterSpace())
+        fresh.add_with_ids(np.ascontiguousarray(x[keep]), labels[keep])
+        log.info("index %s: HNSW rebuilt without %d deleted documents", self.config.name, len(self.tombstones))
+        self.index, self.tombstones, self.gpu_stale = fresh, set(), True
 
     # -- snapshot ------------------------------------------------------------------------
     def write_snapshot(self, folder: Path) -> None:
@@ -282,7 +307,11 @@ class VectorIndex:
         if meta.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"{folder}: format_version {meta.get('format_version')!r}, expected {FORMAT_VERSION}")
         config = IndexConfig.model_validate(meta["config"])
-        vi = cls(config, faiss.read_index(str(folder / "index.faiss")))
+        family = check_factory(config.factory, config.dim)  # before FAISS reads a file it could crash on
+        index = faiss.read_index(str(folder / "index.faiss"))
+        if family.ids == "native" and isinstance(index, faiss.IndexIDMap2):
+            index = _unwrap_ivf(index)  # written before IVF took its own ids
+        vi = cls(config, index)
         state = meta["state"]
         vi.seq, vi.next_label = state["seq"], state["next_label"]
         vi.tombstones = set(state["tombstones"])
@@ -294,6 +323,31 @@ class VectorIndex:
                 vi.docs[r["label"]] = Doc(r["id"], r["text"], r["metadata"])
                 vi.labels[r["id"]] = r["label"]
         return vi
+
+
+def _unwrap_ivf(idmap: faiss.IndexIDMap2) -> faiss.Index:
+    """The IVF inside an older snapshot's ``IndexIDMap2``, storing our labels instead of ordinals.
+
+    The IVF holds ordinals and the map the labels of the survivors in order. That pairing is right
+    while the ordinals are distinct and as many as the labels (no delete, or one delete and no add
+    since); otherwise an earlier delete already scrambled them and the index must be rebuilt.
+    """
+    inner = faiss.clone_index(faiss.downcast_index(idmap.index))  # owned here; the map frees its own
+    ivf = faiss.extract_index_ivf(inner)
+    lists = ivf.invlists
+    labels = faiss.vector_to_array(idmap.id_map)
+    sizes = [lists.list_size(i) for i in range(ivf.nlist)]
+    stored = [faiss.rev_swig_ptr(lists.get_ids(i), n).copy() for i, n in enumerate(sizes) if n]
+    ordinals = np.concatenate(stored) if stored else np.zeros(0, np.int64)
+    if len(np.unique(ordinals)) != len(ordinals) or len(ordinals) != len(labels):
+        raise ValueError("an IVF snapshot written before deletes were fixed, already scrambled by a delete; rebuild the index (thoughtvec index build --overwrite) or drop it")
+    rank = np.sort(ordinals)
+    for i, n in enumerate(sizes):
+        if n:
+            ids = labels[np.searchsorted(rank, faiss.rev_swig_ptr(lists.get_ids(i), n))].astype(np.int64)
+            codes = faiss.rev_swig_ptr(lists.get_codes(i), n * lists.code_size).copy()
+            lists.update_entries(i, 0, n, faiss.swig_ptr(ids), faiss.swig_ptr(codes))
+    return inner
 
 
 def new_config(name: str, model: str, view: str, dim: int, factory: str = "Flat", metric: Metric = "cosine", normalize: bool = True, train_size: int | None = None) -> IndexConfig:

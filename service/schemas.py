@@ -2,24 +2,44 @@
 
 Items of text lists are typed loosely (``list[Any]``) on purpose: the core checks each one and
 names it (``input[3] must be a string, got int``), which pydantic's union errors do not do well.
+The OpenAPI schema still tells the truth (``WithJsonSchema``): texts are strings with a visible
+character, lists have at least one item — what the core enforces.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
+from service.factory import SCHEMA_PATTERN
 from service.indexes import NAME_PATTERN, Metric
+from service.jsonvalues import reject_lone_surrogates
+
+
+# What the core accepts, for the OpenAPI schema (the core checks it, with messages naming the field).
+TEXT = {"type": "string", "minLength": 1, "pattern": r"\S"}
+TEXTS = {"type": "array", "items": TEXT, "minItems": 1}
+PAIRS = {"type": "array", "items": {"type": "array", "items": TEXT, "minItems": 2, "maxItems": 2}, "minItems": 1}
+NULL = {"type": "null"}
+Text = Annotated[Any, WithJsonSchema(TEXT)]
+Texts = Annotated[list[Any], WithJsonSchema(TEXTS)]
 
 
 class _Req(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_unicode(cls, data: Any) -> Any:
+        # Raised as a domain error (not ValueError), so pydantic passes it on: 422 naming the field.
+        reject_lone_surrogates(data)
+        return data
+
 
 # -- embeddings (OpenAI-compatible) -----------------------------------------------------------
 class EmbeddingsRequest(_Req):
-    input: str | list[Any] = Field(description="a string or a list of strings")
+    input: Annotated[str | list[Any], WithJsonSchema({"anyOf": [TEXT, TEXTS]})] = Field(description="a string or a list of strings")
     model: str | None = Field(None, description="bundle name; default: the server's default model")
     encoding_format: Literal["float", "base64"] = Field("float", description="`base64`: little-endian float32 bytes")
     dimensions: int | None = Field(None, description="accepted for OpenAI compatibility; must equal the view's dimension")
@@ -48,11 +68,15 @@ class EmbeddingsResponse(BaseModel):
 
 # -- similarity ---------------------------------------------------------------------------
 class SimilarityRequest(_Req):
+    model_config = ConfigDict(json_schema_extra={"oneOf": [
+        {"required": ["pairs"], "properties": {"pairs": {"type": "array"}}},
+        {"required": ["source", "targets"], "properties": {"source": {"type": "string"}, "targets": {"type": "array"}}},
+    ]})
     model: str | None = None
     view: str | None = None
-    pairs: list[Any] | None = Field(None, description="[[a, b], ...]")
-    source: Any = Field(None, description="one text compared with every target")
-    targets: list[Any] | None = None
+    pairs: Annotated[list[Any] | None, WithJsonSchema({"anyOf": [PAIRS, NULL]})] = Field(None, description="[[a, b], ...]; or send source and targets")
+    source: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, NULL]})] = Field(None, description="one text compared with every target")
+    targets: Annotated[list[Any] | None, WithJsonSchema({"anyOf": [TEXTS, NULL]})] = None
 
 
 class PairScore(BaseModel):
@@ -72,8 +96,9 @@ class SimilarityResponse(BaseModel):
 # -- search -------------------------------------------------------------------------------
 class SearchRequest(_Req):
     index: str | None = Field(None, description="index name; default: the server's default index")
-    query: Any = Field(description="a text, a list of texts, or a vector (list of numbers)")
-    k: int = Field(10, description="neighbours per query (1..max_k)")
+    query: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, TEXTS, {"type": "array", "items": {"type": "number"}, "minItems": 1}]})] = Field(
+        description="a text, a list of texts, or a vector (list of numbers)")
+    k: int = Field(10, description="neighbours per query (1..max_k)", json_schema_extra={"minimum": 1})
 
 
 class Hit(BaseModel):
@@ -97,24 +122,24 @@ class CreateIndexRequest(_Req):
     name: str = Field(pattern=NAME_PATTERN)
     model: str | None = Field(None, description="default: the server's default model")
     view: str | None = None
-    factory: str = Field("Flat", max_length=200, description="FAISS index_factory string: Flat, HNSW32, IVF256,PQ16 ...")
+    factory: str = Field("Flat", min_length=1, max_length=200, json_schema_extra={"pattern": SCHEMA_PATTERN}, description="a supported FAISS factory string: Flat, PQ16, SQ8, HNSW32, IVF256,Flat, IVF256,PQ16, PCA64,IVF256,SQ8 ... (README: Indexes)")
     metric: Metric = "cosine"
     normalize: bool = Field(True, description="L2-normalise document vectors (always on for cosine)")
     train_size: int | None = Field(None, ge=1, description="vectors to buffer before training IVF/PQ; default ~39 per list")
 
 
 class DocumentIn(_Req):
-    text: Any
+    text: Text
     id: str | None = Field(None, min_length=1, max_length=256)
     metadata: dict[str, Any] | None = None
 
 
 class AddDocumentsRequest(_Req):
-    documents: list[DocumentIn]
+    documents: list[DocumentIn] = Field(json_schema_extra={"minItems": 1})
 
 
 class DeleteDocumentsRequest(_Req):
-    ids: list[str]
+    ids: list[str] = Field(json_schema_extra={"minItems": 1})
 
 
 class IndexStats(BaseModel):
@@ -139,6 +164,7 @@ class IndexList(BaseModel):
     object: Literal["list"] = "list"
     data: list[IndexStats]
     building: dict[str, str] = {}
+    quarantined: dict[str, str] = Field({}, description="indexes on disk that cannot be served, with the reason (503 until fixed or dropped)")
 
 
 class AddDocumentsResponse(BaseModel):
@@ -159,6 +185,7 @@ class ErrorDetail(BaseModel):
     code: str
     message: str
     field: str | None = None
+    request_id: str | None = Field(None, description="500 only: the id under which the server logged the failure")
 
 
 class ErrorBody(BaseModel):

@@ -16,6 +16,8 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 ENV_PREFIX = "THOUGHTVEC_"
+# THOUGHTVEC_* variables that other commands read (README: corpus and evaluation); not typos of a setting.
+OTHER_COMMANDS_VARIABLES = frozenset({"THOUGHTVEC_SENTEVAL", "THOUGHTVEC_CACHE"})
 PACKAGE_DATA = Path(__file__).resolve().parent / "data"
 
 # Lists come from the environment as comma-separated strings, not JSON.
@@ -58,7 +60,8 @@ class Settings(BaseSettings):
     truncation: Literal["reject", "truncate"] = Field("reject", description="text over the bundle's max_input_tokens or over max_input_chars: `reject` (413) or `truncate`")
     max_k: int = Field(1000, ge=1, description="largest k a search may ask for")
     max_body_bytes: int = Field(16 * 2**20, ge=1024, description="largest request body in bytes (413 beyond)")
-    max_metadata_bytes: int = Field(4096, ge=0, description="JSON size of one document's metadata")
+    max_metadata_bytes: int = Field(4096, ge=0, description="UTF-8 JSON size of one document's metadata")
+    max_metadata_depth: int = Field(16, ge=1, le=64, description="nesting levels of one document's metadata (the object itself is 1)")
 
     # -- security ------------------------------------------------------------------------
     api_keys: CsvList = Field([], description="comma-separated Bearer keys; empty = no auth. Everything but /health needs one")
@@ -92,7 +95,7 @@ class Settings(BaseSettings):
 
 def check_environment(environ: dict[str, str] | None = None) -> None:
     """Raise ``ValueError`` for a ``THOUGHTVEC_*`` variable that names no setting (a typo)."""
-    known = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+    known = {ENV_PREFIX + name.upper() for name in Settings.model_fields} | OTHER_COMMANDS_VARIABLES
     unknown = sorted(k for k in (os.environ if environ is None else environ) if k.upper().startswith(ENV_PREFIX) and k.upper() not in known)
     if unknown:
         raise ValueError(f"unknown setting(s) in the environment: {', '.join(unknown)}; known: {', '.join(sorted(known))}")

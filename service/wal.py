@@ -5,11 +5,19 @@ binary blob`` (the blob holds float32 vectors). ``append`` returns only after ``
 acknowledged write survives a crash. A crash mid-append leaves a torn last record: its length or
 checksum does not match, :func:`read_records` stops before it and :class:`Wal` cuts it off, so the
 log always reads back as the state before the interrupted write.
+
+An append that fails (a short write, ENOSPC, EIO from ``fsync``) truncates the file back to where
+it ended before and fsyncs that, as SQLite and PostgreSQL do with a failed WAL write: what was
+acknowledged stays, the rejected record is gone, and the next record starts on a clean end. Writes
+go through an unbuffered descriptor, so no bytes of a failed append wait in a buffer for the next
+one to carry. If even the truncation fails, no append is accepted until one succeeds.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import struct
 import zlib
@@ -18,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from service.atomic import atomic_write_bytes
+
+log = logging.getLogger(__name__)
 
 MAGIC = b"TVW1"
 _HEAD = struct.Struct("<4sII")  # magic, payload length, crc32 of the payload
@@ -57,7 +67,8 @@ class Wal:
 
     def __init__(self, path: Path):
         self.path = path
-        self._f = None
+        self._fd: int | None = None
+        self._end: int | None = None  # where the last acknowledged record ends
 
     def replay(self) -> Iterator[tuple[dict[str, Any], bytes]]:
         """Yield the whole records, cutting any torn tail off the file first."""
@@ -67,14 +78,43 @@ class Wal:
                 f.truncate(good)
                 f.flush()
                 os.fsync(f.fileno())
+        self._end = good
         yield from records
 
     def append(self, header: dict[str, Any], blob: bytes = b"") -> None:
-        if self._f is None:
-            self._f = open(self.path, "ab")
-        self._f.write(encode_record(header, blob))
-        self._f.flush()
-        os.fsync(self._f.fileno())
+        """Write one record and fsync it; on any error the file is as it was before, and the error raised."""
+        record = memoryview(encode_record(header, blob))
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        if self._end is None:
+            self._end = os.fstat(self._fd).st_size
+        if os.fstat(self._fd).st_size != self._end:  # an earlier rollback failed: finish it first
+            self._truncate()
+        try:
+            while record:
+                written = os.write(self._fd, record)
+                if written == 0:
+                    raise OSError(errno.ENOSPC, "no byte written", str(self.path))
+                record = record[written:]  # a short write: write the rest
+            os.fsync(self._fd)
+        except BaseException:
+            try:
+                self._truncate()
+            except OSError as e:
+                log.error("%s: cannot cut a failed append off (%s); appends wait until it can be", self.path, e)
+            raise
+        self._end = os.fstat(self._fd).st_size
+
+    def _truncate(self) -> None:
+        os.ftruncate(self._fd, self._end)
+        os.fsync(self._fd)
+
+    def truncate_to(self, size: int) -> None:
+        """Drop records after ``size`` (a record that was logged but could not be applied)."""
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        self._end = size
+        self._truncate()
 
     @property
     def size(self) -> int:
@@ -84,8 +124,9 @@ class Wal:
         """Empty the log (after a snapshot holds everything in it)."""
         self.close()
         atomic_write_bytes(self.path, b"")
+        self._end = 0
 
     def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
-            self._f = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

@@ -23,7 +23,7 @@ async def ready(core: CoreDep) -> JSONResponse:
     return JSONResponse(body, status_code=200 if ok else 503)
 
 
-@router.get("/metrics")
+@router.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "Prometheus text format"}})
 async def metrics(core: CoreDep) -> Response:
     data, content_type = core.metrics.exposition()
     return Response(data, media_type=content_type)

@@ -181,3 +181,103 @@ async def test_no_tokens_is_invalid(tmp_path):
     with pytest.raises(InvalidInput, match=r"input\[0\] has no tokens"):
         await b.embed(["\x01\x02"], "mean")
     await b.stop()
+
+
+async def _three_in_one_window(rec: Recording, b: Batcher) -> list[asyncio.Task]:
+    """Three single-sentence requests taken in one window; the first batch blocks in run_ids."""
+    rec.gate.clear()
+    tasks = [asyncio.create_task(b.embed([s], "mean")) for s in SENTENCES[:3]]
+    await asyncio.sleep(0.05)
+    assert b.depth == 0 and len(b._window) == 3  # all three left the queue for the worker's window
+    return tasks
+
+
+async def test_a_killed_worker_fails_its_whole_window(encoder):
+    rec = Recording(encoder)
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0))
+    b.start()
+    tasks = await _three_in_one_window(rec, b)
+    b._task.cancel()
+    for t in tasks:  # the running batch and the two behind it in the window
+        with pytest.raises(WorkerDead):
+            await asyncio.wait_for(t, 5)
+    rec.gate.set()
+
+
+async def test_a_worker_dying_of_an_error_fails_the_rest_of_its_window(encoder):
+    class Exploding:
+        def queue_depth(self, m, d): ...
+        def dropped(self, m, n): ...
+        def batch_done(self, *a):
+            raise RuntimeError("a metrics bug")
+
+    rec = Recording(encoder)
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0), Exploding())
+    b.start()
+    tasks = await _three_in_one_window(rec, b)
+    rec.gate.set()
+    results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 5)
+    assert sum(isinstance(r, WorkerDead) for r in results) == 2  # the first batch resolved before the observer raised
+    assert not b.alive
+
+
+async def test_stopping_fails_every_waiting_request(encoder):
+    from service.errors import NotReady
+
+    rec = Recording(encoder)
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0))
+    b.start()
+    tasks = await _three_in_one_window(rec, b)
+    queued = asyncio.create_task(b.embed(["she walked"], "mean"))
+    await asyncio.sleep(0.01)
+    await b.stop()
+    for t in [*tasks, queued]:
+        with pytest.raises(NotReady, match="shutting down"):
+            await asyncio.wait_for(t, 5)
+    rec.gate.set()
+
+
+class Counting(Recording):
+    def __init__(self, enc):
+        super().__init__(enc)
+        self.tokenized = 0
+
+    def token_ids(self, text):
+        self.tokenized += 1
+        return super().token_ids(text)
+
+
+async def test_a_full_queue_refuses_before_tokenizing(encoder):
+    rec = Counting(encoder)
+    rec.gate.clear()
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0, max_queue_size=2))
+    b.start()
+    tasks = [asyncio.create_task(b.embed([s], "mean")) for s in SENTENCES[:1]]
+    await asyncio.sleep(0.05)  # the first is running (blocked); now fill the queue
+    tasks += [asyncio.create_task(b.embed([s], "mean")) for s in SENTENCES[1:3]]
+    await asyncio.sleep(0.01)
+    before = rec.tokenized
+    with pytest.raises(QueueFull):
+        await b.embed(["x " * 5000], "mean")  # long enough to be tokenized on a thread
+    assert rec.tokenized == before
+    rec.gate.set()
+    await asyncio.gather(*tasks)
+    await b.stop()
+
+
+async def test_a_large_request_is_admitted_like_a_small_one(encoder):
+    """While the queue is below its limit any request gets in: small ones cannot starve a large one."""
+    rec = Recording(encoder)
+    rec.gate.clear()
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0, max_queue_size=4))
+    b.start()
+    running = asyncio.create_task(b.embed(["the cat"], "mean"))
+    await asyncio.sleep(0.05)
+    small = asyncio.create_task(b.embed(["a dog"], "mean"))  # one sentence waits: room for three more
+    await asyncio.sleep(0.01)
+    large = asyncio.create_task(b.embed(SENTENCES[:4], "mean"))  # four: used to be refused while anything waited
+    await asyncio.sleep(0.01)
+    rec.gate.set()
+    assert (await large).vectors.shape == (4, 8)
+    await asyncio.gather(running, small)
+    await b.stop()

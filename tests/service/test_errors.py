@@ -44,12 +44,18 @@ CASES = [
     ("/v1/search", {"index": "docs", "query": {"text": "a"}}, 422, "invalid_input", "query", "a vector of numbers"),
     ("/v1/indexes", {"name": "Bad Name"}, 422, "invalid_request", "name", "pattern"),
     ("/v1/indexes", {"name": "docs", "model": "tiny"}, 409, "conflict", "name", "already exists"),
-    ("/v1/indexes", {"name": "z", "model": "tiny", "factory": "Nonsense99"}, 422, "invalid_input", "factory", "FAISS cannot build"),
+    ("/v1/indexes", {"name": "z", "model": "tiny", "factory": "Nonsense99"}, 422, "invalid_input", "factory", "is not supported"),
+    # accepted by FAISS, then fatal or broken: a crash at the first add (and at every start), failed adds, unreadable files
+    *[("/v1/indexes", {"name": "z", "model": "tiny", "factory": f}, 422, "invalid_input", "factory", words) for f, words in [
+        ("HNSW1", "between 4 and 256"), ("HNSW0", "between 4 and 256"), ("RR0,Flat", "not supported"), ("NSG32", "not supported"),
+        ("PRQ2x4x8", "not supported"), ("IVF0,Flat", "between 1 and 65536"), ("IDMap,Flat", "not supported"),
+        ("IVF4,PQ3", "divisible by 3"), ("PCA9,IVF4,Flat", "between 1 and 8"), ("IVF4,PQ2x12", "4 to 8")]],
     ("/v1/indexes", {"name": "z", "model": "tiny", "metric": "manhattan"}, 422, "invalid_request", "metric", "cosine"),
     ("/v1/indexes/docs/documents", {"documents": [{"text": "x", "id": "a"}]}, 409, "conflict", "documents[0].id", "already exists"),
     ("/v1/indexes/docs/documents", {"documents": [{"text": "x", "id": "b"}, {"text": "y", "id": "b"}]}, 409, "conflict", "documents[1].id", "already exists"),
     ("/v1/indexes/docs/documents", {"documents": [{"text": 5}]}, 422, "invalid_input", "documents[0].text", "must be a string"),
-    ("/v1/indexes/docs/documents", {"documents": [{"text": "x", "metadata": {"k": "v" * 300}}]}, 413, "input_too_long", "documents[0].metadata", "the limit is 256"),
+    ("/v1/indexes/docs/documents", {"documents": [{"text": "x", "metadata": {"k": "v" * 300}}]}, 422, "invalid_input", "documents[0].metadata", "the limit is 256"),
+    ("/v1/indexes/docs/documents", {"documents": [{"text": "x", "metadata": {"k": "é" * 125}}]}, 422, "invalid_input", "documents[0].metadata", "258 bytes of UTF-8 JSON"),
     ("/v1/indexes/docs/documents", {"documents": []}, 422, "invalid_input", "documents", "empty"),
     ("/v1/indexes/nope/documents", {"documents": [{"text": "x"}]}, 404, "unknown_index", "index", "no index 'nope'"),
 ]
@@ -116,3 +122,22 @@ def test_not_ready_while_building_and_no_models(tmp_path, models_dir):
         r = c.post("/v1/search", json={"query": "x"})
         assert r.status_code == 503 and r.headers["retry-after"] == "1" and "being built (10/50" in r.json()["error"]["message"]
         assert c.get("/ready").json()["indexes"]["default"].startswith("building")
+
+
+def test_405_allow_names_every_method_of_the_path(client):
+    for method, path, allow in [("GET", "/v1/embeddings", "POST"), ("PUT", "/v1/indexes", "GET, POST"),
+                                ("PATCH", "/v1/indexes/docs", "DELETE, GET"), ("GET", "/v1/indexes/docs/documents", "POST")]:
+        r = client.request(method, path)
+        assert r.status_code == 405 and r.headers["allow"] == allow, (method, path, r.headers.get("allow"))
+        assert r.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_the_schema_refuses_what_the_server_refuses(client):
+    """Bodies the server rejects are not valid by its OpenAPI schema either (schemathesis checks the rest)."""
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    text = schemas["EmbeddingsRequest"]["properties"]["input"]["anyOf"]
+    assert text[0]["minLength"] == 1 and text[1]["minItems"] == 1
+    assert schemas["DeleteDocumentsRequest"]["properties"]["ids"]["minItems"] == 1
+    assert schemas["CreateIndexRequest"]["properties"]["factory"]["minLength"] == 1
+    assert schemas["AddDocumentsRequest"]["properties"]["documents"]["minItems"] == 1
+    assert client.post("/v1/indexes", json={"name": "z", "factory": ""}).json()["error"]["field"] == "factory"

@@ -162,3 +162,36 @@ def test_unwritable_storage_is_a_typed_503_and_changes_nothing(models_dir, tmp_p
         assert r.status_code == 503
         assert c.get("/v1/indexes/docs").json()["documents"] == 1  # nothing applied in memory
         assert c.post("/v1/search", json={"index": "docs", "query": "cat", "k": 1}).status_code == 200
+
+
+def test_two_concurrent_creates_of_one_name_one_wins(tmp_path, monkeypatch):
+    import threading
+
+    from service.errors import Conflict
+    from service.indexes import VectorIndex
+
+    slow_write = VectorIndex.write_snapshot
+
+    def slow(self, folder):  # widen the window between the check and the snapshot being there
+        import time
+
+        time.sleep(0.3)
+        slow_write(self, folder)
+
+    monkeypatch.setattr(VectorIndex, "write_snapshot", slow)
+    store = IndexStore(tmp_path)
+    results: list[str] = []
+
+    def create():
+        try:
+            store.create(new_config("x", "tiny", "mean", DIM))
+            results.append("created")
+        except Conflict:
+            results.append("conflict")
+
+    threads = [threading.Thread(target=create) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == ["conflict", "created"]

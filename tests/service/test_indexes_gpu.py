@@ -25,7 +25,8 @@ class FakeGpu:
         self.copies = 0
 
     def __call__(self, index: faiss.Index) -> faiss.Index:
-        if isinstance(faiss.downcast_index(index.index), faiss.IndexHNSWFlat):
+        inner = faiss.downcast_index(index.index) if isinstance(index, faiss.IndexIDMap2) else index  # IVF: no map
+        if isinstance(inner, faiss.IndexHNSWFlat):
             raise RuntimeError("Error in ... : This index type is not implemented on GPU.")
         self.copies += 1
         copy = faiss.clone_index(index)

@@ -19,6 +19,13 @@ def test_environment_and_lists(monkeypatch):
     assert load_settings(max_batch_size="4").max_batch_size == 4  # flags win over the environment
 
 
+def test_variables_of_the_training_commands_are_not_typos(monkeypatch):
+    """README documents THOUGHTVEC_SENTEVAL / THOUGHTVEC_CACHE for training; `serve` used to exit 2 on them."""
+    monkeypatch.setenv("THOUGHTVEC_SENTEVAL", "/data/senteval")
+    monkeypatch.setenv("THOUGHTVEC_CACHE", "/tmp/cache")
+    assert load_settings().port == 8000
+
+
 def test_typos_are_errors(monkeypatch):
     with pytest.raises(ValueError, match="THOUGHTVEC_MAX_BACH_SIZE"):
         check_environment({"THOUGHTVEC_MAX_BACH_SIZE": "3", "PATH": "/bin"})
