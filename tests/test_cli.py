@@ -11,7 +11,7 @@ import pytest
 from training.cli import build_parser
 
 SUBCOMMANDS = [
-    ["corpus", "build"], ["corpus", "sample"], ["train"], ["export"], ["eval"],
+    ["corpus", "build"], ["corpus", "sample"], ["train"], ["export"], ["eval"], ["postprocess"],
     ["serve"], ["index", "build"], ["index", "list"], ["bench"],
 ]  # fmt: skip
 
