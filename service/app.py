@@ -43,7 +43,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             await core.stop()
 
-    app = FastAPI(title="thoughtvec", version=getattr(service, "__version__", "0.1.0"), description=DESCRIPTION, lifespan=lifespan)
+    # docs_url/redoc_url off: service.routes.docs serves both pages with local assets (no CDN)
+    app = FastAPI(title="thoughtvec", version=service.__version__, description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
     app.state.core = core
     app.state.settings = settings
     for router in ROUTERS:

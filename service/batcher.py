@@ -195,6 +195,14 @@ class Batcher:
             ids = await asyncio.get_running_loop().run_in_executor(None, self._admit, texts, truncation, fields)
         else:
             ids = self._admit(texts, truncation, fields)
+        return await self.embed_ids(ids, view)
+
+    async def embed_ids(self, ids: Sequence[list[int]], view: str) -> Embedded:
+        """Raw vectors for already-fitted token-id lists (the caller applied the token limit)."""
+        if self._death is not None or (self._task is not None and self._task.done()):
+            raise WorkerDead(f"the batcher of model '{self.name}' is not running", field="model")
+        if self._task is None:
+            raise NotReady(f"model '{self.name}' is not started")
         n = len(ids)
         if self._queue and len(self._queue) + n > self.limits.max_queue_size:
             raise QueueFull(

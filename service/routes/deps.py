@@ -24,6 +24,11 @@ async def admin_only(request: Request, core: CoreDep) -> None:
 
 AdminDep = Depends(admin_only)
 
+def usage_headers(usage: dict) -> dict[str, str]:
+    """How many inputs were split or truncated, as headers too (clients that parse only OpenAI's fields see them)."""
+    return {"X-Split-Inputs": str(usage["split_inputs"]), "X-Truncated-Inputs": str(usage["truncated_inputs"])}
+
+
 # Documented error answers (the body is always ErrorBody).
 ERRORS = {code: {"model": ErrorBody} for code in (400, 401, 404, 413, 422, 429, 503)}
 WRITE_ERRORS = ERRORS | {403: {"model": ErrorBody}, 409: {"model": ErrorBody}}

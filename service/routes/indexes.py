@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse
 
-from service.routes.deps import ERRORS, WRITE_ERRORS, AdminDep, CoreDep
+from service.routes.deps import ERRORS, WRITE_ERRORS, AdminDep, CoreDep, usage_headers
 from service.schemas import (
     AddDocumentsRequest,
     AddDocumentsResponse,
@@ -43,12 +44,13 @@ async def drop_index(name: str, core: CoreDep) -> Response:
 
 
 @router.post("/{name}/documents", response_model=AddDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
-async def add_documents(name: str, body: AddDocumentsRequest, core: CoreDep) -> dict:
+async def add_documents(name: str, body: AddDocumentsRequest, core: CoreDep) -> JSONResponse:
     """Embed and add documents (`text`, optional `id` and `metadata`); durable once answered.
 
-    Ids must be new (409 otherwise); missing ids are generated.
+    Ids must be new (409 otherwise); missing ids are generated. Long texts are split and pooled like any input.
     """
-    return await core.add_documents(name, body)
+    result = await core.add_documents(name, body)
+    return JSONResponse(result, headers=usage_headers(result["usage"]))
 
 
 @router.post("/{name}/documents/delete", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])

@@ -1,0 +1,69 @@
+"""/docs and /redoc work offline, and every request example in the schema succeeds against a real bundle."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.service.conftest import serve_test, settings_for, write_sample
+from tests.service.test_auth_metrics import metric
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_docs_pages_load_their_assets_from_the_app(client):
+    for page, assets in (("/docs", ("swagger-ui-bundle.js", "swagger-ui.css")), ("/redoc", ("redoc.standalone.js",))):
+        html = client.get(page).text
+        urls = re.findall(r'(?:src|href)="([^"]+)"', html)
+        assert urls and all(u.startswith("/") for u in urls), urls  # nothing from a CDN
+        for name in assets:
+            r = client.get(f"/docs-assets/{name}")
+            assert r.status_code == 200 and len(r.content) > 100_000, name
+    assert client.get("/docs-assets/nope.js").status_code == 404
+
+
+def test_metrics_is_text_and_docs_are_labelled_by_route(client):
+    spec = client.get("/openapi.json").json()
+    assert list(spec["paths"]["/metrics"]["get"]["responses"]["200"]["content"]) == ["text/plain"]
+    client.get("/docs")
+    client.get("/docs-assets/swagger-ui.css")
+    text = client.get("/metrics").text
+    assert metric(text, "thoughtvec_requests_total", route="/docs", status="200") == 1
+    assert metric(text, "thoughtvec_requests_total", route="/docs-assets/{name}", status="200") == 1
+    assert "_created" not in text
+    assert 'thoughtvec_long_inputs_total{action="truncated",model="tiny2"} 0.0' in text  # series exist before any traffic
+
+
+def _examples(spec: dict) -> list[tuple[str, str, dict]]:
+    out = []
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            body = op.get("requestBody")
+            if body is None:
+                continue
+            ref = body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+            examples = spec["components"]["schemas"][ref].get("examples")
+            assert examples, f"{method.upper()} {path} has no request example"
+            out += [(method, path, ex) for ex in examples]
+    return out
+
+
+@pytest.mark.slow
+def test_every_example_runs_against_the_default_bundle(tmp_path):
+    bundle = ROOT / "models" / "invertible-linear"
+    if not (bundle / "bundle.json").exists():
+        pytest.skip("models/invertible-linear is not in this checkout")
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "invertible-linear").symlink_to(bundle)
+    settings = settings_for(models, tmp_path / "indexes", default_model=None, build_default_index=True,
+                            search_sample=write_sample(tmp_path / "sample.tsv.gz"))
+    with serve_test(settings) as client:
+        examples = _examples(client.get("/openapi.json").json())
+        assert len(examples) >= 10
+        for method, path, example in examples:
+            path = path.replace("{name}", "notes")
+            r = client.request(method, path, json=example)
+            assert r.status_code in (200, 201), (path, example, r.text)
