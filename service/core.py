@@ -24,6 +24,7 @@ from service.index_store import IndexStore, new_id
 from service.indexes import Doc, gpu_count, new_config
 from service.longinput import Mode, pool, prepare
 from service.metrics import Metrics
+from service.projection import pca_2d, project
 from service.registry import Model, Registry
 from service.schemas import AddDocumentsRequest, CreateIndexRequest, RerankRequest, SearchRequest, SimilarityRequest
 from service.settings import Settings
@@ -303,6 +304,25 @@ class Core:
         items = [Doc(d.id or new_id(), t, d.metadata) for d, t in zip(docs, texts)]
         ids = await asyncio.get_running_loop().run_in_executor(None, self.store.add, name, items, enc.vectors)
         return {"index": name, "ids": ids, "documents": self.store.entry(name).index.count, "usage": enc.usage()}
+
+    async def index_map(self, name: str, query: str | None, limit: int) -> dict:
+        """Up to ``limit`` of an index's documents on a 2-D PCA plane, with ``query`` placed on it."""
+        config = self.store.config(name)
+        if not 3 <= limit <= self.settings.max_inputs:
+            raise InvalidInput(f"limit is {limit}; it must be between 3 and {self.settings.max_inputs}", field="limit")
+        docs = list(self.store.entry(name).index.docs.values())[:limit]  # list(): one C-level copy, under the GIL
+        if len(docs) < 3:
+            raise InvalidInput(f"index '{name}' has {len(docs)} documents; a map needs at least 3", field="name")
+        model = self.registry.get(config.model, field_name="index")
+        texts = [d.text for d in docs] + ([query] if query is not None else [])
+        fields = [f"documents[{i}]" for i in range(len(docs))] + ["query"]
+        enc = await self.encode(model, config.view, self.texts(texts, fields[: len(texts)]), fields[: len(texts)], normalize=True)
+        mean, axes, share = pca_2d(enc.vectors[: len(docs)])
+        xy = project(enc.vectors, mean, axes)
+        points = [{"id": d.id, "text": d.text, "x": float(p[0]), "y": float(p[1])} for d, p in zip(docs, xy)]
+        placed = {"text": query, "x": float(xy[-1, 0]), "y": float(xy[-1, 1])} if query is not None else None
+        return {"index": name, "model": config.model, "points": points, "query": placed,
+                "explained_variance": [float(v) for v in share], "usage": enc.usage()}
 
     async def delete_documents(self, name: str, ids: list[str]) -> dict:
         self.store.config(name)

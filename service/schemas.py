@@ -212,6 +212,28 @@ class AddDocumentsRequest(_Req):
     truncation: Truncation = TRUNCATION
 
 
+class MapRequest(_Req):
+    model_config = _examples({"query": "a storm at sea", "limit": 200})
+    query: str | None = Field(None, description="a text placed on the map")
+    limit: int = Field(300, description="documents drawn (the first ones added), 3..max_inputs")
+
+
+class MapPoint(BaseModel):
+    id: str | None = None
+    text: str
+    x: float
+    y: float
+
+
+class MapResponse(BaseModel):
+    index: str
+    model: str
+    points: list[MapPoint]
+    query: MapPoint | None
+    explained_variance: list[float] = Field(description="share of the variance on each axis")
+    usage: Usage
+
+
 class DeleteDocumentsRequest(_Req):
     model_config = _examples({"ids": ["n1"]})
     ids: list[str]

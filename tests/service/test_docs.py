@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -61,9 +62,12 @@ def test_every_example_runs_against_the_default_bundle(tmp_path):
     settings = settings_for(models, tmp_path / "indexes", default_model=None, build_default_index=True,
                             search_sample=write_sample(tmp_path / "sample.tsv.gz"))
     with serve_test(settings) as client:
+        deadline = time.time() + 30
+        while "default" not in client.app.state.core.store.names() and time.time() < deadline:  # built after /ready
+            time.sleep(0.05)
         examples = _examples(client.get("/openapi.json").json())
         assert len(examples) >= 10
         for method, path, example in examples:
-            path = path.replace("{name}", "notes")
+            path = path.replace("{name}", "default" if path.endswith("/map") else "notes")  # "notes": the create example's
             r = client.request(method, path, json=example)
             assert r.status_code in (200, 201), (path, example, r.text)
