@@ -29,6 +29,15 @@ Errors are `{"error": {"code", "message", "field"}}`. With API keys configured, 
 `Authorization: Bearer <key>` on every route but `/health`."""
 
 
+def _routes(routes: list) -> list:
+    """Every route with a path, including those of included routers (FastAPI >= 0.165 wraps them)."""
+    out = []
+    for r in routes:
+        inner = getattr(r, "original_router", None)
+        out.extend(_routes(inner.routes) if inner is not None else [r] if hasattr(r, "path") else [])
+    return out
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     metrics = Metrics()
@@ -51,6 +60,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     install_error_handlers(app, settings)
+    metrics.routes_known([(r.path, m) for r in _routes(app.routes) for m in sorted(getattr(r, "methods", None) or ()) if m != "HEAD"])
     # add_middleware wraps what is there: the last added is the outermost.
     if settings.api_keys:  # admin keys are API keys too
         app.add_middleware(AuthMiddleware, keys=settings.api_keys + settings.admin_keys)

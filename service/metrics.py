@@ -39,6 +39,11 @@ class Metrics:
         self.tokens = Counter("thoughtvec_tokens_total", "tokens embedded (the usage the API reports)", ["model"], registry=r)
         self.long_inputs = Counter("thoughtvec_long_inputs_total", "texts over the token limit, by what was done", ["model", "action"], registry=r)
 
+    def routes_known(self, routes: list[tuple[str, str]]) -> None:
+        """Create each route's 200 series at zero: a rate over a route nobody called yet is 0, not absent."""
+        for path, method in routes:
+            self.requests.labels(path, method, "200")
+
     def model_loaded(self, model: str) -> None:
         """Create a model's series at zero, so dashboards see them before the first request."""
         for c in (self.inputs, self.sentences, self.tokens, self.dropped_total):

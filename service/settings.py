@@ -139,11 +139,20 @@ def flag_name(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def flags_text(name: str) -> str:
+    """The flag as typed: a boolean has two (``--warmup`` / ``--no-warmup``), the other one than the default first."""
+    flag = flag_name(name)
+    if Settings.model_fields[name].annotation is not bool:
+        return f"`{flag}`"
+    off = "--no-" + flag[2:]
+    return f"`{off}` / `{flag}`" if Settings.model_fields[name].default else f"`{flag}` / `{off}`"
+
+
 def settings_table() -> str:
-    """The Markdown table of every setting: variable, flag, default, meaning."""
+    """The Markdown table of every setting: variable, flag(s), default, meaning."""
     rows = ["| environment variable | `thoughtvec serve` flag | default | meaning |", "|---|---|---|---|"]
     for name, field in Settings.model_fields.items():
-        rows.append(f"| `{ENV_PREFIX}{name.upper()}` | `{flag_name(name)}` | `{_default_text(name)}` | {field.description} |")
+        rows.append(f"| `{ENV_PREFIX}{name.upper()}` | {flags_text(name)} | `{_default_text(name)}` | {field.description} |")
     return "\n".join(rows)
 
 

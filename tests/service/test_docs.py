@@ -35,6 +35,7 @@ def test_metrics_is_text_and_docs_are_labelled_by_route(client):
     assert metric(text, "thoughtvec_requests_total", route="/docs-assets/{name}", status="200") == 1
     assert "_created" not in text
     assert 'thoughtvec_long_inputs_total{action="truncated",model="tiny2"} 0.0' in text  # series exist before any traffic
+    assert 'thoughtvec_requests_total{method="POST",route="/v1/rerank",status="200"} 0.0' in text
 
 
 def _examples(spec: dict) -> list[tuple[str, str, dict]]:
