@@ -88,3 +88,12 @@ def test_search_similarity_documents_split_too(client):
     assert r.json()["results"][0][0]["score"] == pytest.approx(1.0, abs=1e-5)  # the same text pools to the same vector
     r = client.post("/v1/similarity", json={"pairs": [[LONG, LONG]]})
     assert r.status_code == 200 and r.json()["data"][0]["score"] == pytest.approx(1.0, abs=1e-5) and r.headers["X-Split-Inputs"] == "1"
+
+
+def test_offline_encoder_splits_like_the_server(client, tiny):
+    """``thoughtvec index build`` (Encoder.encode_views with truncation=split) pools as the server does."""
+    served = np.array([d["embedding"] for d in client.post("/v1/embeddings", json={"input": [LONG, "a cat", LONG]}).json()["data"]])
+    seen: list[int] = []
+    offline = tiny.encode_views([LONG, "a cat", LONG], ["mean"], truncation="split", batch_size=2, progress=seen.append)["mean"]
+    np.testing.assert_allclose(offline, served, atol=1e-5)
+    assert sum(seen) == 3  # progress counts texts, not parts
