@@ -97,3 +97,15 @@ def test_offline_encoder_splits_like_the_server(client, tiny):
     offline = tiny.encode_views([LONG, "a cat", LONG], ["mean"], truncation="split", batch_size=2, progress=seen.append)["mean"]
     np.testing.assert_allclose(offline, served, atol=1e-5)
     assert sum(seen) == 3  # progress counts texts, not parts
+
+
+def test_pooling_check_runs_on_a_tiny_bundle(models_dir, tmp_path, capsys):
+    from service import pooling_check
+    from tests.service.conftest import write_sample
+
+    sample = write_sample(tmp_path / "s.tsv.gz", n=120)
+    pooling_check.main(["--model", str(models_dir / "tiny"), "--sample", str(sample), "--per-source", "4", "--part", "held-out"])
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| split") or line.startswith("| truncate")]
+    assert len(rows) == 5 and "mean-unit (default)" in rows[0]
+    assert all(0 <= float(c) <= 1 for r in rows for c in r.strip("|").split("|")[1:])
