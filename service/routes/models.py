@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from service.routes.deps import ERRORS, CoreDep
+from service.routes.deps import ERRORS, CoreDep, ModelName
 
 router = APIRouter(tags=["models"])
 
@@ -20,7 +20,7 @@ async def list_models(core: CoreDep) -> dict:
 
 
 @router.get("/v1/models/{name}", responses=ERRORS)
-async def get_model(name: str, core: CoreDep) -> dict:
+async def get_model(name: ModelName, core: CoreDep) -> dict:
     model = core.registry.get(name)
     described = model.describe(model.name == core.registry.default_model)
     return described if model.name == name else described | {"id": name, "alias_of": model.name}

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 
 from service.http import json_bytes, unless_disconnected
-from service.routes.deps import ERRORS, CoreDep
+from service.routes.deps import ERRORS, CoreDep, IndexName
 from service.schemas import MapRequest, MapResponse
 
 PAGE = Path(__file__).resolve().parent.parent / "static" / "playground.html"
@@ -22,7 +22,7 @@ async def playground() -> HTMLResponse:
 
 
 @router.post("/v1/indexes/{name}/map", response_model=MapResponse, responses=ERRORS)
-async def index_map(name: str, body: MapRequest, request: Request, core: CoreDep) -> Response:
+async def index_map(name: IndexName, body: MapRequest, request: Request, core: CoreDep) -> Response:
     """An index's documents on a 2-D plane (PCA, computed here), with `query` placed on it."""
     result = await unless_disconnected(request, core.index_map(name, body.query, body.limit))
     return Response(json_bytes(result), media_type="application/json")
