@@ -132,6 +132,10 @@ class Core:
             prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, mode, eos)
         else:
             prep = prepare(enc, texts, fields, mode, eos)
+        if prep.truncated:  # text was dropped: say so where operators look, not only in the response
+            log.info("%s: %d input(s) over %d tokens truncated (truncation=truncate)", model.name, prep.truncated, enc.max_tokens)
+        if prep.split:
+            log.debug("%s: %d input(s) over %d tokens split into sentences and pooled", model.name, prep.split, enc.max_tokens)
         emb = await model.batcher.embed_ids(prep.parts, view)
         vecs = pool(emb.vectors, prep, len(texts))
         tokens = sum(emb.tokens)

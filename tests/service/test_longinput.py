@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -71,11 +73,13 @@ def test_split_is_the_default_and_is_reported(client, tiny):
     assert metric(after, "thoughtvec_tokens_total", model="tiny") - metric(before, "thoughtvec_tokens_total", model="tiny") == tokens
 
 
-def test_per_request_mode_overrides_the_setting(make_client):
+def test_per_request_mode_overrides_the_setting(make_client, caplog):
+    caplog.set_level(logging.INFO, logger="service.core")
     client = make_client(truncation="reject")
     assert client.post("/v1/embeddings", json={"input": LONG}).status_code == 413
     r = client.post("/v1/embeddings", json={"input": LONG, "truncation": "truncate"})
     assert r.status_code == 200 and r.json()["usage"]["truncated_inputs"] == 1 and r.json()["usage"]["prompt_tokens"] == 32
+    assert "tiny: 1 input(s) over 32 tokens truncated" in caplog.text
     assert client.post("/v1/embeddings", json={"input": LONG, "truncation": "split"}).json()["usage"]["split_inputs"] == 1
 
 
