@@ -309,12 +309,16 @@ class Core:
         ids = await asyncio.get_running_loop().run_in_executor(None, self.store.add, name, items, enc.vectors)
         return {"index": name, "ids": ids, "documents": self.store.entry(name).index.count, "usage": enc.usage()}
 
-    async def index_map(self, name: str, query: str | None, limit: int) -> dict:
-        """Up to ``limit`` of an index's documents on a 2-D PCA plane, with ``query`` placed on it."""
+    async def index_map(self, name: str, query: str | None, limit: int, include: Sequence[str] = ()) -> dict:
+        """Up to ``limit`` of an index's documents (those ``include`` names first) on a 2-D PCA plane, with ``query`` on it."""
         config = self.store.config(name)
         if not 3 <= limit <= self.settings.max_inputs:
             raise InvalidInput(f"limit is {limit}; it must be between 3 and {self.settings.max_inputs}", field="limit")
-        docs = list(self.store.entry(name).index.docs.values())[:limit]  # list(): one C-level copy, under the GIL
+        vi = self.store.entry(name).index
+        wanted = [vi.docs.get(vi.labels.get(i, -1)) for i in include]  # dict reads: atomic under the GIL
+        first = [d for d in wanted if d is not None][:limit]
+        seen = {d.id for d in first}
+        docs = first + [d for d in list(vi.docs.values())[: limit + len(first)] if d.id not in seen][: limit - len(first)]
         if len(docs) < 3:
             raise InvalidInput(f"index '{name}' has {len(docs)} documents; a map needs at least 3", field="name")
         model = self.registry.get(config.model, field_name="index")

@@ -216,6 +216,7 @@ class MapRequest(_Req):
     model_config = _examples({"query": "a storm at sea", "limit": 200})
     query: str | None = Field(None, description="a text placed on the map")
     limit: int = Field(300, description="documents drawn (the first ones added), 3..max_inputs")
+    include: list[str] = Field([], description="ids drawn first whatever their place (e.g. a search's results); unknown ids are skipped")
 
 
 class MapPoint(BaseModel):

@@ -24,5 +24,5 @@ async def playground() -> HTMLResponse:
 @router.post("/v1/indexes/{name}/map", response_model=MapResponse, responses=ERRORS)
 async def index_map(name: IndexName, body: MapRequest, request: Request, core: CoreDep) -> Response:
     """An index's documents on a 2-D plane (PCA, computed here), with `query` placed on it."""
-    result = await unless_disconnected(request, core.index_map(name, body.query, body.limit))
+    result = await unless_disconnected(request, core.index_map(name, body.query, body.limit, body.include))
     return Response(json_bytes(result), media_type="application/json")

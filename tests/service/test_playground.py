@@ -31,6 +31,8 @@ def test_map_places_documents_and_query(client):
     assert [p["id"] for p in body["points"]] == [str(i) for i in range(len(DOCS))] and len(body["explained_variance"]) == 2
     assert (body["query"]["x"], body["query"]["y"]) == pytest.approx((body["points"][0]["x"], body["points"][0]["y"]), abs=1e-5)
     assert client.post("/v1/indexes/m/map", json={"limit": 2}).json()["error"]["field"] == "limit"
+    picked = client.post("/v1/indexes/m/map", json={"limit": 3, "include": ["5", "nope", "4"]}).json()["points"]
+    assert [p["id"] for p in picked] == ["5", "4", "0"]  # the included first, unknown ids skipped, then the first added
     assert client.post("/v1/indexes/nope/map", json={}).status_code == 404
     assert "thoughtvec playground" in client.get("/").text
 
@@ -71,7 +73,8 @@ def test_playground_in_a_real_browser(models_dir, tmp_path):
             wait.until(ec.text_to_be_present_in_element((By.ID, "pair-score"), "cosine"))
             browser.find_element(By.ID, "map-btn").click()
             wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#map circle.doc")) == 60)
-            assert browser.find_elements(By.CSS_SELECTOR, "#map circle.hit") and browser.find_elements(By.CSS_SELECTOR, "#map path.query")
+            assert len(browser.find_elements(By.CSS_SELECTOR, "#map circle.hit")) == 5  # the search's results, drawn first
+            assert browser.find_elements(By.CSS_SELECTOR, "#map path.query")
             assert not browser.find_element(By.ID, "search-error").text
     finally:
         browser.quit()
