@@ -3,6 +3,11 @@ tokenizes with cl100k and sends token ids) and LlamaIndex's OpenAI-like embeddin
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -11,6 +16,7 @@ from service.token_ids import seed_tiktoken_cache
 from tests.service.conftest import live_server, settings_for
 from tests.service.test_longinput import LONG, SENTS
 
+CLIENTS = Path(__file__).resolve().parents[1] / "clients"
 TEXTS = ["the cat sat on the table .", LONG]  # LONG is over tiny's 32-token limit: split and pooled
 
 
@@ -33,6 +39,18 @@ def test_openai_client_on_short_and_long_texts(server, expected):
     res = client.embeddings.create(model="text-embedding-3-small", input=TEXTS)  # an alias; base64 on the wire
     np.testing.assert_allclose(np.array([d.embedding for d in res.data]), expected, atol=1e-5)
     assert res.model == "tiny" and res.usage.split_inputs == 1  # the extra usage field reaches the client
+
+
+def test_openai_npm_client(server, expected):
+    """The official openai npm client (6.x, tests/clients/package-lock.json; `make install-dev` runs npm ci)."""
+    node = shutil.which("node")
+    if node is None or not (CLIENTS / "node_modules" / "openai").is_dir():
+        pytest.skip("no node, or tests/clients/node_modules missing: npm ci --prefix tests/clients (make install-dev does it)")
+    run = subprocess.run([node, str(CLIENTS / "embed.mjs"), server, "text-embedding-ada-002", *TEXTS], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    np.testing.assert_allclose(out["vectors"], expected, atol=1e-5)
+    assert out["model"] == "tiny" and out["usage"]["split_inputs"] == 1
 
 
 def test_langchain_openai_defaults(server, expected, tmp_path, monkeypatch):
