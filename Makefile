@@ -16,9 +16,9 @@ $(PY):
 install-serve: $(PY)
 	$(PY) -m pip install -q -e .
 
+# Also the openai npm client the tests drive (pinned by tests/clients/package-lock.json), where npm exists.
 install-dev: $(PY)
 	$(PY) -m pip install -q -e ".[train,dev]"
-	# the openai npm client the tests drive (pinned by tests/clients/package-lock.json); skipped without npm
 	if command -v npm >/dev/null; then npm ci --prefix tests/clients --no-audit --no-fund --silent || echo "npm ci failed: the npm client test will skip"; fi
 
 serve: install-serve
