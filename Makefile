@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: serve test install-serve install-dev clean
+.PHONY: serve test install-serve install-dev install-browser clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -16,11 +16,17 @@ $(PY):
 install-serve: $(PY)
 	$(PY) -m pip install -q -e .
 
+# Also the openai npm client the tests drive (pinned by tests/clients/package-lock.json), where npm exists.
 install-dev: $(PY)
 	$(PY) -m pip install -q -e ".[train,dev]"
+	if command -v npm >/dev/null; then npm ci --prefix tests/clients --no-audit --no-fund --silent || echo "npm ci failed: the npm client test will skip"; fi
 
 serve: install-serve
 	$(VENV)/bin/thoughtvec serve --host $(HOST) --port $(PORT)
+
+# The playground's browser test uses Debian's chromium (root; .ci/run does this too). Optional: it skips without one.
+install-browser:
+	command -v chromedriver >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver; }
 
 test: install-dev
 	$(PY) -m pytest -q

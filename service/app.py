@@ -29,6 +29,15 @@ Errors are `{"error": {"code", "message", "field"}}`. With API keys configured, 
 `Authorization: Bearer <key>` on every route but `/health`."""
 
 
+def _routes(routes: list) -> list:
+    """Every route with a path, including those of included routers (FastAPI >= 0.165 wraps them)."""
+    out = []
+    for r in routes:
+        inner = getattr(r, "original_router", None)
+        out.extend(_routes(inner.routes) if inner is not None else [r] if hasattr(r, "path") else [])
+    return out
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     metrics = Metrics()
@@ -43,12 +52,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             await core.stop()
 
-    app = FastAPI(title="thoughtvec", version=getattr(service, "__version__", "0.1.0"), description=DESCRIPTION, lifespan=lifespan)
+    # docs_url/redoc_url off: service.routes.docs serves both pages with local assets (no CDN)
+    app = FastAPI(title="thoughtvec", version=service.__version__, description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
     app.state.core = core
     app.state.settings = settings
     for router in ROUTERS:
         app.include_router(router)
     install_error_handlers(app, settings)
+    metrics.routes_known([(r.path, m) for r in _routes(app.routes) for m in sorted(getattr(r, "methods", None) or ()) if m != "HEAD"])
     # add_middleware wraps what is there: the last added is the outermost.
     app.add_middleware(CatchAllMiddleware)
     if settings.api_keys:  # admin keys are API keys too

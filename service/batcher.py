@@ -199,12 +199,20 @@ class Batcher:
         if self._task is None:
             raise NotReady(f"model '{self.name}' is not started")
         fields = fields or [f"input[{i}]" for i in range(len(texts))]
-        self._check_room()  # before tokenizing: under overload a 429 must be cheap
+        self.check_room()  # before tokenizing: under overload a 429 must be cheap
         if sum(map(len, texts)) > OFFLOAD_CHARS:
             ids = await asyncio.get_running_loop().run_in_executor(None, self._admit, texts, truncation, fields)
-            self._check_room()  # the queue may have filled meanwhile
         else:
             ids = self._admit(texts, truncation, fields)
+        return await self.embed_ids(ids, view)
+
+    async def embed_ids(self, ids: Sequence[list[int]], view: str) -> Embedded:
+        """Raw vectors for already-fitted token-id lists (the caller applied the token limit)."""
+        if self._death is not None or (self._task is not None and self._task.done()):
+            raise WorkerDead(f"the batcher of model '{self.name}' is not running", field="model")
+        if self._task is None:
+            raise NotReady(f"model '{self.name}' is not started")
+        self.check_room()
         n = len(ids)
         loop = asyncio.get_running_loop()
         job = _Job(view, np.empty((n, self.backend.dim(view)), np.float32), n, loop.create_future(), time.perf_counter())
@@ -216,7 +224,8 @@ class Batcher:
         vectors = await job.future
         return Embedded(vectors, [len(s) for s in ids])
 
-    def _check_room(self) -> None:
+    def check_room(self) -> None:
+        """Raise :class:`QueueFull` (429) when ``max_queue_size`` sentences wait: cheap, so callers ask before tokenizing."""
         if len(self._queue) >= self.limits.max_queue_size:
             raise QueueFull(
                 f"model '{self.name}' has {len(self._queue)} sentences queued; the limit is {self.limits.max_queue_size}",

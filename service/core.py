@@ -15,16 +15,22 @@ from typing import Any
 
 import numpy as np
 
-from service.batcher import check_count
+from service import __version__
+from service.batcher import OFFLOAD_CHARS, check_count
 from service.encoder import available_providers, l2_normalize
 from service.errors import InputTooLong, InvalidInput
 from service.index_store import IndexStore, new_id
 from service.jsonvalues import check_metadata
 from service.indexes import Doc, gpu_count, new_config
+from service.longinput import Mode, pool, prepare
 from service.metrics import Metrics
+from service.projection import pca_2d, project
 from service.registry import Model, Registry
-from service.schemas import AddDocumentsRequest, CreateIndexRequest, SearchRequest, SimilarityRequest
+from service.schemas import AddDocumentsRequest, CreateIndexRequest, RerankRequest, SearchRequest, SimilarityRequest
 from service.settings import Settings
+from service.token_ids import read_input
+from service.tokenizer import tokenize
+from service.vocab import EOS, UNK_ID
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +40,17 @@ class Encoded:
     model: str
     view: str
     vectors: np.ndarray  # (n, dim)
-    tokens: int
+    tokens: int  # every token embedded (all parts of a split input)
+    split: int = 0  # inputs over the token limit split into sentences and pooled
+    truncated: int = 0  # inputs cut to the token (or character) limit
+
+    def usage(self) -> dict:
+        return usage(self.tokens, self.split, self.truncated)
+
+
+def usage(tokens: int, split: int = 0, truncated: int = 0) -> dict:
+    """OpenAI's usage object, with how many inputs were split or truncated (also sent as headers)."""
+    return {"prompt_tokens": tokens, "total_tokens": tokens, "split_inputs": split, "truncated_inputs": truncated}
 
 
 class Core:
@@ -54,6 +70,8 @@ class Core:
         log.info("devices: %s", self.devices())
         await asyncio.get_running_loop().run_in_executor(None, self.store.load_all)
         await self.registry.load_all()
+        for name in self.registry.models:
+            self.metrics.model_loaded(name)
         await ensure_default_index(self)
 
     def start_background(self) -> None:
@@ -85,9 +103,14 @@ class Core:
         return ok, body
 
     # -- shared checks ---------------------------------------------------------------------
-    def texts(self, items: Sequence[Any], fields: Sequence[str]) -> list[str]:
-        """Check each text: a string, not blank, within ``max_input_chars`` (or cut, under truncation=truncate)."""
+    def mode(self, requested: str | None) -> Mode:
+        """The request's truncation mode, else the server's."""
+        return requested or self.settings.truncation  # type: ignore[return-value]
+
+    def texts(self, items: Sequence[Any], fields: Sequence[str], mode: str | None = None) -> list[str]:
+        """Check each text: a string, not blank, within ``max_input_chars`` (cut only under truncation=truncate)."""
         limit = self.settings.max_input_chars
+        mode = self.mode(mode)
         out = []
         for item, fld in zip(items, fields):
             if not isinstance(item, str):
@@ -95,28 +118,73 @@ class Core:
             if not item.strip():
                 raise InvalidInput(f"{fld} is empty or only whitespace; send at least one visible character", field=fld)
             if len(item) > limit:
-                if self.settings.truncation == "reject":
-                    raise InputTooLong(f"{fld} has {len(item)} characters; the limit is {limit}", field=fld)
+                if mode != "truncate":  # splitting does not lift the character limit: it bounds the work
+                    raise InputTooLong(f"{fld} has {len(item)} characters; the limit is {limit} (max_input_chars)", field=fld)
                 item = item[:limit]
             out.append(item)
         return out
 
-    async def encode(self, model: Model, view: str, texts: list[str], fields: list[str], normalize: bool = True) -> Encoded:
-        emb = await model.batcher.embed(texts, view, truncation=self.settings.truncation, fields=fields)
-        vecs = l2_normalize(emb.vectors) if normalize else emb.vectors
-        return Encoded(model.name, view, vecs, sum(emb.tokens))
+    async def encode(self, model: Model, view: str, texts: list[str], fields: list[str], normalize: bool = True,
+                     mode: str | None = None) -> Encoded:
+        """Vectors for checked texts: long ones split (and pooled), truncated or rejected as ``mode`` says."""
+        enc, mode = model.encoder, self.mode(mode)
+        model.batcher.check_room()  # before tokenizing: under overload a 429 must be cheap
+        eos = enc.spec.vocabulary.eos_id if enc.spec.tokenizer.append_eos else None
+        if sum(map(len, texts)) > OFFLOAD_CHARS:  # tokenizing and splitting long texts stays off the event loop
+            prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, mode, eos)
+        else:
+            prep = prepare(enc, texts, fields, mode, eos)
+        if prep.truncated:  # text was dropped: say so where operators look, not only in the response
+            log.info("%s: %d input(s) over %d tokens truncated (truncation=truncate)", model.name, prep.truncated, enc.max_tokens)
+        if prep.split:
+            log.debug("%s: %d input(s) over %d tokens split into sentences and pooled", model.name, prep.split, enc.max_tokens)
+        emb = await model.batcher.embed_ids(prep.parts, view)
+        vecs = pool(emb.vectors, prep, len(texts))
+        tokens = sum(emb.tokens)
+        self.metrics.embedded(model.name, len(texts), len(prep.parts), tokens, prep.split, prep.truncated)
+        return Encoded(model.name, view, l2_normalize(vecs) if normalize else vecs, tokens, prep.split, prep.truncated)
 
     # -- embeddings ----------------------------------------------------------------------
-    async def embeddings(self, raw_input: Any, model_name: str | None, view: str | None, normalize: bool, dimensions: int | None = None) -> Encoded:
+    async def embeddings(self, raw_input: Any, model_name: str | None, view: str | None, normalize: bool,
+                         dimensions: int | None = None, truncation: str | None = None) -> Encoded:
+        """OpenAI's input forms: a string, a list of strings, a list of token ids, a list of lists of token ids."""
         model = self.registry.get(model_name)
         view = model.encoder.view(view)
-        items = [raw_input] if isinstance(raw_input, str) else list(raw_input)
+        items, fields = read_input(raw_input)
         check_count(len(items), self.settings.max_inputs, "input")
         dim = model.encoder.dim(view)
         if dimensions is not None and dimensions != dim:
             raise InvalidInput(f"dimensions is {dimensions}; model '{model.name}' view '{view}' has {dim} (vectors are not shortened)", field="dimensions")
-        fields = [f"input[{i}]" for i in range(len(items))] if not isinstance(raw_input, str) else ["input"]
-        return await self.encode(model, view, self.texts(items, fields), fields, normalize)
+        return await self.encode(model, view, self.texts(items, fields, truncation), fields, normalize, truncation)
+
+    # -- what is served, and how a text is seen ------------------------------------------
+    def info(self) -> dict:
+        """Models, aliases, limits, version and devices in one answer (TEI's and infinity's /info)."""
+        reg, s = self.registry, self.settings
+        models = [{"id": n, "dimension": m.encoder.dim(), "views": {v: m.encoder.dim(v) for v in m.encoder.spec.views},
+                   "max_input_tokens": m.encoder.max_tokens, "family": m.encoder.spec.family, "default": n == reg.default_model}
+                  for n, m in sorted(reg.models.items())]
+        limits = {k: getattr(s, k) for k in ("truncation", "max_inputs", "max_input_chars", "max_k", "max_body_bytes",
+                                             "max_batch_size", "max_batch_tokens", "max_queue_size")}
+        return {"name": "thoughtvec", "version": __version__, "default_model": reg.default_model, "models": models,
+                "aliases": reg.aliases(), "default_index": s.default_index, "limits": limits, "devices": self.devices()}
+
+    def tokenize(self, raw_input: Any, model_name: str | None) -> dict:
+        """Each text's tokens as the model sees them, with their ids and which are out of the vocabulary."""
+        model = self.registry.get(model_name)
+        items, fields = read_input(raw_input)
+        check_count(len(items), self.settings.max_inputs, "input")
+        spec, vocab = model.encoder.spec, model.encoder.vocab
+        data = []
+        for i, text in enumerate(self.texts(items, fields, "truncate")):
+            words = tokenize(text, lowercase=spec.tokenizer.lowercase)
+            ids = vocab.ids(words)
+            toks = [{"text": w, "id": t, "oov": t == UNK_ID} for w, t in zip(words, ids)]
+            if spec.tokenizer.append_eos:
+                toks.append({"text": EOS, "id": spec.vocabulary.eos_id, "oov": False, "special": True})
+            data.append({"index": i, "tokens": toks, "count": len(toks), "oov": [w for w, t in zip(words, ids) if t == UNK_ID],
+                         "over_limit": len(toks) > spec.max_input_tokens})
+        return {"object": "list", "model": model.name, "max_input_tokens": spec.max_input_tokens, "data": data}
 
     # -- similarity ----------------------------------------------------------------------
     def _pairs(self, req: SimilarityRequest) -> tuple[list[tuple[Any, Any]], list[tuple[str, str]]]:
@@ -138,12 +206,18 @@ class Core:
         model = self.registry.get(req.model)
         view = model.encoder.view(req.view)
         pairs, fields = self._pairs(req)
+        data, enc = await self.score(model, view, pairs, fields, req.truncation)
+        return {"object": "list", "model": model.name, "view": view, "data": data, "usage": enc.usage()}
+
+    async def score(self, model: Model, view: str, pairs: Sequence[tuple[Any, Any]], fields: Sequence[tuple[str, str]],
+                    mode: str | None = None) -> tuple[list[dict], Encoded]:
+        """The scoring core of similarity and rerank: ``{index, score[, relatedness]}`` per pair, and the usage."""
         unique: dict[str, int] = {}  # each distinct text is embedded once
         ufields: list[str] = []
         a, b = [], []
         for pair, fpair in zip(pairs, fields):
             idx = []
-            for text, fld in zip(self.texts(pair, fpair), fpair):
+            for text, fld in zip(self.texts(pair, fpair, mode), fpair):
                 if text not in unique:
                     unique[text] = len(unique)
                     ufields.append(fld)
@@ -151,19 +225,32 @@ class Core:
             a.append(idx[0])
             b.append(idx[1])
         texts = list(unique)
-        enc = await self.encode(model, view, texts, ufields, normalize=False)
+        enc = await self.encode(model, view, texts, ufields, normalize=False, mode=mode)
         unit = l2_normalize(enc.vectors)
         cos = np.clip(np.einsum("nd,nd->n", unit[a], unit[b]), -1.0, 1.0)  # rounding can step past 1
         data = [{"index": i, "score": float(c)} for i, c in enumerate(cos)]
-        tokens = enc.tokens
         if model.head is not None:
             hv = enc.vectors
             if model.head_view != view:
-                henc = await self.encode(model, model.head_view, texts, ufields, normalize=False)
-                hv, tokens = henc.vectors, tokens + henc.tokens
+                henc = await self.encode(model, model.head_view, texts, ufields, normalize=False, mode=mode)
+                hv, enc.tokens = henc.vectors, enc.tokens + henc.tokens
             for row, r in zip(data, model.head.predict(hv[a], hv[b])):
                 row["relatedness"] = float(r)
-        return {"object": "list", "model": model.name, "view": view, "data": data, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        return data, enc
+
+    async def rerank(self, req: RerankRequest) -> dict:
+        """Documents ordered by cosine similarity to the query (infinity's and Cohere's shape)."""
+        model = self.registry.get(req.model)
+        view = model.encoder.view(req.view)
+        check_count(len(req.documents), self.settings.max_inputs, "documents")
+        if req.top_n is not None and req.top_n < 1:
+            raise InvalidInput(f"top_n is {req.top_n}; it must be at least 1", field="top_n")
+        fields = [("query", f"documents[{i}]") for i in range(len(req.documents))]
+        data, enc = await self.score(model, view, [(req.query, d) for d in req.documents], fields, req.truncation)
+        order = sorted(data, key=lambda r: -r["score"])[: req.top_n]
+        results = [{"index": r["index"], "relevance_score": r["score"]} | ({"document": req.documents[r["index"]]} if req.return_documents else {})
+                   for r in order]
+        return {"object": "rerank", "model": model.name, "results": results, "usage": enc.usage()}
 
     # -- search --------------------------------------------------------------------------
     def _query(self, query: Any, dim: int, name: str) -> tuple[list[str] | None, np.ndarray | None]:
@@ -188,15 +275,15 @@ class Core:
         if not 1 <= req.k <= self.settings.max_k:
             raise InvalidInput(f"k is {req.k}; it must be between 1 and {self.settings.max_k}", field="k")
         texts, vectors = self._query(req.query, config.dim, name)
-        tokens = 0
+        counts = usage(0)
         if texts is not None:
             fields = ["query"] if isinstance(req.query, str) else [f"query[{i}]" for i in range(len(texts))]
             model = self.registry.get(config.model, field_name="index")
-            enc = await self.encode(model, config.view, self.texts(texts, fields), fields, normalize=False)
-            vectors, tokens = enc.vectors, enc.tokens
+            enc = await self.encode(model, config.view, self.texts(texts, fields, req.truncation), fields, normalize=False, mode=req.truncation)
+            vectors, counts = enc.vectors, enc.usage()
         hits = await asyncio.get_running_loop().run_in_executor(None, self.store.search, name, vectors, req.k)
         results = [[_hit(d, s) for d, s in row] for row in hits]
-        return {"object": "list", "index": name, "model": config.model, "metric": config.metric, "results": results, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        return {"object": "list", "index": name, "model": config.model, "metric": config.metric, "results": results, "usage": counts}
 
     # -- index management ----------------------------------------------------------------
     async def create_index(self, req: CreateIndexRequest) -> dict:
@@ -214,14 +301,37 @@ class Core:
         docs = req.documents
         check_count(len(docs), self.settings.max_inputs, "documents")
         fields = [f"documents[{i}].text" for i in range(len(docs))]
-        texts = self.texts([d.text for d in docs], fields)
+        texts = self.texts([d.text for d in docs], fields, req.truncation)
         for i, d in enumerate(docs):  # checked before anything is stored: a search must always be able to return it
             check_metadata(d.metadata, f"documents[{i}].metadata", self.settings.max_metadata_bytes, self.settings.max_metadata_depth)
         model = self.registry.get(config.model, field_name="index")
-        enc = await self.encode(model, config.view, texts, fields, normalize=False)
+        enc = await self.encode(model, config.view, texts, fields, normalize=False, mode=req.truncation)
         items = [Doc(d.id or new_id(), t, d.metadata) for d, t in zip(docs, texts)]
         ids = await asyncio.get_running_loop().run_in_executor(None, self.store.add, name, items, enc.vectors)
-        return {"index": name, "ids": ids, "documents": self.store.entry(name).index.count, "usage": {"prompt_tokens": enc.tokens, "total_tokens": enc.tokens}}
+        return {"index": name, "ids": ids, "documents": self.store.entry(name).index.count, "usage": enc.usage()}
+
+    async def index_map(self, name: str, query: str | None, limit: int, include: Sequence[str] = ()) -> dict:
+        """Up to ``limit`` of an index's documents (those ``include`` names first) on a 2-D PCA plane, with ``query`` on it."""
+        config = self.store.config(name)
+        if not 3 <= limit <= self.settings.max_inputs:
+            raise InvalidInput(f"limit is {limit}; it must be between 3 and {self.settings.max_inputs}", field="limit")
+        vi = self.store.entry(name).index
+        wanted = [vi.docs.get(vi.labels.get(i, -1)) for i in include]  # dict reads: atomic under the GIL
+        first = [d for d in wanted if d is not None][:limit]
+        seen = {d.id for d in first}
+        docs = first + [d for d in list(vi.docs.values())[: limit + len(first)] if d.id not in seen][: limit - len(first)]
+        if len(docs) < 3:
+            raise InvalidInput(f"index '{name}' has {len(docs)} documents; a map needs at least 3", field="name")
+        model = self.registry.get(config.model, field_name="index")
+        texts = [d.text for d in docs] + ([query] if query is not None else [])
+        fields = [f"documents[{i}]" for i in range(len(docs))] + ["query"]
+        enc = await self.encode(model, config.view, self.texts(texts, fields[: len(texts)]), fields[: len(texts)], normalize=True)
+        mean, axes, share = pca_2d(enc.vectors[: len(docs)])
+        xy = project(enc.vectors, mean, axes)
+        points = [{"id": d.id, "text": d.text, "x": float(p[0]), "y": float(p[1])} for d, p in zip(docs, xy)]
+        placed = {"text": query, "x": float(xy[-1, 0]), "y": float(xy[-1, 1])} if query is not None else None
+        return {"index": name, "model": config.model, "points": points, "query": placed,
+                "explained_variance": [float(v) for v in share], "usage": enc.usage()}
 
     async def delete_documents(self, name: str, ids: list[str]) -> dict:
         self.store.config(name)

@@ -25,7 +25,7 @@ from service.tokenizer import tokenize
 
 log = logging.getLogger(__name__)
 
-Truncation = Literal["reject", "truncate"]
+Truncation = Literal["split", "reject", "truncate"]
 
 
 CUDA = "CUDAExecutionProvider"
@@ -205,15 +205,24 @@ class Encoder:
         progress: Callable[[int], None] | None = None,
     ) -> dict[str, np.ndarray]:
         """:meth:`encode` for several views at once: each text is tokenized and run once.
-        ``progress(n)`` is called after each batch of ``n`` texts."""
+        ``progress(n)`` is called after each batch of ``n`` texts. ``truncation="split"`` embeds a long
+        text's sentences and pools them, as the server does (``service.longinput``)."""
+        from service.longinput import pool, prepare  # it imports this module
+
         views = [self.view(v) for v in views]
-        ids = [self.fit(self.token_ids(t), truncation, field=f"input[{i}]") for i, t in enumerate(texts)]
-        out = {v: np.zeros((len(texts), self.dim(v)), np.float32) for v in views}
+        eos = self.spec.vocabulary.eos_id if self.spec.tokenizer.append_eos else None
+        prep = prepare(self, texts, [f"input[{i}]" for i in range(len(texts))], truncation, eos, allow_empty=True)
+        ids = prep.parts
+        out = {v: np.zeros((len(ids), self.dim(v)), np.float32) for v in views}
         order = np.argsort([len(s) for s in ids], kind="stable")
+        done = 0
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
             for v, vecs in self.run_views([ids[i] for i in idx], views).items():
                 out[v][idx] = vecs
-            if progress:
-                progress(len(idx))
-        return {v: l2_normalize(x) if normalize else x for v, x in out.items()}
+            if progress:  # in texts, not parts: a split text counts once its last part has run
+                finished = int(np.count_nonzero(np.bincount(np.asarray(prep.owner)[order[: start + len(idx)]], minlength=len(texts)) == np.bincount(prep.owner, minlength=len(texts))))
+                progress(finished - done)
+                done = finished
+        pooled = {v: pool(x, prep, len(texts)) for v, x in out.items()}
+        return {v: l2_normalize(x) if normalize else x for v, x in pooled.items()}

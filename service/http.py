@@ -194,9 +194,9 @@ class BodyLimitMiddleware:
 
 
 class AuthMiddleware:
-    """Bearer API keys on every path but /health (and CORS preflights)."""
+    """Bearer API keys on every path but /health and the playground page (and CORS preflights)."""
 
-    OPEN_PATHS = frozenset({"/health"})
+    OPEN_PATHS = frozenset({"/health", "/"})  # "/": the playground page holds no data; its calls send the key
 
     def __init__(self, app: ASGIApp, keys: list[str]):
         self.app = app

@@ -94,7 +94,7 @@ def build_index(
     with tqdm(total=len(docs), desc=f"index {name}", unit="sent", file=sys.stderr, mininterval=1.0, disable=None) as bar:
         for start in range(0, len(docs), chunk):
             part = docs[start : start + chunk]
-            vectors[start : start + len(part)] = encoder.encode([d.text for d in part], view, normalize=False, truncation="truncate", batch_size=batch_size)
+            vectors[start : start + len(part)] = encoder.encode([d.text for d in part], view, normalize=False, truncation="split", batch_size=batch_size)
             done = start + len(part)
             bar.update(len(part))
             if progress:

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import time
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+# `_created` series double every counter for a timestamp no dashboard plots (process-wide switch).
+disable_created_metrics()
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -31,6 +34,32 @@ class Metrics:
         self.depth = Gauge("thoughtvec_queue_depth", "sentences waiting", ["model"], registry=r)
         self.dropped_total = Counter("thoughtvec_dropped_sentences_total", "queued sentences dropped because the client went away", ["model"], registry=r)
         self.index_size = Gauge("thoughtvec_index_documents", "documents in a search index", ["index"], registry=r)
+        self.inputs = Counter("thoughtvec_inputs_total", "texts embedded (a split text counts once)", ["model"], registry=r)
+        self.sentences = Counter("thoughtvec_sentences_total", "sentences (parts) embedded: a split text counts each part", ["model"], registry=r)
+        self.tokens = Counter("thoughtvec_tokens_total", "tokens embedded (the usage the API reports)", ["model"], registry=r)
+        self.long_inputs = Counter("thoughtvec_long_inputs_total", "texts over the token limit, by what was done", ["model", "action"], registry=r)
+
+    def routes_known(self, routes: list[tuple[str, str]]) -> None:
+        """Create each route's 200 series at zero: a rate over a route nobody called yet is 0, not absent."""
+        for path, method in routes:
+            self.requests.labels(path, method, "200")
+
+    def model_loaded(self, model: str) -> None:
+        """Create a model's series at zero, so dashboards see them before the first request."""
+        for c in (self.inputs, self.sentences, self.tokens, self.dropped_total):
+            c.labels(model)
+        for action in ("split", "truncated"):
+            self.long_inputs.labels(model, action)
+        self.depth.labels(model).set(0)
+
+    def embedded(self, model: str, inputs: int, parts: int, tokens: int, split: int, truncated: int) -> None:
+        self.inputs.labels(model).inc(inputs)
+        self.sentences.labels(model).inc(parts)
+        self.tokens.labels(model).inc(tokens)
+        if split:
+            self.long_inputs.labels(model, "split").inc(split)
+        if truncated:
+            self.long_inputs.labels(model, "truncated").inc(truncated)
 
     # -- batcher hooks (service.batcher.Observer) ------------------------------------------
     def queue_depth(self, model: str, depth: int) -> None:

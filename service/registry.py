@@ -143,16 +143,31 @@ class Registry:
                 return name
         return min(self.models) if self.models else None
 
+    def resolve(self, name: str) -> str | None:
+        """A bundle name for ``name``: itself, or what the ``model_aliases`` setting maps it to."""
+        if name in self.models:
+            return name
+        target = self.settings.aliases.get(name)
+        if target is None:
+            return name
+        return self.default_model if target == "default" else target
+
+    def aliases(self) -> dict[str, str]:
+        """Each alias and the bundle it names now (aliases of a bundle not loaded are left out)."""
+        out = {a: self.resolve(a) for a in self.settings.aliases if a not in self.models}
+        return {a: t for a, t in out.items() if t in self.models}
+
     def get(self, name: str | None, field_name: str = "model") -> Model:
         """The model called ``name`` (``None``: the default); 404 if unknown, 503 while loading."""
-        name = name or self.default_model
+        name = self.resolve(name) if name else self.default_model
         if name is None:
             raise NotReady("no model is loaded yet" if not self.started else f"no models are served (none under {self.settings.models_dir})", field=field_name)
         model = self.models.get(name)
         if model is None:
             if not self.started and (not self.discovered or name in self.discovered) and name not in self.failed:
                 raise NotReady(f"model '{name}' is not loaded yet", field=field_name)
-            raise UnknownModel(f"no model '{name}'; the models are {sorted(self.models)}", field=field_name)
+            aliases = f" and the aliases {sorted(self.settings.aliases)}" if self.settings.aliases else ""
+            raise UnknownModel(f"no model '{name}'; the models are {sorted(self.models)}{aliases}", field=field_name)
         if not model.warmed:
             raise NotReady(f"model '{name}' is warming up", field=field_name)
         return model

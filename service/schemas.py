@@ -22,6 +22,8 @@ TEXT = {"type": "string", "minLength": 1, "pattern": r"\S"}
 TEXTS = {"type": "array", "items": TEXT, "minItems": 1}
 PAIRS = {"type": "array", "items": {"type": "array", "items": TEXT, "minItems": 2, "maxItems": 2}, "minItems": 1}
 NULL = {"type": "null"}
+TOKEN_IDS = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1}  # cl100k ids (OpenAI's input form)
+TOKEN_ID_LISTS = {"type": "array", "items": TOKEN_IDS, "minItems": 1}
 Text = Annotated[Any, WithJsonSchema(TEXT)]
 Texts = Annotated[list[Any], WithJsonSchema(TEXTS)]
 
@@ -37,15 +39,30 @@ class _Req(BaseModel):
         return data
 
 
+def _examples(*examples: dict, **schema: Any) -> ConfigDict:
+    """Request examples for /docs ("Try it out" sends the first; they run against the bundled models),
+    and any other JSON-schema keys of the body (``oneOf``)."""
+    return ConfigDict(extra="forbid", json_schema_extra={"examples": list(examples), **schema})
+
+
+Truncation = Literal["split", "truncate", "reject"] | None
+TRUNCATION = Field(None, description="text over the bundle's token limit: `split` into sentences and pool, `truncate`, "
+                                     "or `reject` (413); default: the server's `truncation` setting")
+
+
 # -- embeddings (OpenAI-compatible) -----------------------------------------------------------
 class EmbeddingsRequest(_Req):
-    input: Annotated[str | list[Any], WithJsonSchema({"anyOf": [TEXT, TEXTS]})] = Field(description="a string or a list of strings")
+    model_config = _examples({"input": ["the cat sat on the mat .", "a dog ran in the park ."], "model": "invertible-bijection"},
+                             {"input": "one sentence ."}, {"input": [[1820, 8415, 7731, 389, 279, 5634, 662]], "model": "text-embedding-3-small"})
+    input: Annotated[str | list[Any], WithJsonSchema({"anyOf": [TEXT, TEXTS, TOKEN_IDS, TOKEN_ID_LISTS]})] = Field(
+        description="a string, a list of strings, a list of cl100k token ids, or a list of lists of them")
     model: str | None = Field(None, description="bundle name; default: the server's default model")
     encoding_format: Literal["float", "base64"] = Field("float", description="`base64`: little-endian float32 bytes")
     dimensions: int | None = Field(None, description="accepted for OpenAI compatibility; must equal the view's dimension")
     user: str | None = Field(None, description="accepted for OpenAI compatibility; ignored")
     view: str | None = Field(None, description="the bundle's view; default: the bundle's default view")
     normalize: bool = Field(True, description="L2-normalise the vectors")
+    truncation: Truncation = TRUNCATION
 
 
 class Embedding(BaseModel):
@@ -55,8 +72,10 @@ class Embedding(BaseModel):
 
 
 class Usage(BaseModel):
-    prompt_tokens: int
+    prompt_tokens: int = Field(description="every token embedded (all the parts of a split input)")
     total_tokens: int
+    split_inputs: int = Field(0, description="inputs over the token limit split into sentences and pooled (also header X-Split-Inputs)")
+    truncated_inputs: int = Field(0, description="inputs cut to the limit (also header X-Truncated-Inputs)")
 
 
 class EmbeddingsResponse(BaseModel):
@@ -68,15 +87,42 @@ class EmbeddingsResponse(BaseModel):
 
 # -- similarity ---------------------------------------------------------------------------
 class SimilarityRequest(_Req):
-    model_config = ConfigDict(json_schema_extra={"oneOf": [
-        {"required": ["pairs"], "properties": {"pairs": {"type": "array"}}},
-        {"required": ["source", "targets"], "properties": {"source": {"type": "string"}, "targets": {"type": "array"}}},
-    ]})
+    model_config = _examples({"pairs": [["a man is playing a guitar .", "a person plays an instrument ."]]},
+                             {"source": "the cat sat on the mat .", "targets": ["a cat is sitting .", "stocks fell sharply ."]},
+                             oneOf=[{"required": ["pairs"], "properties": {"pairs": {"type": "array"}}},
+                                    {"required": ["source", "targets"], "properties": {"source": {"type": "string"}, "targets": {"type": "array"}}}])
     model: str | None = None
     view: str | None = None
     pairs: Annotated[list[Any] | None, WithJsonSchema({"anyOf": [PAIRS, NULL]})] = Field(None, description="[[a, b], ...]; or send source and targets")
     source: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, NULL]})] = Field(None, description="one text compared with every target")
     targets: Annotated[list[Any] | None, WithJsonSchema({"anyOf": [TEXTS, NULL]})] = None
+    truncation: Truncation = TRUNCATION
+
+
+# -- rerank (infinity's and Cohere's shape) --------------------------------------------------
+class RerankRequest(_Req):
+    model_config = _examples({"query": "where do cats sleep ?", "documents": ["the cat slept on the sofa .", "stocks fell sharply .",
+                                                                            "a dog barked at the mailman ."], "top_n": 2, "return_documents": True})
+    query: Text = Field(description="the text documents are ranked against")
+    documents: Texts = Field(description="texts to rank")
+    top_n: int | None = Field(None, description="return only the best n; default: all", json_schema_extra={"minimum": 1})
+    return_documents: bool = Field(False, description="include each document's text in its result")
+    model: str | None = None
+    view: str | None = None
+    truncation: Truncation = TRUNCATION
+
+
+class RerankResult(BaseModel):
+    index: int = Field(description="position in `documents`")
+    relevance_score: float = Field(description="cosine similarity in [-1, 1], the same score as /v1/similarity")
+    document: str | None = None
+
+
+class RerankResponse(BaseModel):
+    object: Literal["rerank"] = "rerank"
+    model: str
+    results: list[RerankResult] = Field(description="best first")
+    usage: Usage
 
 
 class PairScore(BaseModel):
@@ -93,12 +139,64 @@ class SimilarityResponse(BaseModel):
     usage: Usage
 
 
+# -- info and tokenize ----------------------------------------------------------------------
+class InfoModel(BaseModel):
+    id: str
+    dimension: int = Field(description="the default view's dimension")
+    views: dict[str, int] = Field(description="view -> dimension")
+    max_input_tokens: int
+    family: str
+    default: bool
+
+
+class InfoResponse(BaseModel):
+    name: str
+    version: str
+    default_model: str | None
+    models: list[InfoModel]
+    aliases: dict[str, str] = Field(description="alias -> bundle it names now")
+    default_index: str
+    limits: dict[str, Any]
+    devices: dict[str, Any]
+
+
+class TokenizeRequest(_Req):
+    model_config = _examples({"input": "The quick brown fox jumps over the lazy zorblax."})
+    input: Annotated[str | list[Any], WithJsonSchema({"anyOf": [TEXT, TEXTS, TOKEN_IDS, TOKEN_ID_LISTS]})] = Field(
+        description="a string or a list of strings (or cl100k token ids, as /v1/embeddings)")
+    model: str | None = None
+
+
+class Token(BaseModel):
+    text: str
+    id: int
+    oov: bool = Field(description="not in the vocabulary: the model sees `<unk>`")
+    special: bool = False
+
+
+class Tokenized(BaseModel):
+    index: int
+    tokens: list[Token]
+    count: int
+    oov: list[str] = Field(description="the out-of-vocabulary words, in order")
+    over_limit: bool = Field(description="more tokens than max_input_tokens")
+
+
+class TokenizeResponse(BaseModel):
+    object: Literal["list"] = "list"
+    model: str
+    max_input_tokens: int
+    data: list[Tokenized]
+
+
 # -- search -------------------------------------------------------------------------------
 class SearchRequest(_Req):
+    model_config = _examples({"query": "the king rode into battle .", "k": 3}, {"index": "default", "query": ["love and marriage", "a storm at sea"], "k": 2})
     index: str | None = Field(None, description="index name; default: the server's default index")
     query: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, TEXTS, {"type": "array", "items": {"type": "number"}, "minItems": 1}]})] = Field(
         description="a text, a list of texts, or a vector (list of numbers)")
     k: int = Field(10, description="neighbours per query (1..max_k)", json_schema_extra={"minimum": 1})
+    truncation: Truncation = TRUNCATION
 
 
 class Hit(BaseModel):
@@ -119,6 +217,7 @@ class SearchResponse(BaseModel):
 
 # -- indexes ------------------------------------------------------------------------------
 class CreateIndexRequest(_Req):
+    model_config = _examples({"name": "notes", "factory": "Flat", "metric": "cosine"})
     name: str = Field(pattern=NAME_PATTERN)
     model: str | None = Field(None, description="default: the server's default model")
     view: str | None = None
@@ -135,10 +234,37 @@ class DocumentIn(_Req):
 
 
 class AddDocumentsRequest(_Req):
+    model_config = _examples({"documents": [{"text": "the meeting moved to friday .", "id": "n1", "metadata": {"tag": "work"}},
+                                            {"text": "buy milk and bread ."}]})
     documents: list[DocumentIn] = Field(json_schema_extra={"minItems": 1})
+    truncation: Truncation = TRUNCATION
+
+
+class MapRequest(_Req):
+    model_config = _examples({"query": "a storm at sea", "limit": 200})
+    query: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, NULL]})] = Field(None, description="a text placed on the map")
+    limit: int = Field(300, description="documents drawn (the first ones added), 3..max_inputs", json_schema_extra={"minimum": 3})
+    include: list[str] = Field([], description="ids drawn first whatever their place (e.g. a search's results); unknown ids are skipped")
+
+
+class MapPoint(BaseModel):
+    id: str | None = None
+    text: str
+    x: float
+    y: float
+
+
+class MapResponse(BaseModel):
+    index: str
+    model: str
+    points: list[MapPoint]
+    query: MapPoint | None
+    explained_variance: list[float] = Field(description="share of the variance on each axis")
+    usage: Usage
 
 
 class DeleteDocumentsRequest(_Req):
+    model_config = _examples({"ids": ["n1"]})
     ids: list[str] = Field(json_schema_extra={"minItems": 1})
 
 

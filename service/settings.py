@@ -35,6 +35,8 @@ class Settings(BaseSettings):
     models_dir: Path = Field(Path("models"), description="folder of bundles; every bundle in it is served")
     index_dir: Path = Field(Path("data/indexes"), description="folder where search indexes persist")
     default_model: str | None = Field(None, description="model used when a request names none; unset = first of model_preference that is loaded, else the first bundle by name")
+    model_aliases: CsvList = Field(["text-embedding-ada-002=default", "text-embedding-3-small=default", "text-embedding-3-large=default"],
+                                   description="comma-separated `alias=bundle` names a request's `model` may use (`=default`: the default model); listed in /v1/models. Empty: only bundle names")
     model_preference: CsvList = Field(["invertible-bijection", "invertible-linear", "bi-skip", "combine-skip", "mean-max-aae", "uni-skip"], description="comma-separated bundle names tried in order for the default model (the default order is by the dev cosine Spearman of each bundle's default view, docs/RESULTS.md's 'Choices made on dev')")
 
     # -- the default search index --------------------------------------------------------
@@ -57,7 +59,7 @@ class Settings(BaseSettings):
     # -- request limits ------------------------------------------------------------------
     max_inputs: int = Field(2048, ge=1, description="texts per request (embeddings input, similarity texts, search queries, documents added)")
     max_input_chars: int = Field(20_000, ge=1, description="characters per text")
-    truncation: Literal["reject", "truncate"] = Field("reject", description="text over the bundle's max_input_tokens or over max_input_chars: `reject` (413) or `truncate`")
+    truncation: Literal["split", "truncate", "reject"] = Field("split", description="text over the bundle's max_input_tokens: `split` into sentences (windows for a sentence still too long), embed each, pool (mean of unit vectors); `truncate` to the limit; or `reject` (413). Requests may override it (`truncation` field). Over max_input_chars: 413 unless `truncate`")
     max_k: int = Field(1000, ge=1, description="largest k a search may ask for")
     max_body_bytes: int = Field(16 * 2**20, ge=1024, description="largest request body in bytes (413 beyond)")
     max_metadata_bytes: int = Field(4096, ge=0, description="UTF-8 JSON size of one document's metadata")
@@ -75,12 +77,26 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="server log level")
     access_log: bool = Field(False, description="uvicorn access log (one line per request)")
 
-    @field_validator("model_preference", "api_keys", "admin_keys", "cors_origins", mode="before")
+    @field_validator("model_aliases", "model_preference", "api_keys", "admin_keys", "cors_origins", mode="before")
     @classmethod
     def _split_csv(cls, v: Any) -> Any:
         if isinstance(v, str):
             return [s.strip() for s in v.split(",") if s.strip()]
         return v
+
+    @field_validator("model_aliases")
+    @classmethod
+    def _aliases(cls, v: list[str]) -> list[str]:
+        for item in v:
+            alias, eq, target = item.partition("=")
+            if not eq or not alias.strip() or not target.strip():
+                raise ValueError(f"model_aliases item {item!r} is not alias=bundle (or alias=default)")
+        return v
+
+    @property
+    def aliases(self) -> dict[str, str]:
+        """alias -> bundle name (or ``default``)."""
+        return dict((a.strip(), t.strip()) for a, _, t in (item.partition("=") for item in self.model_aliases))
 
     @model_validator(mode="after")
     def _limits(self) -> "Settings":
@@ -126,11 +142,20 @@ def flag_name(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def flags_text(name: str) -> str:
+    """The flag as typed: a boolean has two (``--warmup`` / ``--no-warmup``), the other one than the default first."""
+    flag = flag_name(name)
+    if Settings.model_fields[name].annotation is not bool:
+        return f"`{flag}`"
+    off = "--no-" + flag[2:]
+    return f"`{off}` / `{flag}`" if Settings.model_fields[name].default else f"`{flag}` / `{off}`"
+
+
 def settings_table() -> str:
-    """The Markdown table of every setting: variable, flag, default, meaning."""
+    """The Markdown table of every setting: variable, flag(s), default, meaning."""
     rows = ["| environment variable | `thoughtvec serve` flag | default | meaning |", "|---|---|---|---|"]
     for name, field in Settings.model_fields.items():
-        rows.append(f"| `{ENV_PREFIX}{name.upper()}` | `{flag_name(name)}` | `{_default_text(name)}` | {field.description} |")
+        rows.append(f"| `{ENV_PREFIX}{name.upper()}` | {flags_text(name)} | `{_default_text(name)}` | {field.description} |")
     return "\n".join(rows)
 
 

@@ -1,5 +1,5 @@
 """One router per resource; each route validates, calls :class:`service.core.Core`, serialises."""
 
-from service.routes import embeddings, indexes, models, ops, search, similarity
+from service.routes import docs, embeddings, indexes, info, models, ops, playground, rerank, search, similarity
 
-ROUTERS = [ops.router, models.router, embeddings.router, similarity.router, search.router, indexes.router]
+ROUTERS = [ops.router, playground.router, docs.router, info.router, models.router, embeddings.router, similarity.router, rerank.router, search.router, indexes.router]

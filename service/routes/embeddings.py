@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request, Response
 from service.core import Encoded
 from service.errors import ThoughtvecError
 from service.http import unless_disconnected
-from service.routes.deps import ERRORS, CoreDep
+from service.routes.deps import ERRORS, CoreDep, usage_headers
 from service.schemas import EmbeddingsRequest, EmbeddingsResponse
 
 router = APIRouter(tags=["embeddings"])
@@ -26,15 +26,16 @@ def render(enc: Encoded, encoding_format: str) -> bytes:
     else:
         rows = (json.dumps(r.tolist(), separators=(",", ":")) for r in enc.vectors)
     data = ",".join(f'{{"object":"embedding","embedding":{e},"index":{i}}}' for i, e in enumerate(rows))
-    usage = f'{{"prompt_tokens":{enc.tokens},"total_tokens":{enc.tokens}}}'
+    usage = json.dumps(enc.usage(), separators=(",", ":"))
     return f'{{"object":"list","data":[{data}],"model":{json.dumps(enc.model)},"usage":{usage}}}'.encode("utf-8")
 
 
 @router.post("/v1/embeddings", response_model=EmbeddingsResponse, responses=ERRORS)
 async def create_embeddings(body: EmbeddingsRequest, request: Request, core: CoreDep) -> Response:
-    """Vectors for a string or a list of strings (L2-normalised unless `normalize` is false).
+    """Vectors for a string, a list of strings, or cl100k token ids (L2-normalised unless `normalize` is false).
 
-    Empty or whitespace-only strings are rejected (422 naming `input[i]`).
+    Empty or whitespace-only strings are rejected (422 naming `input[i]`). Texts over the model's token
+    limit are split into sentences and pooled (or truncated, or rejected: `truncation`).
     """
-    enc = await unless_disconnected(request, core.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions))
-    return Response(render(enc, body.encoding_format), media_type="application/json")
+    enc = await unless_disconnected(request, core.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions, body.truncation))
+    return Response(render(enc, body.encoding_format), media_type="application/json", headers=usage_headers(enc.usage()))

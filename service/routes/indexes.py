@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse
 
-from service.routes.deps import ERRORS, WRITE_ERRORS, AdminDep, CoreDep
+from service.routes.deps import ERRORS, WRITE_ERRORS, AdminDep, CoreDep, DocId, IndexName, NewIndexName, usage_headers
 from service.schemas import (
     AddDocumentsRequest,
     AddDocumentsResponse,
@@ -31,32 +32,33 @@ async def create_index(body: CreateIndexRequest, core: CoreDep) -> dict:
 
 
 @router.get("/{name}", response_model=IndexStats, responses=ERRORS)
-async def index_stats(name: str, core: CoreDep) -> dict:
+async def index_stats(name: IndexName, core: CoreDep) -> dict:
     return core.store.stats(name)
 
 
 @router.delete("/{name}", status_code=204, responses=WRITE_ERRORS, dependencies=[AdminDep])
-async def drop_index(name: str, core: CoreDep) -> Response:
+async def drop_index(name: NewIndexName, core: CoreDep) -> Response:
     """Delete the index and its files."""
     await core.drop_index(name)
     return Response(status_code=204)
 
 
 @router.post("/{name}/documents", response_model=AddDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
-async def add_documents(name: str, body: AddDocumentsRequest, core: CoreDep) -> dict:
+async def add_documents(name: NewIndexName, body: AddDocumentsRequest, core: CoreDep) -> JSONResponse:
     """Embed and add documents (`text`, optional `id` and `metadata`); durable once answered.
 
-    Ids must be new (409 otherwise); missing ids are generated.
+    Ids must be new (409 otherwise); missing ids are generated. Long texts are split and pooled like any input.
     """
-    return await core.add_documents(name, body)
+    result = await core.add_documents(name, body)
+    return JSONResponse(result, headers=usage_headers(result["usage"]))
 
 
 @router.post("/{name}/documents/delete", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
-async def delete_documents(name: str, body: DeleteDocumentsRequest, core: CoreDep) -> dict:
+async def delete_documents(name: NewIndexName, body: DeleteDocumentsRequest, core: CoreDep) -> dict:
     """Delete documents by id; unknown ids are listed in `not_found`."""
     return await core.delete_documents(name, body.ids)
 
 
 @router.delete("/{name}/documents/{doc_id}", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
-async def delete_document(name: str, doc_id: str, core: CoreDep) -> dict:
+async def delete_document(name: NewIndexName, doc_id: DocId, core: CoreDep) -> dict:
     return await core.delete_documents(name, [doc_id])

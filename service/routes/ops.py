@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 
 from service.routes.deps import CoreDep
 
@@ -23,7 +23,11 @@ async def ready(core: CoreDep) -> JSONResponse:
     return JSONResponse(body, status_code=200 if ok else 503)
 
 
-@router.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "Prometheus text format"}})
+@router.get("/metrics", response_class=PlainTextResponse,
+            responses={200: {"content": {"text/plain": {"schema": {"type": "string"},
+                                                        "example": "thoughtvec_tokens_total{model=\"invertible-bijection\"} 42.0\n"}},
+                             "description": "Prometheus text exposition format"}})
 async def metrics(core: CoreDep) -> Response:
+    """Prometheus metrics (text format): requests by route, batching, sentences and tokens embedded, long inputs."""
     data, content_type = core.metrics.exposition()
     return Response(data, media_type=content_type)

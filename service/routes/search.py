@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from service.http import json_bytes, unless_disconnected
-from service.routes.deps import ERRORS, CoreDep
+from service.routes.deps import ERRORS, CoreDep, usage_headers
 from service.schemas import SearchRequest, SearchResponse
 
 router = APIRouter(tags=["search"])
@@ -18,4 +18,4 @@ async def search(body: SearchRequest, request: Request, core: CoreDep) -> Respon
     Exact search for `Flat` indexes (the default); approximate for HNSW / IVF factories.
     """
     result = await unless_disconnected(request, core.search(body))
-    return Response(json_bytes(result), media_type="application/json")
+    return Response(json_bytes(result), media_type="application/json", headers=usage_headers(result["usage"]))

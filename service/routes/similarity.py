@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from service.http import json_bytes, unless_disconnected
-from service.routes.deps import ERRORS, CoreDep
+from service.routes.deps import ERRORS, CoreDep, usage_headers
 from service.schemas import SimilarityRequest, SimilarityResponse
 
 router = APIRouter(tags=["similarity"])
@@ -18,4 +18,4 @@ async def similarity(body: SimilarityRequest, request: Request, core: CoreDep) -
     `score` is the cosine similarity; `relatedness` (1–5) appears when the bundle has a SICK head.
     """
     result = await unless_disconnected(request, core.similarity(body))
-    return Response(json_bytes(result), media_type="application/json")
+    return Response(json_bytes(result), media_type="application/json", headers=usage_headers(result["usage"]))

@@ -35,7 +35,7 @@ def test_embeddings_match_the_encoder(client, models_dir):
     np.testing.assert_allclose(got, enc.encode(SENTENCES), atol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-6)
     tokens = sum(len(enc.token_ids(s)) for s in SENTENCES)
-    assert body["usage"] == {"prompt_tokens": tokens, "total_tokens": tokens}
+    assert body["usage"] == {"prompt_tokens": tokens, "total_tokens": tokens, "split_inputs": 0, "truncated_inputs": 0}
 
 
 def test_embeddings_string_base64_view_and_raw(client, models_dir):

@@ -23,7 +23,9 @@ CASES = [
     ("/v1/embeddings", {"input": ["ok", ["nested"]]}, 422, "invalid_input", "input[1]", "must be a string, got list"),
     ("/v1/embeddings", {"input": ["x"] * 5}, 413, "too_many_inputs", "input", "has 5 items; the limit is 4"),
     ("/v1/embeddings", {"input": ["x" * 201]}, 413, "input_too_long", "input[0]", "201 characters; the limit is 200"),
-    ("/v1/embeddings", {"input": ["ok", LONG_TOKENS]}, 413, "input_too_long", "input[1]", "41 tokens; the limit is 32"),
+    ("/v1/embeddings", {"input": ["ok", LONG_TOKENS], "truncation": "reject"}, 413, "input_too_long", "input[1]", "41 tokens; the limit is 32"),
+    ("/v1/embeddings", {"input": "x", "truncation": "cut"}, 422, "invalid_request", "truncation", "'split', 'truncate' or 'reject'"),
+    ("/v1/embeddings", {"input": [[1820, 10**7]]}, 422, "invalid_input", "input[0][1]", "not a cl100k_base token id"),
     ("/v1/embeddings", {"input": "x", "model": "nope"}, 404, "unknown_model", "model", "no model 'nope'"),
     ("/v1/embeddings", {"input": "x", "view": "nope"}, 404, "unknown_view", "view", "has no view 'nope'"),
     ("/v1/embeddings", {"input": "x", "dimensions": 3}, 422, "invalid_input", "dimensions", "has 8"),
@@ -76,6 +78,7 @@ def test_truncate_setting_cuts_instead(make_client):
     client = make_client(truncation="truncate", max_input_chars=200)
     r = client.post("/v1/embeddings", json={"input": [LONG_TOKENS, "x" * 500]})
     assert r.status_code == 200 and r.json()["usage"]["prompt_tokens"] == 32 + 2
+    assert r.json()["usage"]["truncated_inputs"] == 1 and r.headers["X-Truncated-Inputs"] == "1"
 
 
 def test_malformed_json_oversized_body_unknown_route(make_client):

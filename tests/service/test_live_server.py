@@ -33,7 +33,7 @@ def test_official_openai_client(server, models_dir):
     assert res.usage.prompt_tokens == sum(len(enc.token_ids(s)) for s in SENTENCES[:3])
     single = client.embeddings.create(model="tiny", input="the cat sat", encoding_format="float")
     assert len(single.data[0].embedding) == 8
-    assert {m.id for m in client.models.list()} == {"tiny", "tiny2"}
+    assert {m.id for m in client.models.list()} == {"tiny", "tiny2", "text-embedding-ada-002", "text-embedding-3-small", "text-embedding-3-large"}
     with pytest.raises(openai.NotFoundError, match="no model 'nope'"):
         client.embeddings.create(model="nope", input="x")
     with pytest.raises(openai.UnprocessableEntityError, match=r"input\[1\] is empty"):

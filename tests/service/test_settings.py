@@ -48,5 +48,7 @@ def test_every_setting_is_a_flag_and_a_table_row():
     table = settings_table()
     for name in Settings.model_fields:
         assert f"`THOUGHTVEC_{name.upper()}`" in table and f"`--{name.replace('_', '-')}`" in table
+    assert "| `--no-build-default-index` / `--build-default-index` | `true` |" in table  # as typed to change it
+    assert "| `--ort-spinning` / `--no-ort-spinning` | `false` |" in table
     with pytest.raises(SystemExit):
         parser.parse_args(["--max-bach-size", "8"])

@@ -81,11 +81,12 @@ def test_server_agrees_with_in_process(tiny_dir, senteval_dir, tmp_path):
                 assert got["tasks"][name][metric] == pytest.approx(value, abs=1e-4), (name, metric)
 
 
-def test_server_too_long_input_says_how_to_fix(tiny_dir, tmp_path):
-    with live_server(settings_for(tiny_dir, tmp_path / "indexes")) as (url, _app):  # truncation=reject
-        remote = sources.ServerSource(url)
-        with pytest.raises(RuntimeError, match="--truncation truncate"):
-            remote.encode([TEXTS[-1]])
+def test_server_truncates_long_inputs_whatever_its_setting(tiny_dir, tmp_path):
+    local = sources.BundleSource(tiny_dir / "tiny")
+    assert len(Encoder.load(tiny_dir / "tiny").token_ids(TEXTS[-1])) > 32  # over tiny's limit
+    for mode in ("reject", "split"):
+        with live_server(settings_for(tiny_dir, tmp_path / mode, truncation=mode)) as (url, _app):
+            np.testing.assert_allclose(sources.ServerSource(url).encode([TEXTS[-1]]), local.encode([TEXTS[-1]]), atol=1e-5)
 
 
 def test_glove_average():
