@@ -43,6 +43,20 @@ def views_table(spec) -> list[str]:
             + [f"| `{n}` | {v.dim} | {v.pooling} | {v.description} |" for n, v in spec.views.items()])
 
 
+def set_card_section(card: Path, heading: str, body: str) -> None:
+    """Write ``heading`` + ``body`` into the card at ``card``: in place of that section (up to the next
+    ``## `` heading) when it is there, else at the end. Every other section is kept as it is."""
+    text = card.read_text(encoding="utf-8")
+    section = f"{heading}\n\n{body.strip()}\n"
+    start = text.find(f"\n{heading}\n") + 1 if f"\n{heading}\n" in text else -1
+    if start < 0:
+        text = text.rstrip() + "\n\n" + section
+    else:
+        end = text.find("\n## ", start + len(heading))
+        text = text[:start] + section + (text[end:] if end >= 0 else "")
+    atomic_write_text(card, text)
+
+
 def refresh_card(bundle_dir: Path) -> None:
     """Bring a card's default view and ``## Views`` table in line with the bundle's ``bundle.json``
     (after ``thoughtvec postprocess`` changed them); the rest of the card is left as written."""
@@ -55,12 +69,9 @@ def refresh_card(bundle_dir: Path) -> None:
         return
     spec = load_bundle(bundle_dir).spec
     text = card.read_text(encoding="utf-8")
-    text = re.sub(r"^\| default view \| `[^`]*` \|$", f"| default view | `{spec.default_view}` |", text, flags=re.M)
-    start = text.find("## Views\n")
-    if start >= 0:
-        end = text.find("\n## ", start + 1)
-        text = text[:start] + "\n".join(views_table(spec)) + "\n" + (text[end:] if end >= 0 else "")
-    atomic_write_text(card, text)
+    atomic_write_text(card, re.sub(r"^\| default view \| `[^`]*` \|$", f"| default view | `{spec.default_view}` |", text, flags=re.M))
+    heading, _, *table = views_table(spec)
+    set_card_section(card, heading, "\n".join(table))
 
 
 def corpus_composition(corpus_path: str) -> str:

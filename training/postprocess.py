@@ -185,17 +185,12 @@ def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int =
 
 
 def _card_section(bundle_dir: Path, choices: list[Choice], n: int) -> None:
-    from service.atomic import atomic_write_text
+    from training.modelcard import set_card_section
 
     card = bundle_dir / "MODEL_CARD.md"
     if not card.is_file() or not choices:
         return
-    marker = "## Post-processing"
-    text = card.read_text(encoding="utf-8")
-    before, _, after = text.partition(marker)
-    rest = after.split("\n## ", 1)[1] if "\n## " in after else ""
-    lines = [marker, "",
-             f"Written by `thoughtvec postprocess`: for each cosine view, the mean and the top k principal components "
+    lines = [f"Written by `thoughtvec postprocess`: for each cosine view, the mean and the top k principal components "
              f"are estimated on {n:,} sentences drawn from the training corpus, and the simplest candidate within "
              f"{MIN_GAIN} of the best mean cosine Spearman on the **dev** splits of STS-B and SICK-R is kept (in bold; no "
              "test data is read). The unprocessed output stays available as `<view>-raw`. The default view is the "
@@ -206,6 +201,4 @@ def _card_section(bundle_dir: Path, choices: list[Choice], n: int) -> None:
             mark = "**" if (r["center"], r["k"]) == (c.center, c.k) else ""
             lines.append(f"| `{c.view}` | {'yes' if r['center'] else 'no'} | {r['k']} | {mark}{r['STS-B']:.4f}{mark} | "
                          f"{mark}{r['SICK-R']:.4f}{mark} | {mark}{r['dev']:.4f}{mark} |")
-    section = "\n".join(lines) + "\n"
-    new = before.rstrip() + "\n\n" + section + (("\n## " + rest) if rest else "")
-    atomic_write_text(card, new)
+    set_card_section(card, "## Post-processing", "\n".join(lines))

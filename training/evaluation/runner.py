@@ -190,18 +190,16 @@ def save_head(bundle_dir: Path, records: Sequence[dict], log: Log = print) -> di
 
 def _card_note(bundle_dir: Path, info: dict) -> None:
     """Record the head in the bundle's model card (replacing an earlier note), with SICK's licence."""
-    from service.atomic import atomic_write_text
+    from training.modelcard import set_card_section
 
     card = bundle_dir / "MODEL_CARD.md"
     if not card.is_file():
         return
-    marker = "## Relatedness head"
-    text = card.read_text(encoding="utf-8").split(marker)[0].rstrip() + "\n\n"
-    text += (f"{marker}\n\n`relatedness.npz`, written by `thoughtvec eval --save-head`: Tai et al.'s soft-label regression "
-             f"on [|u−v|, u⊙v] of view `{info['view']}`, trained on SICK (train, early stopping on trial): "
-             f"dev Pearson r {info['dev_pearson']:.4f}, test r {info['test_pearson']:.4f}. `/v1/similarity` returns its "
-             "1–5 score as `relatedness`. SICK is CC BY-NC-SA 3.0, so this head is for non-commercial use.\n")
-    atomic_write_text(card, text)
+    set_card_section(card, "## Relatedness head",
+                     f"`relatedness.npz`, written by `thoughtvec eval --save-head`: Tai et al.'s soft-label regression "
+                     f"on [|u−v|, u⊙v] of view `{info['view']}`, trained on SICK (train, early stopping on trial): "
+                     f"dev Pearson r {info['dev_pearson']:.4f}, test r {info['test_pearson']:.4f}. `/v1/similarity` returns its "
+                     "1–5 score as `relatedness`. SICK is CC BY-NC-SA 3.0, so this head is for non-commercial use.")
 
 
 def versions() -> dict:
