@@ -260,6 +260,8 @@ async def test_a_full_queue_refuses_before_tokenizing(encoder):
     with pytest.raises(QueueFull):
         await b.embed(["x " * 5000], "mean")  # long enough to be tokenized on a thread
     assert rec.tokenized == before
+    with pytest.raises(QueueFull):  # the server's path (core.encode splits, then embed_ids) meets the same limit
+        await b.embed_ids([encoder.token_ids("the cat")], "mean")
     rec.gate.set()
     await asyncio.gather(*tasks)
     await b.stop()
@@ -282,20 +284,3 @@ async def test_a_large_request_is_admitted_like_a_small_one(encoder):
     await asyncio.gather(running, small)
     await b.stop()
 
-
-async def test_a_full_queue_refuses_token_ids_too(encoder):
-    """The server's path (core.encode: split/truncate, then embed_ids) meets the same queue limit as embed()."""
-    rec = Counting(encoder)
-    rec.gate.clear()
-    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0, max_queue_size=2))
-    b.start()
-    ids = [encoder.token_ids(s) for s in SENTENCES[:3]]
-    tasks = [asyncio.create_task(b.embed_ids([ids[0]], "mean"))]
-    await asyncio.sleep(0.05)  # the first is running (blocked); now fill the queue
-    tasks += [asyncio.create_task(b.embed_ids([i], "mean")) for i in ids[1:3]]
-    await asyncio.sleep(0.01)
-    with pytest.raises(QueueFull):
-        await b.embed_ids([ids[0]], "mean")
-    rec.gate.set()
-    await asyncio.gather(*tasks)
-    await b.stop()
