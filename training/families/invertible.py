@@ -158,12 +158,6 @@ class InvertibleExport(ExportEncoder):
         return z_en + z_de, z_en, z_de, torch.cat([sup_en, sup_de], -1), sup_en, sup_de
 
 
-def top_component(x: np.ndarray) -> np.ndarray:
-    """First right singular vector of x (rows = sentence vectors), as Arora et al.'s post-processing uses."""
-    _, _, vt = np.linalg.svd(x.astype(np.float64), full_matrices=False)
-    return vt[0].astype(np.float32)
-
-
 class InvertibleFamily(Family):
     name = "invertible-decoder"
     Config = InvertibleConfig
@@ -208,14 +202,13 @@ class InvertibleFamily(Family):
         return {"ns_loss": float(np.mean(losses)), "max_abs_WWt_minus_I": ortho}
 
     def export_encoder(self, cfgs, models, prepared, variant, corpus: str = "", pc_sample: int = 20_000, **_):
+        from service import postprocess
         from service.tokenizer import tokenize
-        from training.data import read_documents
+        from training.postprocess import corpus_sample
 
         (cfg,), (model,) = cfgs, models
         enc = InvertibleExport(model).eval()
-        rng = np.random.default_rng(0)
-        sents = [s for d in read_documents(corpus) for s in d] if corpus else []
-        sents = [sents[i] for i in rng.choice(len(sents), min(pc_sample, len(sents)), replace=False)] if sents else []
+        sents = corpus_sample(corpus, pc_sample) if corpus else []
         means = {"en": [], "de": []}
         with torch.no_grad():
             for start in range(0, len(sents), 256):
@@ -225,8 +218,8 @@ class InvertibleFamily(Family):
                 means["en"].append(masked_mean(h_en, mask).numpy())
                 means["de"].append(masked_mean(h_de, mask).numpy())
         if sents:
-            enc.pc_en.copy_(torch.from_numpy(top_component(np.concatenate(means["en"]))))
-            enc.pc_de.copy_(torch.from_numpy(top_component(np.concatenate(means["de"]))))
+            for view, buf in (("en", enc.pc_en), ("de", enc.pc_de)):  # Arora et al.: the first, uncentred, component
+                buf.copy_(torch.from_numpy(postprocess.fit(np.concatenate(means[view]), center=False, k=1).components[0]))
         sv = torch.linalg.svdvals(model.decoder.W.detach().double()).numpy()
         z = torch.randn(256, 2 * cfg.hidden)
         with torch.no_grad():
