@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lst.set_defaults(func=cmd_index_list)
 
     bench = subparsers.add_parser("bench", help="throughput and latency: in-process ONNX and the HTTP server, batching on and off")
-    from service.bench import add_arguments
+    from service.tools.bench import add_arguments
 
     add_arguments(bench)
     bench.set_defaults(func=cmd_bench)
@@ -71,7 +71,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     import uvicorn
 
-    from service.app import create_app
+    from service.http.app import create_app
 
     logging.getLogger().setLevel(settings.log_level.upper())
     log.info("http://%s:%d  (docs at /docs)", settings.host, settings.port)
@@ -89,10 +89,10 @@ def _settings_dirs(models_dir: Path | None, index_dir: Path | None) -> tuple[Pat
 
 def cmd_index_build(args: argparse.Namespace) -> int:
     _quiet_faiss()
-    from service.encoder import Encoder, available_providers
+    from service.core.encoder import Encoder, available_providers
     from service.errors import ThoughtvecError
-    from service.index_build import build_index, read_documents
-    from service.index_store import IndexStore
+    from service.index.build import build_index, read_documents
+    from service.index.store import IndexStore
 
     models_dir, index_dir = _settings_dirs(args.models_dir, args.index_dir)
     bundle = Path(args.model) if Path(args.model).is_dir() else models_dir / args.model
@@ -133,7 +133,7 @@ def cmd_index_list(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     _quiet_faiss()
-    from service.bench import run
+    from service.tools.bench import run
 
     return run(args)
 

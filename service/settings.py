@@ -18,7 +18,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 ENV_PREFIX = "THOUGHTVEC_"
 # THOUGHTVEC_* variables that other commands read (README: corpus and evaluation); not typos of a setting.
 OTHER_COMMANDS_VARIABLES = frozenset({"THOUGHTVEC_SENTEVAL", "THOUGHTVEC_CACHE"})
-PACKAGE_DATA = Path(__file__).resolve().parent / "data"
+PACKAGE_DATA = Path(__file__).resolve().parent / "index" / "data"
 
 # Lists come from the environment as comma-separated strings, not JSON.
 CsvList = Annotated[list[str], NoDecode]

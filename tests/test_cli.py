@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from training.cli import build_parser
+from thoughtvec.cli import build_parser
 
 SUBCOMMANDS = [
     ["corpus", "build"], ["corpus", "sample"], ["train"], ["export"], ["eval"], ["postprocess"],
@@ -34,7 +34,7 @@ def test_serving_commands_start_without_torch():
     code = textwrap.dedent("""
         import sys
         sys.modules["torch"] = None  # the serving install has no torch: any import of it fails
-        from training.cli import build_parser
+        from thoughtvec.cli import build_parser
         args = build_parser().parse_args(["serve", "--port", "8123"])
         assert args.func is not None
         assert "torch" not in [m for m in sys.modules if sys.modules[m] is not None]
@@ -45,6 +45,6 @@ def test_serving_commands_start_without_torch():
 
 
 def test_train_rejects_unknown_model_setting(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "training.cli", "train", "--variant", "uni-skip", "--corpus", str(tmp_path / "c.txt"),
+    out = subprocess.run([sys.executable, "-m", "thoughtvec", "train", "--variant", "uni-skip", "--corpus", str(tmp_path / "c.txt"),
                           "--out", str(tmp_path / "r"), "--set", "hiden=10"], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 2 and "unknown skip-thought setting(s) ['hiden']" in out.stderr

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service import heads
-from service.encoder import Encoder
+from service.bundle import heads
+from service.core.encoder import Encoder
 from training.onnx_export import PADDING_TOL, PARITY_TOL
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +75,7 @@ def test_every_bundle_has_its_evaluation(committed):
 
 
 def test_serving_does_not_import_torch():
-    code = ("import sys; from service.encoder import Encoder; "
+    code = ("import sys; from service.core.encoder import Encoder; "
             f"e = Encoder.load({str(ROOT / 'models' / BUNDLES[0])!r}, threads=1); e.encode(['hello world'], e.spec.default_view); "
             "assert 'torch' not in sys.modules, 'torch was imported'")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -23,7 +23,7 @@ def test_stack_recipes_are_quoted_whole(recipe):
 
 
 def test_every_route_is_documented():
-    from service.app import _routes, create_app
+    from service.http.app import _routes, create_app
     from service.settings import Settings
 
     app = create_app(Settings(models_dir=ROOT / "no-models", build_default_index=False))

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from service.tokenizer import tokenize
-from service.vocab import EOS_ID, PAD_ID, SPECIALS, Vocabulary
+from service.bundle.tokenizer import tokenize
+from service.bundle.vocab import EOS_ID, PAD_ID, SPECIALS, Vocabulary
 
 log = logging.getLogger(__name__)
 

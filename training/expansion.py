@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from service.vocab import SPECIALS, Vocabulary
+from service.bundle.vocab import SPECIALS, Vocabulary
 from training.wordvecs import WordVectors
 
 # Words of the paper's Table 3 (queries absent from its 20 000-word training vocabulary), plus a few

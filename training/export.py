@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from service.atomic import atomic_dir, atomic_write_text
-from service.bundle import BUNDLE_FILE, BundleSpec, OnnxSpec, VocabularySpec, write_bundle
-from service.encoder import Encoder
+from service.bundle.atomic import atomic_dir, atomic_write_text
+from service.bundle.format import BUNDLE_FILE, BundleSpec, OnnxSpec, VocabularySpec, write_bundle
+from service.core.encoder import Encoder
 from training.data import read_documents
 from training.families import get_family
 from training.families.base import Prepared

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from service.atomic import atomic_write_text
-from service.bundle import Bundle
-from service.encoder import Encoder
-from service.tokenizer import tokenize
+from service.bundle.atomic import atomic_write_text
+from service.bundle.format import Bundle
+from service.core.encoder import Encoder
+from service.bundle.tokenizer import tokenize
 from training.data import read_documents
 
 
@@ -62,7 +62,7 @@ def refresh_card(bundle_dir: Path) -> None:
     (after ``thoughtvec postprocess`` changed them); the rest of the card is left as written."""
     import re
 
-    from service.bundle import load_bundle
+    from service.bundle.format import load_bundle
 
     card = Path(bundle_dir) / "MODEL_CARD.md"
     if not card.is_file():

@@ -2,7 +2,7 @@
 
 For each cosine view of a bundle (every view whose pooling is not ``supervised``): encode a sample
 of training-corpus sentences, fit "subtract the mean, remove the top k principal components"
-(:mod:`service.postprocess`) for every candidate (centre or not, k in :data:`GRID`), score each
+(:mod:`service.bundle.postprocess`) for every candidate (centre or not, k in :data:`GRID`), score each
 candidate by the cosine Spearman correlation on the **dev** splits of STS-B (1 500 pairs) and SICK
 (the 500-pair trial set), and keep the simplest candidate within :data:`MIN_GAIN` of the best. The
 bundle's default view then becomes its cosine view best on dev (an embedding service's default
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from service import postprocess as pp
-from service.encoder import l2_normalize
+from service.bundle import postprocess as pp
+from service.bundle.postprocess import l2_normalize
 
 GRID: tuple[tuple[bool, int], ...] = tuple((c, k) for c in (False, True) for k in (0, 1, 2, 3, 5, 10, 20))
 DEV_TASKS = (("STS-B", "STSBenchmark"), ("SICK-R", "SICKRelatedness"))
@@ -122,9 +122,9 @@ def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int =
                        grid: Sequence[tuple[bool, int]] = GRID, choose_default: bool = True) -> list[Choice]:  # fmt: skip
     """Choose and write the post-processing of every cosine view of the bundle at ``bundle_dir``; with
     ``choose_default``, the bundle's default view becomes the cosine view best on dev."""
-    from service.atomic import atomic_write_text
-    from service.bundle import BUNDLE_FILE, Bundle, load_bundle, parse_spec
-    from service.encoder import Encoder
+    from service.bundle.atomic import atomic_write_text
+    from service.bundle.format import BUNDLE_FILE, Bundle, load_bundle, parse_spec
+    from service.core.encoder import Encoder
 
     bundle_dir = Path(bundle_dir)
     bundle = load_bundle(bundle_dir)

@@ -29,7 +29,7 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from service.atomic import atomic_save, atomic_write_text
+from service.bundle.atomic import atomic_save, atomic_write_text
 from training.config import TrainConfig
 from training.data import TokenCorpus, bucketed_batches
 from training.families import family_of_variant

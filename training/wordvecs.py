@@ -214,7 +214,7 @@ def fixed_vocabulary(vectors: WordVectors, words: int, also: list[str] = ()):
     special rows are zero (``<unk>`` and ``<pad>`` read as zero vectors, as the invertible-decoder
     paper does for words outside fastText).
     """
-    from service.vocab import Vocabulary
+    from service.bundle.vocab import Vocabulary
 
     chosen = list(vectors.words[:words])
     seen = set(chosen)

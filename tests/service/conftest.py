@@ -15,8 +15,8 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 
-from service.app import create_app
-from service.heads import RelatednessHead, save
+from service.http.app import create_app
+from service.bundle.heads import RelatednessHead, save
 from service.settings import Settings
 from tests.tiny_bundle import make_tiny_bundle
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from training.cli import main
+from thoughtvec.cli import main
 from training.corpus import books, news, sword, wiki
 from training.corpus.bibles import kjv_chapters
 from training.corpus.build import BuildConfig, build_corpus
@@ -341,6 +341,6 @@ def test_sample_is_seeded_public_domain_only(tmp_path):
 
 @pytest.mark.parametrize("action", ["build", "sample"])
 def test_cli_help(action):
-    proc = subprocess.run([sys.executable, "-m", "training.cli", "corpus", action, "--help"],
+    proc = subprocess.run([sys.executable, "-m", "thoughtvec", "corpus", action, "--help"],
                           capture_output=True, text=True, cwd=REPO, timeout=60)
     assert proc.returncode == 0 and f"thoughtvec corpus {action}" in proc.stdout

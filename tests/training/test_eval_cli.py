@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from service.bundle import load_bundle
-from service.heads import load as load_head
+from service.bundle.format import load_bundle
+from service.bundle.heads import load as load_head
 from tests.tiny_bundle import make_tiny_bundle
-from training.cli import main
+from thoughtvec.cli import main
 from training.evaluation import runner, sources, tasks
 from training.evaluation.classifiers import QUICK
 from training.evaluation.datasets import load_task

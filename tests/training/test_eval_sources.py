@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from service.encoder import Encoder
+from service.core.encoder import Encoder
 from tests.service.conftest import live_server, settings_for
 from tests.tiny_bundle import make_tiny_bundle
 from training.evaluation import runner, sources, tasks

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from service.vocab import Vocabulary
+from service.bundle.vocab import Vocabulary
 from training.expansion import ExpansionOptions, expand
 from training.wordvecs import WordVectors
 

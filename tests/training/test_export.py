@@ -10,8 +10,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from service.bundle import load_bundle
-from service.encoder import Encoder
+from service.bundle.format import load_bundle
+from service.core.encoder import Encoder
 from training.expansion import ExpansionOptions
 from training.export import ExportOptions, export
 from training.onnx_export import PADDING_TOL, PARITY_TOL
@@ -99,7 +99,7 @@ def test_bundle_encodes_without_torch(bundles):
     code = textwrap.dedent(f"""
         import sys
         sys.modules["torch"] = None  # any import of torch now fails
-        from service.encoder import Encoder
+        from service.core.encoder import Encoder
         v = Encoder.load({str(bundles / 'combine-skip')!r}).encode(["the cat sat ."])
         assert v.shape == (1, 48), v.shape
         assert "training" not in sys.modules

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from service.encoder import Encoder
+from service.core.encoder import Encoder
 from training.export import ExportOptions, export
-from service import postprocess
+from service.bundle import postprocess
 from training.families.invertible import Coupling, InvertibleDecoder
 from training.onnx_export import PADDING_TOL
 from training.trainer import Trainer

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from service.encoder import Encoder
+from service.core.encoder import Encoder
 from tests.tiny_bundle import make_tiny_bundle
 from tests.training.conftest import toy_documents, write_corpus
 from tests.training.fixtures.eval.senteval_tiny import write_senteval

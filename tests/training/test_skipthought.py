@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from service.encoder import Encoder
+from service.core.encoder import Encoder
 from training.data import TokenCorpus
 from training.families import get_family
 from training.trainer import Trainer

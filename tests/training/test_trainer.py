@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _train_cmd(corpus: Path, out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "training.cli", "train", "--variant", "uni-skip", "--corpus", str(corpus), "--out", str(out),
+    return [sys.executable, "-m", "thoughtvec", "train", "--variant", "uni-skip", "--corpus", str(corpus), "--out", str(out),
             "--max-steps", "300", "--batch-size", "16", "--holdout", "100", "--checkpoint-every", "25", "--log-every", "25",
             "--eval-every", "1000", "--threads", "1", "--set", "vocab_size=60", "--set", "emb_dim=16", "--set", "hidden=24",
             "--set", "dec_hidden=24", "--set", "num_sampled=16", *extra]  # fmt: skip

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from service.bundle import load_bundle
+    from service.bundle.format import load_bundle
     from service.errors import BundleError
     from training.evaluation.datasets import DatasetError
     from training.postprocess import postprocess_bundle

@@ -3,7 +3,7 @@
 Settings: the flags below (or the same keys at the top level of a TOML --config file), and the
 family's model settings via --set KEY=VALUE (or a [model] table); flags win over the file, and a
 typo is an error. `thoughtvec train --list-settings` prints every variant's model settings.
-Under `torchrun --nproc_per_node N -m training.cli train ...` it trains with DDP.
+Under `torchrun --nproc_per_node N -m thoughtvec train ...` it trains with DDP.
 """
 
 from __future__ import annotations

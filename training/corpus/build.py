@@ -7,7 +7,7 @@ Outputs, each written atomically into ``out``:
 - ``documents.jsonl``: per document, in order, ``{"source", "title", "sentences", "tokens"}``;
 - ``stats.json``: totals, per-source counts, packages and versions, duplicates, SentEval leaks.
 
-A sentence whose tokens (``service.tokenizer.tokenize``) equal those of any SentEval sentence is
+A sentence whose tokens (``service.bundle.tokenizer.tokenize``) equal those of any SentEval sentence is
 removed (its document keeps the rest): SentEval's files are PTB-tokenised, so string equality
 would miss "It's fine." = "it 's fine .". A source that fails is reported and skipped.
 """
@@ -22,8 +22,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from service.atomic import atomic_open, atomic_write_text
-from service.tokenizer import TOKENIZER_KIND, tokenize
+from service.bundle.atomic import atomic_open, atomic_write_text
+from service.bundle.tokenizer import TOKENIZER_KIND, tokenize
 from training.corpus.fetch import fetch
 from training.corpus.sources import SOURCES, user_documents
 from training.corpus.text import Document, split_document

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.atomic import atomic_write_bytes
-from service.tokenizer import tokenize
+from service.bundle.atomic import atomic_write_bytes
+from service.bundle.tokenizer import tokenize
 from training.corpus.sources import SOURCES
 
 PUBLIC_DOMAIN = tuple(name for name, s in SOURCES.items() if s.public_domain)

@@ -240,7 +240,7 @@ def render(records: list[dict], generated_by: str = "thoughtvec eval report") ->
 
 def write_report(results_dir: str | Path, report: str | Path, combined: str | Path | None = None) -> tuple[Path, int]:
     """Render ``report`` (Markdown) and ``combined`` (all records + published numbers, JSON)."""
-    from service.atomic import atomic_write_text
+    from service.bundle.atomic import atomic_write_text
 
     records = load_records(results_dir)
     atomic_write_text(report, render(records))

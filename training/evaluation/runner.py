@@ -148,7 +148,7 @@ def slug(name: str, view: str, mode: str, kind: str = "bundle") -> str:
 
 def save_record(record: dict, results_dir: Path) -> Path:
     """Write a record as ``<results_dir>/<slug>.json`` (atomically), without its arrays."""
-    from service.atomic import atomic_write_text
+    from service.bundle.atomic import atomic_write_text
 
     path = Path(results_dir) / f"{slug(record['name'], record['view'], record['mode'], record['kind'])}.json"
     clean = {k: v for k, v in record.items() if not k.startswith("_")}
@@ -167,8 +167,8 @@ def _jsonable(x):
 def save_head(bundle_dir: Path, records: Sequence[dict], log: Log = print) -> dict:
     """Save the SICK-R model of the view with the best SICK-R dev Pearson into the bundle as its
     relatedness head (``relatedness.npz`` + ``bundle.json`` ``heads.relatedness``)."""
-    from service.bundle import HeadSpec, add_head
-    from service.heads import RelatednessHead, save
+    from service.bundle.format import HeadSpec, add_head
+    from service.bundle.heads import RelatednessHead, save
 
     have = [r for r in records if r.get("_head")]
     if not have:

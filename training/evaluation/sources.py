@@ -2,7 +2,7 @@
 ``encode(list of sentences, view) -> (n, dim) float32 array``, one row per sentence, in order.
 
 * :class:`BundleSource` — a bundle on ONNX Runtime in this process (CPU), through
-  :class:`service.encoder.Encoder`, the server's own code path;
+  :class:`service.core.encoder.Encoder`, the server's own code path;
 * :class:`ServerSource` — a running ``thoughtvec serve`` through ``POST /v1/embeddings``;
 * :class:`GloveAverage` — the mean of the GloVe 6B 50d vectors the models are built with, plain,
   post-processed as our views are, or SIF-weighted (the fair baselines);
@@ -22,7 +22,7 @@ from typing import Protocol
 
 import numpy as np
 
-from service.encoder import l2_normalize
+from service.bundle.postprocess import l2_normalize
 
 Progress = Callable[[int], None]  # called with the number of sentences just encoded
 DEFAULT_CORPUS = Path("data/corpus/corpus.txt")  # the committed bundles' training corpus (`thoughtvec corpus build`)
@@ -65,7 +65,7 @@ class BundleSource:
     kind = "bundle"
 
     def __init__(self, path: str | os.PathLike, normalize: bool = True, threads: int | None = None):
-        from service.encoder import Encoder
+        from service.core.encoder import Encoder
 
         self.path = Path(path)
         self.encoder = Encoder.load(self.path, providers=["CPUExecutionProvider"], threads=threads)
@@ -177,7 +177,7 @@ class GloveAverage:
         self.weights = sif_weights(self.wv.words, word_counts(self.corpus)) if weighting == "sif" else None
         self.map, self.choice = None, None
         if postprocess != "none":
-            from service import postprocess as pp
+            from service.bundle import postprocess as pp
             from training import postprocess as choose
 
             texts = choose.corpus_sample(self.corpus, sample)
@@ -189,7 +189,7 @@ class GloveAverage:
                 self.map = self.choice.map
 
     def _raw(self, texts: Sequence[str]) -> np.ndarray:
-        from service.tokenizer import tokenize
+        from service.bundle.tokenizer import tokenize
 
         out = np.zeros((len(texts), self.wv.dim), np.float32)
         for i, t in enumerate(texts):
@@ -223,7 +223,7 @@ def word_counts(corpus: Path) -> dict[str, int]:
     import gzip
     import json
 
-    from service.atomic import atomic_write_bytes
+    from service.bundle.atomic import atomic_write_bytes
 
     if not corpus.is_file():
         raise RuntimeError(f"corpus {corpus} not found: build it with `thoughtvec corpus build` (SIF needs word frequencies)")
@@ -236,7 +236,7 @@ def word_counts(corpus: Path) -> dict[str, int]:
             return data["counts"]
     from collections import Counter
 
-    from service.tokenizer import tokenize
+    from service.bundle.tokenizer import tokenize
     from training.data import read_documents
 
     counts: Counter = Counter()

@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from service.bundle import TokenizerSpec, ViewSpec
-from service.vocab import EOS_ID, UNK_ID
+from service.bundle.format import TokenizerSpec, ViewSpec
+from service.bundle.vocab import EOS_ID, UNK_ID
 from training.data import IdCorpus, TokenCorpus, pad_batch, vocabulary_from_counts
 from training.families.base import ExportEncoder, Family, Prepared, TrainModel
 from training.nn import length_mask, masked_max, masked_mean
@@ -287,7 +287,7 @@ def memory_attention(model: MeanMaxAAE, vocab, sentence: str) -> tuple[list[str]
     """Debug helper (not in the bundle): the decoder's attention over the memory slots at each step.
 
     Returns the target tokens and a (T, slots) array, heads averaged — the paper's Figure 2."""
-    from service.tokenizer import tokenize
+    from service.bundle.tokenizer import tokenize
 
     toks = tokenize(sentence) + ["</S>"]
     ids = torch.tensor([vocab.ids(toks[:-1]) + [EOS_ID]])

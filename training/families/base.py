@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from service.bundle import TokenizerSpec, ViewSpec
-from service.vocab import Vocabulary
+from service.bundle.format import TokenizerSpec, ViewSpec
+from service.bundle.vocab import Vocabulary
 from training.data import IdCorpus, TokenCorpus
 
 

@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from service.bundle import TokenizerSpec, ViewSpec
-from service.vocab import UNK_ID
+from service.bundle.format import TokenizerSpec, ViewSpec
+from service.bundle.vocab import UNK_ID
 from training.data import IdCorpus, TokenCorpus, pad_batch
 from training.families.base import ExportEncoder, Family, Prepared, TrainModel
 from training.nn import GRUStates, length_mask, masked_max, masked_mean, masked_min
@@ -202,8 +202,8 @@ class InvertibleFamily(Family):
         return {"ns_loss": float(np.mean(losses)), "max_abs_WWt_minus_I": ortho}
 
     def export_encoder(self, cfgs, models, prepared, variant, corpus: str = "", pc_sample: int = 20_000, **_):
-        from service import postprocess
-        from service.tokenizer import tokenize
+        from service.bundle import postprocess
+        from service.bundle.tokenizer import tokenize
         from training.postprocess import corpus_sample
 
         (cfg,), (model,) = cfgs, models

@@ -22,8 +22,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from service.bundle import TokenizerSpec, ViewSpec
-from service.vocab import Vocabulary
+from service.bundle.format import TokenizerSpec, ViewSpec
+from service.bundle.vocab import Vocabulary
 from training.data import IdCorpus, TokenCorpus, pad_batch, vocabulary_from_counts
 from training.families.base import ExportEncoder, Family, Prepared, TrainModel
 from training.nn import GRUStates

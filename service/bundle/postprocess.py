@@ -1,0 +1,81 @@
+"""Post-processing of sentence vectors for cosine similarity: remove the common mean and the top
+principal components (Arora et al. 2017; Mu & Viswanath 2018, "all-but-the-top").
+
+Sentence encoders trained without a similarity objective put most vectors in a narrow cone: one or
+two directions shared by every sentence dominate the cosine (the uni-skip card's nearest
+neighbours all have cosine 0.99+). Subtracting the mean and projecting out the top ``k``
+directions, all estimated once on training text, removes that. It is a fixed per-row affine map,
+so a sentence's vector still does not depend on its batch.
+
+A bundle stores the map per view in an ``.npz`` (``<key>.mean``, ``<key>.components``) named by
+the view's ``postprocess`` field; :class:`service.core.encoder.Encoder` applies it after the graph.
+``training/postprocess.py`` estimates it and chooses ``center`` and ``k`` on dev data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from service.bundle.errors import BundleError
+
+
+@dataclass(frozen=True)
+class Postprocess:
+    mean: np.ndarray  # (dim,) float32; zeros when not centring
+    components: np.ndarray  # (k, dim) float32, orthonormal rows
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        """``(x − mean)`` with its projection on ``components`` removed; rows independent."""
+        y = x - self.mean
+        if len(self.components):
+            y = y - (y @ self.components.T) @ self.components
+        return y.astype(np.float32, copy=False)
+
+
+def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    """Row-wise L2 normalisation; an all-zero row stays zero."""
+    norm = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.maximum(norm, eps)
+
+
+def fit(x: np.ndarray, center: bool, k: int) -> Postprocess:
+    """Estimate the map on the rows of ``x`` (sentence vectors of training text)."""
+    return fit_many(x, center, [k])[k]
+
+
+def fit_many(x: np.ndarray, center: bool, ks: list[int]) -> dict[int, Postprocess]:
+    """:func:`fit` for several ``k`` at once: one eigendecomposition of the (dim × dim) second-moment
+    matrix, whose top eigenvectors are ``x``'s top right singular vectors."""
+    x = np.asarray(x, np.float64)
+    mean = x.mean(axis=0) if center else np.zeros(x.shape[1])
+    y = x - mean
+    vals, vecs = np.linalg.eigh(y.T @ y)  # ascending
+    top = vecs[:, ::-1].T  # rows, largest first
+    m32 = mean.astype(np.float32)
+    return {k: Postprocess(m32, np.ascontiguousarray(top[:k], np.float32)) for k in ks}
+
+
+def save(path: str | Path, maps: dict[str, Postprocess]) -> None:
+    """Write ``{key: map}`` to one ``.npz`` atomically."""
+    import io
+
+    from service.bundle.atomic import atomic_write_bytes
+
+    buf = io.BytesIO()
+    np.savez(buf, **{f"{k}.{f}": getattr(m, f) for k, m in maps.items() for f in ("mean", "components")})
+    atomic_write_bytes(Path(path), buf.getvalue())
+
+
+def load(path: str | Path, key: str, dim: int, k: int, where: str, field: str) -> Postprocess:
+    """The map ``key`` of the ``.npz`` at ``path``, checked against the view's ``dim`` and ``k``."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            mean, comps = z[f"{key}.mean"].astype(np.float32), z[f"{key}.components"].astype(np.float32)
+    except (OSError, ValueError, KeyError) as e:
+        raise BundleError(where, field, f"cannot read map {key!r} from {Path(path).name}: {e}") from None
+    if mean.shape != (dim,) or comps.shape != (k, dim) or not (np.isfinite(mean).all() and np.isfinite(comps).all()):
+        raise BundleError(where, field, f"map {key!r} has mean {mean.shape} and components {comps.shape}; expected ({dim},) and ({k}, {dim}), finite")
+    return Postprocess(mean, comps)

@@ -1,0 +1,343 @@
+"""Dynamic batching: one queue and one worker per model, over a three-method backend.
+
+The layering follows text-embeddings-inference (``core/src/queue.rs``, ``infer.rs``) and
+infinity (``inference/batch_handler.py``):
+
+* admission (the caller's task): check queue room (a full queue is a 429 before any work is spent
+  on the request), tokenize, apply the token limit (413) — all before anything waits. A request is
+  admitted while fewer than ``max_queue_size`` sentences wait, whatever its own size, so a large
+  request is never starved by a stream of small ones (the queue holds at most
+  ``max_queue_size + max_inputs - 1``);
+* the worker: waits up to ``max_wait_ms`` for a batch to fill, takes a window of the oldest
+  sentences, sorts it by length (neighbours in length share little padding), cuts it into
+  batches bounded by ``max_batch_size`` sentences and ``max_batch_tokens`` padded tokens
+  (B x longest), and runs each on a thread so the event loop keeps serving;
+* resolution: rows are copied into each request's output; when a request's last row lands its
+  future resolves. A failed run fails every request in it; a request whose caller went away
+  (future cancelled) is skipped. No caller ever waits on a future nobody will resolve: when the
+  worker dies or the server stops, every request queued *or in the worker's window* is failed.
+
+A sentence's vector does not depend on its batch (graphs mask padding), so batching is invisible
+to callers except in throughput.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from service.errors import InvalidInput, NotReady, QueueFull, TooManyInputs, WorkerDead
+
+log = logging.getLogger(__name__)
+
+# The worker looks at this many batches' worth of the oldest sentences at once: enough to
+# group similar lengths, few enough that nobody waits behind a long backlog out of order.
+LOOKAHEAD = 4
+# Requests with more characters than this are tokenized on a thread, not on the event loop.
+OFFLOAD_CHARS = 8192
+
+
+class Backend(Protocol):
+    """What the batcher needs from a model (``service.core.encoder.Encoder`` provides it)."""
+
+    def token_ids(self, text: str) -> list[int]: ...
+
+    def fit(self, ids: list[int], truncation: str = "reject", field: str = "input") -> list[int]: ...
+
+    def run_ids(self, batch: Sequence[Sequence[int]], view: str | None = None) -> np.ndarray: ...
+
+    def dim(self, view: str | None = None) -> int: ...
+
+
+class Observer(Protocol):
+    """Metrics hooks (``service.core.metrics.Metrics`` provides them)."""
+
+    def queue_depth(self, model: str, depth: int) -> None: ...
+
+    def batch_done(self, model: str, size: int, padded_tokens: int, seconds: float, waits: list[float]) -> None: ...
+
+    def dropped(self, model: str, sentences: int) -> None: ...
+
+
+@dataclass(eq=False)
+class _Job:
+    """One request: its output rows fill in as batches finish."""
+
+    view: str
+    out: np.ndarray  # (n, dim) raw vectors
+    remaining: int
+    future: asyncio.Future
+    enqueued: float
+
+
+@dataclass(eq=False, slots=True)
+class _Item:
+    """One sentence of a job, as queued."""
+
+    job: _Job
+    pos: int
+    ids: list[int]
+
+
+@dataclass
+class BatchLimits:
+    max_batch_size: int = 32
+    max_batch_tokens: int = 8192
+    max_wait_ms: float = 2.0
+    max_queue_size: int = 2048
+    retry_after_s: int = 1
+
+
+@dataclass
+class Embedded:
+    """Raw vectors of one request, with the token count of each input."""
+
+    vectors: np.ndarray  # (n, dim), not normalised
+    tokens: list[int] = field(default_factory=list)
+
+
+def plan_batches(lengths: Sequence[int], max_size: int, max_tokens: int) -> list[list[int]]:
+    """Cut positions sorted by length into batches of at most ``max_size`` and ``max_tokens`` padded tokens.
+
+    Returns lists of indices into ``lengths``. A single input longer than the budget runs alone.
+    """
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    for i in order:
+        longest = max(1, lengths[i])  # ascending, so the newcomer is the longest
+        if cur and (len(cur) + 1 > max_size or (len(cur) + 1) * longest > max_tokens):
+            batches.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+class Batcher:
+    """Queue + worker for one model. Start it inside a running event loop."""
+
+    def __init__(self, name: str, backend: Backend, limits: BatchLimits, observer: Observer | None = None):
+        self.name = name
+        self.backend = backend
+        self.limits = limits
+        self.observer = observer
+        self._queue: deque[_Item] = deque()
+        self._window: list[_Item] = []  # taken off the queue by the worker, not all run yet
+        self._arrived = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._stopping = False
+        self._death: BaseException | None = None
+        self._wait_paid_off = False
+        # One thread per model: runs of one model never overlap (ORT already uses every core).
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ort-{name}")
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._worker(), name=f"batcher-{self.name}")
+        self._task.add_done_callback(self._on_exit)
+
+    @property
+    def alive(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
+    def depth(self) -> int:
+        return len(self._queue)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._fail_queued(NotReady(f"model '{self.name}' is shutting down"))
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _on_exit(self, task: asyncio.Task) -> None:
+        if self._stopping:
+            return
+        self._death = task.exception() if not task.cancelled() else asyncio.CancelledError()
+        log.error("batcher for %s stopped: %r", self.name, self._death)
+        self._fail_queued(WorkerDead(f"the batcher of model '{self.name}' stopped ({self._death!r}); restart the server"))
+
+    def _fail_queued(self, error: Exception) -> None:
+        """Fail every request still waiting: in the queue, or in the window the worker had taken."""
+        items, self._window = self._window, []
+        items.extend(self._queue)
+        self._queue.clear()
+        for item in items:
+            if not item.job.future.done():
+                item.job.future.set_exception(error)
+        self._report_depth()
+
+    # -- admission -----------------------------------------------------------------------
+    def _admit(self, texts: Sequence[str], truncation: str, fields: Sequence[str]) -> list[list[int]]:
+        out = []
+        for text, fld in zip(texts, fields):
+            ids = self.backend.fit(self.backend.token_ids(text), truncation, field=fld)
+            if not ids:
+                raise InvalidInput(f"{fld} has no tokens after normalisation", field=fld)
+            out.append(ids)
+        return out
+
+    async def embed(self, texts: Sequence[str], view: str, *, truncation: str = "reject", fields: Sequence[str] | None = None) -> Embedded:
+        """Raw vectors for ``texts`` (one view). Raises the domain errors of admission or of the run."""
+        if self._death is not None or (self._task is not None and self._task.done()):
+            raise WorkerDead(f"the batcher of model '{self.name}' is not running", field="model")
+        if self._task is None:
+            raise NotReady(f"model '{self.name}' is not started")
+        fields = fields or [f"input[{i}]" for i in range(len(texts))]
+        self.check_room()  # before tokenizing: under overload a 429 must be cheap
+        if sum(map(len, texts)) > OFFLOAD_CHARS:
+            ids = await asyncio.get_running_loop().run_in_executor(None, self._admit, texts, truncation, fields)
+        else:
+            ids = self._admit(texts, truncation, fields)
+        return await self.embed_ids(ids, view)
+
+    async def embed_ids(self, ids: Sequence[list[int]], view: str) -> Embedded:
+        """Raw vectors for already-fitted token-id lists (the caller applied the token limit)."""
+        if self._death is not None or (self._task is not None and self._task.done()):
+            raise WorkerDead(f"the batcher of model '{self.name}' is not running", field="model")
+        if self._task is None:
+            raise NotReady(f"model '{self.name}' is not started")
+        self.check_room()
+        n = len(ids)
+        loop = asyncio.get_running_loop()
+        job = _Job(view, np.empty((n, self.backend.dim(view)), np.float32), n, loop.create_future(), time.perf_counter())
+        if n == 0:
+            job.future.set_result(job.out)
+        self._queue.extend(_Item(job, i, s) for i, s in enumerate(ids))
+        self._report_depth()
+        self._arrived.set()
+        vectors = await job.future
+        return Embedded(vectors, [len(s) for s in ids])
+
+    def check_room(self) -> None:
+        """Raise :class:`QueueFull` (429) when ``max_queue_size`` sentences wait: cheap, so callers ask before tokenizing."""
+        if len(self._queue) >= self.limits.max_queue_size:
+            raise QueueFull(
+                f"model '{self.name}' has {len(self._queue)} sentences queued; the limit is {self.limits.max_queue_size}",
+                retry_after_s=self.limits.retry_after_s,
+            )
+
+    # -- the worker ----------------------------------------------------------------------
+    def _report_depth(self) -> None:
+        if self.observer is not None:
+            self.observer.queue_depth(self.name, len(self._queue))
+
+    async def _gather(self) -> None:
+        """Wait for a first sentence, then up to ``max_wait_ms`` for a full batch.
+
+        A lone sentence does not wait when the previous wait brought nothing: under sequential
+        traffic waiting only adds latency. Two or more queued, or a wait that paid off last time,
+        are the signs of concurrent callers worth waiting for.
+        """
+        while not self._queue:
+            self._arrived.clear()
+            await self._arrived.wait()
+        wait_s = self.limits.max_wait_ms / 1000
+        if len(self._queue) == 1 and not self._wait_paid_off:
+            wait_s = 0.0
+        before = len(self._queue)
+        deadline = time.perf_counter() + wait_s
+        while len(self._queue) < self.limits.max_batch_size and wait_s > 0:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                break
+            self._arrived.clear()
+            try:
+                async with asyncio.timeout(left):
+                    await self._arrived.wait()
+            except TimeoutError:
+                break
+        self._wait_paid_off = len(self._queue) > before
+
+    def _take_window(self) -> list[_Item]:
+        """Pop the oldest live sentences, a few batches' worth; skip those whose caller left."""
+        window: list[_Item] = []
+        dropped = 0
+        limit = self.limits.max_batch_size * LOOKAHEAD
+        while self._queue and len(window) < limit:
+            item = self._queue.popleft()
+            if item.job.future.done():  # cancelled (client went away) or already failed
+                dropped += 1
+                continue
+            window.append(item)
+        if dropped and self.observer is not None:
+            self.observer.dropped(self.name, dropped)
+        self._report_depth()
+        return window
+
+    async def _worker(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._gather()
+            window = self._window = self._take_window()
+            by_view: dict[str, list[_Item]] = {}
+            for item in window:
+                by_view.setdefault(item.job.view, []).append(item)
+            for view, items in by_view.items():
+                lengths = [len(it.ids) for it in items]
+                for idx in plan_batches(lengths, self.limits.max_batch_size, self.limits.max_batch_tokens):
+                    batch = [items[i] for i in idx if not items[i].job.future.done()]
+                    if batch:
+                        await self._run_batch(loop, view, batch)
+            self._window = []
+
+    async def _run_batch(self, loop: asyncio.AbstractEventLoop, view: str, batch: list[_Item]) -> None:
+        started = time.perf_counter()
+        try:
+            vecs = await loop.run_in_executor(self._executor, self.backend.run_ids, [it.ids for it in batch], view)
+            if vecs.shape[0] != len(batch):
+                raise RuntimeError(f"backend returned {vecs.shape[0]} rows for {len(batch)} inputs")
+        except asyncio.CancelledError:  # the worker is stopping or was killed: nobody may hang on this batch
+            error = NotReady(f"model '{self.name}' is shutting down") if self._stopping else WorkerDead(f"the batcher of model '{self.name}' stopped")
+            for it in batch:
+                if not it.job.future.done():
+                    it.job.future.set_exception(error)
+            raise
+        except Exception as e:  # every request in the batch gets the batch's error
+            log.exception("batch of %d on %s failed", len(batch), self.name)
+            for it in batch:
+                if not it.job.future.done():
+                    it.job.future.set_exception(e)
+            return
+        seconds = time.perf_counter() - started
+        waits = []
+        for row, it in zip(vecs, batch):
+            job = it.job
+            if job.future.done():
+                continue
+            job.out[it.pos] = row
+            job.remaining -= 1
+            if job.remaining == 0:
+                waits.append(started - job.enqueued)
+                job.future.set_result(job.out)
+        if self.observer is not None:
+            self.observer.batch_done(self.name, len(batch), len(batch) * max(len(it.ids) for it in batch), seconds, waits)
+
+    async def warm_up(self, view: str, texts: Sequence[str]) -> None:
+        """Run ``texts`` alone and together, so ONNX Runtime has allocated before real traffic."""
+        for t in texts:
+            await self.embed([t], view, truncation="truncate")
+        await self.embed(list(texts) * max(1, self.limits.max_batch_size // max(1, len(texts))), view, truncation="truncate")
+
+
+def check_count(n: int, limit: int, field: str) -> None:
+    """413 for more items than a request may carry; 422 for none."""
+    if n == 0:
+        raise InvalidInput(f"{field} is empty; send at least one item", field=field)
+    if n > limit:
+        raise TooManyInputs(f"{field} has {n} items; the limit is {limit}", field=field)

@@ -1,0 +1,223 @@
+"""Sentence encoder on ONNX Runtime: tokenize, map to ids, pad, run the bundle's graph.
+
+This is the one code path that turns text into vectors: the server's batcher, ``thoughtvec
+index build`` and the evaluation harness all go through :class:`Encoder`.
+
+A sentence's vector never depends on its batch: graphs take explicit ``lengths`` and mask every
+padded position, so padding a batch to its longest member changes nothing (tests assert ≤ 1e-5).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import onnxruntime as ort
+
+from service.bundle import postprocess
+from service.bundle.postprocess import l2_normalize
+from service.bundle.format import Bundle, load_bundle
+from service.errors import BundleError, InputTooLong, UnknownView
+from service.bundle.tokenizer import tokenize
+
+log = logging.getLogger(__name__)
+
+Truncation = Literal["split", "reject", "truncate"]
+
+
+CUDA = "CUDAExecutionProvider"
+_preloaded = False
+
+
+def available_providers(prefer_cuda: bool = True) -> list[str]:
+    """ONNX Runtime execution providers to use, CUDA first when this build of ONNX Runtime has it."""
+    have = ort.get_available_providers()
+    order = ([CUDA] if prefer_cuda else []) + ["CPUExecutionProvider"]
+    return [p for p in order if p in have]
+
+
+def preload_cuda_libraries() -> None:
+    """Load CUDA and cuDNN from the ``nvidia-*`` pip packages, if any, before the first CUDA session.
+
+    onnxruntime-gpu does not find those packages' libraries on its own (they are not on the loader's
+    path); without this, a pip-only CUDA install makes every session fall back to the CPU. Libraries
+    already on the system path (a CUDA base image) are used as they are. Once per process.
+    """
+    global _preloaded
+    if not _preloaded and hasattr(ort, "preload_dlls"):  # onnxruntime >= 1.21
+        try:
+            ort.preload_dlls(directory="")  # "": the nvidia-* packages in site-packages, else the system path
+        except Exception as e:  # a missing package only means the system libraries are used
+            log.debug("onnxruntime.preload_dlls: %s", e)
+    _preloaded = True
+
+
+class Encoder:
+    """One loaded bundle with its ONNX Runtime session."""
+
+    def __init__(self, bundle: Bundle, *, providers: Sequence[str] | None = None, threads: int | None = None,
+                 session_config: dict[str, str] | None = None):
+        self.bundle = bundle
+        self.spec = bundle.spec
+        self.vocab = bundle.vocab
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if threads:
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3
+        for key, value in (session_config or {}).items():  # e.g. session.intra_op.allow_spinning
+            opts.add_session_config_entry(key, value)
+        wanted = list(providers or available_providers())
+        if CUDA in wanted:
+            preload_cuda_libraries()
+        try:
+            self.session = ort.InferenceSession(str(bundle.onnx_path), sess_options=opts, providers=wanted)
+        except Exception as e:  # onnxruntime raises its own untyped errors
+            raise BundleError(str(bundle.path), "onnx.file", f"ONNX Runtime cannot load it: {e}") from None
+        self.providers = self.session.get_providers()
+        if CUDA in wanted and CUDA not in self.providers:
+            # ONNX Runtime falls back to the CPU silently when the CUDA provider's libraries do not
+            # load (no driver, CUDA or cuDNN of another major version): say so, loudly, once per model.
+            log.warning("%s: CUDAExecutionProvider was asked for but did not load (CUDA/cuDNN libraries missing or of "
+                        "another version); this model runs on the CPU", bundle.spec.name)
+        self._check_graph()
+        self.postprocess = {name: postprocess.load(self.bundle.file(v.postprocess.file), v.postprocess.key, v.dim,
+                                                   v.postprocess.components, str(bundle.path), f"views.{name}.postprocess")
+                            for name, v in self.spec.views.items() if v.postprocess}  # fmt: skip
+
+    @property
+    def device(self) -> str:
+        """``cuda`` when the session runs on the CUDA provider, else ``cpu``."""
+        return "cuda" if CUDA in self.providers else "cpu"
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, **kw) -> "Encoder":
+        return cls(load_bundle(Path(path)), **kw)
+
+    # -- contract checks -------------------------------------------------------------------
+    def _check_graph(self) -> None:
+        where = str(self.bundle.path)
+        inputs = [i.name for i in self.session.get_inputs()]
+        if sorted(inputs) != sorted(self.spec.onnx.inputs):
+            raise BundleError(where, "onnx.inputs", f"graph takes {inputs}, bundle.json says {list(self.spec.onnx.inputs)}")
+        outputs = {o.name: o for o in self.session.get_outputs()}
+        for vname, view in self.spec.views.items():
+            if view.output not in outputs:
+                raise BundleError(where, f"views.{vname}.output", f"graph has no output {view.output!r} (it has {sorted(outputs)})")
+            shape = outputs[view.output].shape
+            if len(shape) != 2 or (isinstance(shape[1], int) and shape[1] != view.dim):
+                raise BundleError(where, f"views.{vname}.dim", f"is {view.dim} but graph output {view.output!r} has shape {shape}")
+
+    # -- text -> ids -----------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def max_tokens(self) -> int:
+        return self.spec.max_input_tokens
+
+    def view(self, name: str | None) -> str:
+        """Resolve a view name (``None`` = the bundle's default) or raise :class:`UnknownView`."""
+        if name is None:
+            return self.spec.default_view
+        if name not in self.spec.views:
+            raise UnknownView(
+                f"model '{self.name}' has no view '{name}'; its views are {sorted(self.spec.views)}", field="view"
+            )
+        return name
+
+    def dim(self, view: str | None = None) -> int:
+        return self.spec.views[self.view(view)].dim
+
+    def token_ids(self, text: str) -> list[int]:
+        """Ids of ``text`` as the model sees them, ``<eos>`` included when the bundle appends one; not truncated."""
+        ids = self.vocab.ids(tokenize(text, lowercase=self.spec.tokenizer.lowercase))
+        if self.spec.tokenizer.append_eos:
+            ids.append(self.spec.vocabulary.eos_id)
+        return ids
+
+    def fit(self, ids: list[int], truncation: Truncation = "reject", field: str = "input") -> list[int]:
+        """Apply the bundle's token limit: cut (keeping a final ``<eos>``) or raise :class:`InputTooLong`."""
+        limit = self.spec.max_input_tokens
+        if len(ids) <= limit:
+            return ids
+        if truncation == "reject":
+            raise InputTooLong(f"{field} has {len(ids)} tokens; the limit is {limit}", field=field)
+        if self.spec.tokenizer.append_eos:
+            return ids[: limit - 1] + [self.spec.vocabulary.eos_id]
+        return ids[:limit]
+
+    # -- ids -> vectors --------------------------------------------------------------------
+    def run_ids(self, batch: Sequence[Sequence[int]], view: str | None = None) -> np.ndarray:
+        """Raw (not normalised) float32 vectors ``(len(batch), dim)`` for already-fitted id lists."""
+        name = self.view(view)
+        return self.run_views(batch, [name])[name]
+
+    def run_views(self, batch: Sequence[Sequence[int]], views: Sequence[str]) -> dict[str, np.ndarray]:
+        """Several views of one batch in a single graph run (the graph computes them together)."""
+        specs = {v: self.spec.views[self.view(v)] for v in views}
+        if not batch:
+            return {v: np.zeros((0, s.dim), np.float32) for v, s in specs.items()}
+        lengths = np.fromiter((len(s) for s in batch), dtype=np.int64, count=len(batch))
+        ids = np.full((len(batch), max(1, int(lengths.max()))), self.spec.vocabulary.pad_id, dtype=np.int64)
+        for i, s in enumerate(batch):
+            ids[i, : len(s)] = s
+        names = list(dict.fromkeys(s.output for s in specs.values()))  # views may share an output
+        outs = dict(zip(names, self.session.run(names, {"input_ids": ids, "lengths": lengths})))
+        res = {}
+        for v, s in specs.items():
+            x = np.asarray(outs[s.output], dtype=np.float32)
+            res[v] = self.postprocess[v].apply(x) if v in self.postprocess else x
+        return res
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        view: str | None = None,
+        *,
+        normalize: bool = True,
+        truncation: Truncation = "truncate",
+        batch_size: int = 128,
+    ) -> np.ndarray:
+        """Vectors for ``texts`` in order. Batches are formed by length to cut padding."""
+        name = self.view(view)
+        return self.encode_views(texts, [name], normalize=normalize, truncation=truncation, batch_size=batch_size)[name]
+
+    def encode_views(
+        self,
+        texts: Sequence[str],
+        views: Sequence[str],
+        *,
+        normalize: bool = True,
+        truncation: Truncation = "truncate",
+        batch_size: int = 128,
+        progress: Callable[[int], None] | None = None,
+    ) -> dict[str, np.ndarray]:
+        """:meth:`encode` for several views at once: each text is tokenized and run once.
+        ``progress(n)`` is called after each batch of ``n`` texts. ``truncation="split"`` embeds a long
+        text's sentences and pools them, as the server does (``service.core.longinput``)."""
+        from service.core.longinput import pool, prepare  # it imports this module
+
+        views = [self.view(v) for v in views]
+        eos = self.spec.vocabulary.eos_id if self.spec.tokenizer.append_eos else None
+        prep = prepare(self, texts, [f"input[{i}]" for i in range(len(texts))], truncation, eos, allow_empty=True)
+        ids = prep.parts
+        out = {v: np.zeros((len(ids), self.dim(v)), np.float32) for v in views}
+        order = np.argsort([len(s) for s in ids], kind="stable")
+        done = 0
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            for v, vecs in self.run_views([ids[i] for i in idx], views).items():
+                out[v][idx] = vecs
+            if progress:  # in texts, not parts: a split text counts once its last part has run
+                finished = int(np.count_nonzero(np.bincount(np.asarray(prep.owner)[order[: start + len(idx)]], minlength=len(texts)) == np.bincount(prep.owner, minlength=len(texts))))
+                progress(finished - done)
+                done = finished
+        pooled = {v: pool(x, prep, len(texts)) for v, x in out.items()}
+        return {v: l2_normalize(x) if normalize else x for v, x in pooled.items()}

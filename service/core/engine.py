@@ -1,0 +1,356 @@
+"""The service without HTTP: validate inputs, embed through the batchers, score, search, manage indexes.
+
+Routes call these methods and serialise what they return; tests call them directly too. Every
+problem is raised as a domain error (``service.errors``) that names the field and the limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from service import __version__
+from service.core.batcher import OFFLOAD_CHARS, check_count
+from service.core.encoder import available_providers
+from service.bundle.postprocess import l2_normalize
+from service.errors import InputTooLong, InvalidInput
+from service.index.store import IndexStore, new_id
+from service.index.jsonvalues import check_metadata
+from service.index.indexes import Doc, gpu_count, new_config
+from service.core.longinput import Mode, pool, prepare
+from service.core.metrics import Metrics
+from service.core.projection import pca_2d, project
+from service.core.registry import Model, Registry
+from service.http.schemas import AddDocumentsRequest, CreateIndexRequest, RerankRequest, SearchRequest, SimilarityRequest
+from service.settings import Settings
+from service.core.token_ids import read_input
+from service.bundle.tokenizer import tokenize
+from service.bundle.vocab import EOS, UNK_ID
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Encoded:
+    model: str
+    view: str
+    vectors: np.ndarray  # (n, dim)
+    tokens: int  # every token embedded (all parts of a split input)
+    split: int = 0  # inputs over the token limit split into sentences and pooled
+    truncated: int = 0  # inputs cut to the token (or character) limit
+
+    def usage(self) -> dict:
+        return usage(self.tokens, self.split, self.truncated)
+
+
+def usage(tokens: int, split: int = 0, truncated: int = 0) -> dict:
+    """OpenAI's usage object, with how many inputs were split or truncated (also sent as headers)."""
+    return {"prompt_tokens": tokens, "total_tokens": tokens, "split_inputs": split, "truncated_inputs": truncated}
+
+
+class Core:
+    def __init__(self, settings: Settings, metrics: Metrics | None = None):
+        self.settings = settings
+        self.metrics = metrics or Metrics()
+        self.registry = Registry(settings, self.metrics)
+        self.store = IndexStore(settings.index_dir, settings.index_wal_max_mb * 2**20, self.metrics.index_documents,
+                                gpu=settings.prefer_cuda)
+        self._tasks: list[asyncio.Task] = []
+
+    # -- lifecycle -----------------------------------------------------------------------
+    async def start(self) -> None:
+        """Load indexes, then models (warm-up), then build the default index if it is missing."""
+        from service.index.build import ensure_default_index  # it imports this module
+
+        log.info("devices: %s", self.devices())
+        await asyncio.get_running_loop().run_in_executor(None, self.store.load_all)
+        await self.registry.load_all()
+        for name in self.registry.models:
+            self.metrics.model_loaded(name)
+        await ensure_default_index(self)
+
+    def start_background(self) -> None:
+        task = asyncio.get_running_loop().create_task(self.start(), name="thoughtvec-start")
+        task.add_done_callback(lambda t: t.cancelled() or t.exception() is None or log.error("start-up failed: %r", t.exception()))
+        self._tasks.append(task)
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - already logged
+                pass
+        await self.registry.stop()
+        await asyncio.get_running_loop().run_in_executor(None, self.store.close)
+
+    def devices(self) -> dict:
+        """What runs where: ONNX Runtime's providers on this machine, FAISS's GPUs and whether indexes use them."""
+        gpus = gpu_count()
+        return {"onnxruntime_providers": available_providers(self.settings.prefer_cuda), "faiss_gpus": gpus,
+                "indexes_on_gpu": bool(gpus and self.settings.prefer_cuda)}
+
+    def readiness(self) -> tuple[bool, dict]:
+        ok, body = self.registry.readiness()
+        body["indexes"] = ({n: "ready" for n in self.store.names()} | {n: f"building: {p}" for n, p in self.store.building.items()}
+                           | {n: f"quarantined: {why}" for n, why in self.store.quarantined.items()})
+        return ok, body
+
+    # -- shared checks ---------------------------------------------------------------------
+    def mode(self, requested: str | None) -> Mode:
+        """The request's truncation mode, else the server's."""
+        return requested or self.settings.truncation  # type: ignore[return-value]
+
+    def texts(self, items: Sequence[Any], fields: Sequence[str], mode: str | None = None) -> list[str]:
+        """Check each text: a string, not blank, within ``max_input_chars`` (cut only under truncation=truncate)."""
+        limit = self.settings.max_input_chars
+        mode = self.mode(mode)
+        out = []
+        for item, fld in zip(items, fields):
+            if not isinstance(item, str):
+                raise InvalidInput(f"{fld} must be a string, got {type(item).__name__}", field=fld)
+            if not item.strip():
+                raise InvalidInput(f"{fld} is empty or only whitespace; send at least one visible character", field=fld)
+            if len(item) > limit:
+                if mode != "truncate":  # splitting does not lift the character limit: it bounds the work
+                    raise InputTooLong(f"{fld} has {len(item)} characters; the limit is {limit} (max_input_chars)", field=fld)
+                item = item[:limit]
+            out.append(item)
+        return out
+
+    async def encode(self, model: Model, view: str, texts: list[str], fields: list[str], normalize: bool = True,
+                     mode: str | None = None) -> Encoded:
+        """Vectors for checked texts: long ones split (and pooled), truncated or rejected as ``mode`` says."""
+        enc, mode = model.encoder, self.mode(mode)
+        model.batcher.check_room()  # before tokenizing: under overload a 429 must be cheap
+        eos = enc.spec.vocabulary.eos_id if enc.spec.tokenizer.append_eos else None
+        if sum(map(len, texts)) > OFFLOAD_CHARS:  # tokenizing and splitting long texts stays off the event loop
+            prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, mode, eos)
+        else:
+            prep = prepare(enc, texts, fields, mode, eos)
+        if prep.truncated:  # text was dropped: say so where operators look, not only in the response
+            log.info("%s: %d input(s) over %d tokens truncated (truncation=truncate)", model.name, prep.truncated, enc.max_tokens)
+        if prep.split:
+            log.debug("%s: %d input(s) over %d tokens split into sentences and pooled", model.name, prep.split, enc.max_tokens)
+        emb = await model.batcher.embed_ids(prep.parts, view)
+        vecs = pool(emb.vectors, prep, len(texts))
+        tokens = sum(emb.tokens)
+        self.metrics.embedded(model.name, len(texts), len(prep.parts), tokens, prep.split, prep.truncated)
+        return Encoded(model.name, view, l2_normalize(vecs) if normalize else vecs, tokens, prep.split, prep.truncated)
+
+    # -- embeddings ----------------------------------------------------------------------
+    async def embeddings(self, raw_input: Any, model_name: str | None, view: str | None, normalize: bool,
+                         dimensions: int | None = None, truncation: str | None = None) -> Encoded:
+        """OpenAI's input forms: a string, a list of strings, a list of token ids, a list of lists of token ids."""
+        model = self.registry.get(model_name)
+        view = model.encoder.view(view)
+        items, fields = read_input(raw_input)
+        check_count(len(items), self.settings.max_inputs, "input")
+        dim = model.encoder.dim(view)
+        if dimensions is not None and dimensions != dim:
+            raise InvalidInput(f"dimensions is {dimensions}; model '{model.name}' view '{view}' has {dim} (vectors are not shortened)", field="dimensions")
+        return await self.encode(model, view, self.texts(items, fields, truncation), fields, normalize, truncation)
+
+    # -- what is served, and how a text is seen ------------------------------------------
+    def info(self) -> dict:
+        """Models, aliases, limits, version and devices in one answer (TEI's and infinity's /info)."""
+        reg, s = self.registry, self.settings
+        models = [{"id": n, "dimension": m.encoder.dim(), "views": {v: m.encoder.dim(v) for v in m.encoder.spec.views},
+                   "max_input_tokens": m.encoder.max_tokens, "family": m.encoder.spec.family, "default": n == reg.default_model}
+                  for n, m in sorted(reg.models.items())]
+        limits = {k: getattr(s, k) for k in ("truncation", "max_inputs", "max_input_chars", "max_k", "max_body_bytes",
+                                             "max_batch_size", "max_batch_tokens", "max_queue_size")}
+        return {"name": "thoughtvec", "version": __version__, "default_model": reg.default_model, "models": models,
+                "aliases": reg.aliases(), "default_index": s.default_index, "limits": limits, "devices": self.devices()}
+
+    def tokenize(self, raw_input: Any, model_name: str | None) -> dict:
+        """Each text's tokens as the model sees them, with their ids and which are out of the vocabulary."""
+        model = self.registry.get(model_name)
+        items, fields = read_input(raw_input)
+        check_count(len(items), self.settings.max_inputs, "input")
+        spec, vocab = model.encoder.spec, model.encoder.vocab
+        data = []
+        for i, text in enumerate(self.texts(items, fields, "truncate")):
+            words = tokenize(text, lowercase=spec.tokenizer.lowercase)
+            ids = vocab.ids(words)
+            toks = [{"text": w, "id": t, "oov": t == UNK_ID} for w, t in zip(words, ids)]
+            if spec.tokenizer.append_eos:
+                toks.append({"text": EOS, "id": spec.vocabulary.eos_id, "oov": False, "special": True})
+            data.append({"index": i, "tokens": toks, "count": len(toks), "oov": [w for w, t in zip(words, ids) if t == UNK_ID],
+                         "over_limit": len(toks) > spec.max_input_tokens})
+        return {"object": "list", "model": model.name, "max_input_tokens": spec.max_input_tokens, "data": data}
+
+    # -- similarity ----------------------------------------------------------------------
+    def _pairs(self, req: SimilarityRequest) -> tuple[list[tuple[Any, Any]], list[tuple[str, str]]]:
+        """The pairs and the field name of each side, from either request form."""
+        if req.pairs is not None and (req.source is not None or req.targets is not None):
+            raise InvalidInput("send either pairs, or source and targets, not both", field="pairs")
+        if req.pairs is not None:
+            check_count(len(req.pairs), self.settings.max_inputs, "pairs")
+            for i, p in enumerate(req.pairs):
+                if not isinstance(p, list) or len(p) != 2:
+                    raise InvalidInput(f"pairs[{i}] must be a list of two texts", field=f"pairs[{i}]")
+            return [tuple(p) for p in req.pairs], [(f"pairs[{i}][0]", f"pairs[{i}][1]") for i in range(len(req.pairs))]
+        if req.source is None or req.targets is None:
+            raise InvalidInput("send pairs ([[a, b], ...]) or source and targets", field="source" if req.source is None else "targets")
+        check_count(len(req.targets), self.settings.max_inputs, "targets")
+        return [(req.source, t) for t in req.targets], [("source", f"targets[{i}]") for i in range(len(req.targets))]
+
+    async def similarity(self, req: SimilarityRequest) -> dict:
+        model = self.registry.get(req.model)
+        view = model.encoder.view(req.view)
+        pairs, fields = self._pairs(req)
+        data, enc = await self.score(model, view, pairs, fields, req.truncation)
+        return {"object": "list", "model": model.name, "view": view, "data": data, "usage": enc.usage()}
+
+    async def score(self, model: Model, view: str, pairs: Sequence[tuple[Any, Any]], fields: Sequence[tuple[str, str]],
+                    mode: str | None = None) -> tuple[list[dict], Encoded]:
+        """The scoring core of similarity and rerank: ``{index, score[, relatedness]}`` per pair, and the usage."""
+        unique: dict[str, int] = {}  # each distinct text is embedded once
+        ufields: list[str] = []
+        a, b = [], []
+        for pair, fpair in zip(pairs, fields):
+            idx = []
+            for text, fld in zip(self.texts(pair, fpair, mode), fpair):
+                if text not in unique:
+                    unique[text] = len(unique)
+                    ufields.append(fld)
+                idx.append(unique[text])
+            a.append(idx[0])
+            b.append(idx[1])
+        texts = list(unique)
+        enc = await self.encode(model, view, texts, ufields, normalize=False, mode=mode)
+        unit = l2_normalize(enc.vectors)
+        cos = np.clip(np.einsum("nd,nd->n", unit[a], unit[b]), -1.0, 1.0)  # rounding can step past 1
+        data = [{"index": i, "score": float(c)} for i, c in enumerate(cos)]
+        if model.head is not None:
+            hv = enc.vectors
+            if model.head_view != view:
+                henc = await self.encode(model, model.head_view, texts, ufields, normalize=False, mode=mode)
+                hv, enc.tokens = henc.vectors, enc.tokens + henc.tokens
+            for row, r in zip(data, model.head.predict(hv[a], hv[b])):
+                row["relatedness"] = float(r)
+        return data, enc
+
+    async def rerank(self, req: RerankRequest) -> dict:
+        """Documents ordered by cosine similarity to the query (infinity's and Cohere's shape)."""
+        model = self.registry.get(req.model)
+        view = model.encoder.view(req.view)
+        check_count(len(req.documents), self.settings.max_inputs, "documents")
+        if req.top_n is not None and req.top_n < 1:
+            raise InvalidInput(f"top_n is {req.top_n}; it must be at least 1", field="top_n")
+        fields = [("query", f"documents[{i}]") for i in range(len(req.documents))]
+        data, enc = await self.score(model, view, [(req.query, d) for d in req.documents], fields, req.truncation)
+        order = sorted(data, key=lambda r: -r["score"])[: req.top_n]
+        results = [{"index": r["index"], "relevance_score": r["score"]} | ({"document": req.documents[r["index"]]} if req.return_documents else {})
+                   for r in order]
+        return {"object": "rerank", "model": model.name, "results": results, "usage": enc.usage()}
+
+    # -- search --------------------------------------------------------------------------
+    def _query(self, query: Any, dim: int, name: str) -> tuple[list[str] | None, np.ndarray | None]:
+        if isinstance(query, str):
+            return [query], None
+        if not isinstance(query, list) or not query:
+            raise InvalidInput("query must be a text, a non-empty list of texts, or a vector of numbers", field="query")
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in query):
+            if len(query) != dim:
+                raise InvalidInput(f"query has {len(query)} dimensions; index '{name}' has {dim}", field="query")
+            with np.errstate(over="ignore"):  # 1e308 overflows float32 to inf: refused just below
+                vec = np.asarray(query, np.float32)[None, :]
+            if not np.isfinite(vec).all():
+                raise InvalidInput("query has a value that is not a finite float32", field="query")
+            return None, vec
+        check_count(len(query), self.settings.max_inputs, "query")
+        return query, None
+
+    async def search(self, req: SearchRequest) -> dict:
+        name = req.index or self.settings.default_index
+        config = self.store.config(name)
+        if not 1 <= req.k <= self.settings.max_k:
+            raise InvalidInput(f"k is {req.k}; it must be between 1 and {self.settings.max_k}", field="k")
+        texts, vectors = self._query(req.query, config.dim, name)
+        counts = usage(0)
+        if texts is not None:
+            fields = ["query"] if isinstance(req.query, str) else [f"query[{i}]" for i in range(len(texts))]
+            model = self.registry.get(config.model, field_name="index")
+            enc = await self.encode(model, config.view, self.texts(texts, fields, req.truncation), fields, normalize=False, mode=req.truncation)
+            vectors, counts = enc.vectors, enc.usage()
+        hits = await asyncio.get_running_loop().run_in_executor(None, self.store.search, name, vectors, req.k)
+        results = [[_hit(d, s) for d, s in row] for row in hits]
+        return {"object": "list", "index": name, "model": config.model, "metric": config.metric, "results": results, "usage": counts}
+
+    # -- index management ----------------------------------------------------------------
+    async def create_index(self, req: CreateIndexRequest) -> dict:
+        model = self.registry.get(req.model)
+        view = model.encoder.view(req.view)
+        try:
+            config = new_config(req.name, model.name, view, model.encoder.dim(view), req.factory, req.metric, req.normalize, req.train_size)
+        except ValueError as e:
+            raise InvalidInput(str(e), field="factory") from None
+        await asyncio.get_running_loop().run_in_executor(None, self.store.create, config)
+        return self.store.stats(req.name)
+
+    async def add_documents(self, name: str, req: AddDocumentsRequest) -> dict:
+        config = self.store.config(name)
+        docs = req.documents
+        check_count(len(docs), self.settings.max_inputs, "documents")
+        fields = [f"documents[{i}].text" for i in range(len(docs))]
+        texts = self.texts([d.text for d in docs], fields, req.truncation)
+        for i, d in enumerate(docs):  # checked before anything is stored: a search must always be able to return it
+            check_metadata(d.metadata, f"documents[{i}].metadata", self.settings.max_metadata_bytes, self.settings.max_metadata_depth)
+        model = self.registry.get(config.model, field_name="index")
+        enc = await self.encode(model, config.view, texts, fields, normalize=False, mode=req.truncation)
+        items = [Doc(d.id or new_id(), t, d.metadata) for d, t in zip(docs, texts)]
+        ids = await asyncio.get_running_loop().run_in_executor(None, self.store.add, name, items, enc.vectors)
+        return {"index": name, "ids": ids, "documents": self.store.entry(name).index.count, "usage": enc.usage()}
+
+    async def index_map(self, name: str, query: str | None, limit: int, include: Sequence[str] = ()) -> dict:
+        """Up to ``limit`` of an index's documents (those ``include`` names first) on a 2-D PCA plane, with ``query`` on it."""
+        config = self.store.config(name)
+        if not 3 <= limit <= self.settings.max_inputs:
+            raise InvalidInput(f"limit is {limit}; it must be between 3 and {self.settings.max_inputs}", field="limit")
+        vi = self.store.entry(name).index
+        wanted = [vi.docs.get(vi.labels.get(i, -1)) for i in include]  # dict reads: atomic under the GIL
+        first = [d for d in wanted if d is not None][:limit]
+        seen = {d.id for d in first}
+        docs = first + [d for d in list(vi.docs.values())[: limit + len(first)] if d.id not in seen][: limit - len(first)]
+        if len(docs) < 3:
+            raise InvalidInput(f"index '{name}' has {len(docs)} documents; a map needs at least 3", field="name")
+        model = self.registry.get(config.model, field_name="index")
+        texts = [d.text for d in docs] + ([query] if query is not None else [])
+        fields = [f"documents[{i}]" for i in range(len(docs))] + ["query"]
+        enc = await self.encode(model, config.view, self.texts(texts, fields[: len(texts)]), fields[: len(texts)], normalize=True)
+        mean, axes, share = pca_2d(enc.vectors[: len(docs)])
+        xy = project(enc.vectors, mean, axes)
+        points = [{"id": d.id, "text": d.text, "x": float(p[0]), "y": float(p[1])} for d, p in zip(docs, xy)]
+        placed = {"text": query, "x": float(xy[-1, 0]), "y": float(xy[-1, 1])} if query is not None else None
+        return {"index": name, "model": config.model, "points": points, "query": placed,
+                "explained_variance": [float(v) for v in share], "usage": enc.usage()}
+
+    async def delete_documents(self, name: str, ids: list[str]) -> dict:
+        self.store.config(name)
+        check_count(len(ids), self.settings.max_inputs, "ids")
+        found = await asyncio.get_running_loop().run_in_executor(None, self.store.delete, name, ids)
+        gone = set(found)
+        return {"index": name, "deleted": found, "not_found": [i for i in ids if i not in gone], "documents": self.store.entry(name).index.count}
+
+    async def drop_index(self, name: str) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.store.drop, name)
+
+    def list_indexes(self) -> dict:
+        return {"object": "list", "data": [self.store.stats(n) for n in self.store.names()], "building": dict(self.store.building),
+                "quarantined": dict(self.store.quarantined)}
+
+
+def _hit(doc: Doc, score: float) -> dict:
+    hit = {"id": doc.id, "text": doc.text, "score": score if math.isfinite(score) else None}
+    if doc.metadata is not None:
+        hit["metadata"] = doc.metadata
+    return hit

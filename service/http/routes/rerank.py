@@ -1,0 +1,22 @@
+"""``POST /v1/rerank`` (and ``/rerank``) — documents ordered by similarity to a query, in infinity's and Cohere's shape."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from service.http.middleware import json_bytes, unless_disconnected
+from service.http.routes.deps import ERRORS, CoreDep, usage_headers
+from service.http.schemas import RerankRequest, RerankResponse
+
+router = APIRouter(tags=["similarity"])
+
+
+@router.post("/v1/rerank", response_model=RerankResponse, responses=ERRORS)
+@router.post("/rerank", response_model=RerankResponse, responses=ERRORS, include_in_schema=False)
+async def rerank(body: RerankRequest, request: Request, core: CoreDep) -> Response:
+    """`results[{index, relevance_score, document?}]`, best first, `top_n` of them.
+
+    The score is `/v1/similarity`'s cosine between the query and each document (a bi-encoder, not a cross-encoder).
+    """
+    result = await unless_disconnected(request, core.rerank(body))
+    return Response(json_bytes(result), media_type="application/json", headers=usage_headers(result["usage"]))

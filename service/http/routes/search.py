@@ -1,0 +1,21 @@
+"""``POST /v1/search`` — nearest neighbours in an index."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from service.http.middleware import json_bytes, unless_disconnected
+from service.http.routes.deps import ERRORS, CoreDep, usage_headers
+from service.http.schemas import SearchRequest, SearchResponse
+
+router = APIRouter(tags=["search"])
+
+
+@router.post("/v1/search", response_model=SearchResponse, responses=ERRORS)
+async def search(body: SearchRequest, request: Request, core: CoreDep) -> Response:
+    """`query` is a text, a list of texts, or a vector of the index's dimension; `k` neighbours each.
+
+    Exact search for `Flat` indexes (the default); approximate for HNSW / IVF factories.
+    """
+    result = await unless_disconnected(request, core.search(body))
+    return Response(json_bytes(result), media_type="application/json", headers=usage_headers(result["usage"]))

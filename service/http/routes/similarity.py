@@ -1,0 +1,21 @@
+"""``POST /v1/similarity`` — cosine (and predicted relatedness) per pair."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from service.http.middleware import json_bytes, unless_disconnected
+from service.http.routes.deps import ERRORS, CoreDep, usage_headers
+from service.http.schemas import SimilarityRequest, SimilarityResponse
+
+router = APIRouter(tags=["similarity"])
+
+
+@router.post("/v1/similarity", response_model=SimilarityResponse, responses=ERRORS)
+async def similarity(body: SimilarityRequest, request: Request, core: CoreDep) -> Response:
+    """Scores for `pairs: [[a, b], ...]`, or for `source` against each of `targets`.
+
+    `score` is the cosine similarity; `relatedness` (1–5) appears when the bundle has a SICK head.
+    """
+    result = await unless_disconnected(request, core.similarity(body))
+    return Response(json_bytes(result), media_type="application/json", headers=usage_headers(result["usage"]))

@@ -1,0 +1,317 @@
+"""The folder of persistent indexes: create, add, delete, search, drop, reload at start.
+
+Layout of one index::
+
+    <index_dir>/<name>/snapshot/{meta.json, index.faiss, docs.jsonl, pending.npy}   atomic_dir
+    <index_dir>/<name>/wal.log                                                      appends, fsync'd
+
+A write is acknowledged after its log record is on disk; the in-memory index changes only after
+that; if applying it fails anyway, the record is cut off the log and the index reloaded from disk.
+An index that cannot be loaded (a log record that cannot be replayed, an unsupported factory) is
+*quarantined*: it answers 503 naming the reason while every other index serves, and it can be
+dropped. When the log outgrows ``wal_max_bytes`` the index is written as a new snapshot (atomically:
+the old one stays whole until the new one is) and the log is emptied; records already in a
+snapshot are recognised by their sequence number and skipped on replay, so a crash between the
+two steps is harmless. Methods are blocking (FAISS, fsync): call them from a worker thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from service.bundle.atomic import recover_dir
+from service.errors import Conflict, IndexUnavailable, NotReady, StorageUnavailable, UnknownIndex
+from service.index.indexes import Doc, IndexConfig, VectorIndex
+from service.index.wal import Wal
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT = "snapshot"
+WAL_FILE = "wal.log"
+
+
+@dataclass(eq=False)
+class _Entry:
+    index: VectorIndex
+    wal: Wal
+    folder: Path
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+
+class IndexStore:
+    """Every index under ``root``, loaded, with its log."""
+
+    def __init__(self, root: Path, wal_max_bytes: int = 64 * 2**20, on_size: Callable[[str, int | None], None] | None = None,
+                 gpu: bool = False):
+        self.root = Path(root)
+        self.gpu = gpu  # search served indexes on the GPU when FAISS has one (VectorIndex.use_gpu)
+        self.wal_max_bytes = wal_max_bytes
+        self.on_size = on_size or (lambda name, n: None)
+        self._entries: dict[str, _Entry] = {}
+        self._lock = threading.Lock()  # guards the dict itself
+        self.building: dict[str, str] = {}  # name -> progress, for indexes being built in the background
+        self.quarantined: dict[str, str] = {}  # name -> why it cannot be served
+        self._creating: set[str] = set()  # names being written by install()
+
+    # -- loading -------------------------------------------------------------------------
+    def load_all(self) -> list[str]:
+        """Load every index folder; a broken one is quarantined, never fatal."""
+        if not self.root.is_dir():
+            return []
+        for folder in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            try:
+                self._register(self.load_folder(folder))
+            except Unfinished as e:
+                log.warning("index folder %s skipped: %s", folder, e)
+            except Exception as e:  # noqa: BLE001 - one bad index must not stop the server
+                self.quarantine(folder.name, f"{type(e).__name__}: {e}")
+        return self.names()
+
+    def quarantine(self, name: str, why: str) -> None:
+        log.error("index %s quarantined (it answers 503 until fixed or dropped): %s", name, why)
+        with self._lock:
+            old = self._entries.pop(name, None)
+            self.quarantined[name] = why[:500]
+        if old is not None:
+            old.wal.close()
+        self.on_size(name, None)
+
+    @staticmethod
+    def load_folder(folder: Path) -> _Entry:
+        snap = folder / SNAPSHOT
+        if recover_dir(snap):
+            log.warning("index %s: restored the previous snapshot left by an interrupted write", folder.name)
+        for tmp in folder.glob(f".{SNAPSHOT}.*"):  # half-written snapshots: never renamed in
+            shutil.rmtree(tmp, ignore_errors=True)
+        if not (snap / "meta.json").is_file():
+            raise Unfinished("no snapshot (an index creation that never finished)")
+        vi = VectorIndex.read_snapshot(snap)
+        wal = Wal(folder / WAL_FILE)
+        replayed = 0
+        for header, blob in wal.replay():
+            if header["seq"] <= vi.seq:
+                continue  # already in the snapshot
+            try:
+                _apply(vi, header, blob)
+            except Exception as e:  # noqa: BLE001 - named in the quarantine reason
+                raise ValueError(f"log record {header.get('seq')} ({header.get('op')}) cannot be replayed: {type(e).__name__}: {e}") from e
+            replayed += 1
+        log.info("index %s: %d documents (%s, %s), %d log records replayed", vi.config.name, vi.count, vi.config.factory, vi.config.model, replayed)
+        return _Entry(vi, wal, folder)
+
+    def _register(self, entry: _Entry) -> None:
+        if self.gpu:
+            entry.index.use_gpu()
+        with self._lock:
+            self._entries[entry.index.config.name] = entry
+        self.on_size(entry.index.config.name, entry.index.count)
+
+    # -- reads ---------------------------------------------------------------------------
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._entries
+
+    def entry(self, name: str) -> _Entry:
+        try:
+            return self._entries[name]
+        except KeyError:
+            if name in self.quarantined:
+                raise IndexUnavailable(f"index '{name}' is quarantined: {self.quarantined[name]}; the other indexes serve. "
+                                       f"Fix its folder and restart, or drop it", field="index") from None
+            if name in self.building:
+                raise NotReady(f"index '{name}' is being built ({self.building[name]})", field="index") from None
+            raise UnknownIndex(f"no index '{name}'; the indexes are {self.names()}", field="index") from None
+
+    def config(self, name: str) -> IndexConfig:
+        return self.entry(name).index.config
+
+    def stats(self, name: str) -> dict:
+        e = self.entry(name)
+        with e.lock:
+            return e.index.stats() | {"wal_bytes": e.wal.size}
+
+    def search(self, name: str, queries: np.ndarray, k: int) -> list[list[tuple[Doc, float]]]:
+        e = self.entry(name)
+        with e.lock:  # FAISS is not safe to search while another thread adds
+            return e.index.search(queries, k)
+
+    # -- writes --------------------------------------------------------------------------
+    def create(self, config: IndexConfig) -> dict:
+        """A new empty index, on disk before this returns."""
+        return self.install(VectorIndex(config))
+
+    def install(self, vi: VectorIndex, overwrite: bool = False) -> dict:
+        """Persist a whole in-memory index (a new one, or one built offline) and serve it."""
+        name = vi.config.name
+        folder = self.root / name
+        with self._lock:  # the name is taken here: of two concurrent creates, one gets 409
+            taken = name in self._entries or name in self._creating or name in self.quarantined or (folder / SNAPSHOT).exists()
+            if taken and not overwrite or name in self._creating:
+                raise Conflict(f"index '{name}' already exists", field="name")
+            self._creating.add(name)
+        try:
+            with _storage("write", name):
+                folder.mkdir(parents=True, exist_ok=True)
+                vi.seq = 0
+                vi.write_snapshot(folder / SNAPSHOT)
+                wal = Wal(folder / WAL_FILE)
+                wal.reset()
+            old = self._entries.get(name)
+            if old is not None:
+                old.wal.close()
+            self.quarantined.pop(name, None)
+            self._register(_Entry(vi, wal, folder))
+        finally:
+            with self._lock:
+                self._creating.discard(name)
+        return vi.stats()
+
+    def drop(self, name: str) -> None:
+        if name in self.quarantined:
+            self._drop_folder(name, self.root / name)
+            return
+        e = self.entry(name)
+        with e.lock, self._lock, _storage("drop", name):
+            aside = e.folder.with_name(f".{name}.dropped-{uuid.uuid4().hex[:8]}")
+            e.folder.rename(aside)  # one rename: a crash leaves it gone or whole
+            e.wal.close()
+            self._entries.pop(name, None)
+            shutil.rmtree(aside, ignore_errors=True)
+        self.on_size(name, None)
+
+    def _drop_folder(self, name: str, folder: Path) -> None:
+        with self._lock, _storage("drop", name):
+            if folder.exists():
+                aside = folder.with_name(f".{name}.dropped-{uuid.uuid4().hex[:8]}")
+                folder.rename(aside)
+                shutil.rmtree(aside, ignore_errors=True)
+            self.quarantined.pop(name, None)
+
+    def add(self, name: str, docs: list[Doc], vectors: np.ndarray) -> list[str]:
+        """Log, then apply; ids must be new (409 otherwise). Returns the ids (generated where missing)."""
+        e = self.entry(name)
+        with e.lock:
+            vi = e.index
+            seen: set[str] = set()
+            for i, d in enumerate(docs):
+                if d.id in vi.labels or d.id in seen:
+                    raise Conflict(f"documents[{i}].id '{d.id}' already exists in index '{name}'", field=f"documents[{i}].id")
+                seen.add(d.id)
+            labels = list(range(vi.next_label, vi.next_label + len(docs)))
+            header = {
+                "seq": vi.seq + 1, "op": "add", "labels": labels,
+                "docs": [{"id": d.id, "text": d.text, "metadata": d.metadata} for d in docs],
+            }
+            x = np.ascontiguousarray(vectors, np.float32)
+            self._log_and_apply(e, header, x.tobytes(), x, "add documents to")
+            self._maybe_compact(e)
+        self.on_size(name, e.index.count)
+        return [d.id for d in docs]
+
+    def delete(self, name: str, ids: list[str]) -> list[str]:
+        """Delete by id; returns the ids that were there (unknown ids are not an error)."""
+        e = self.entry(name)
+        with e.lock:
+            vi = e.index
+            if not any(i in vi.labels for i in ids):
+                return []
+            header = {"seq": vi.seq + 1, "op": "delete", "ids": ids}
+            found = self._log_and_apply(e, header, b"", b"", "delete documents from")
+            self._maybe_compact(e)
+        self.on_size(name, e.index.count)
+        return found
+
+    def _log_and_apply(self, e: _Entry, header: dict, blob: bytes, data: bytes | np.ndarray, op: str) -> list[str]:
+        """Append the record (the write is acknowledged once it is on disk), then apply it in memory.
+
+        Should applying fail after all, the record is cut off the log (the write is refused, never
+        half-done) and the index reloaded from its files; if that fails too, it is quarantined.
+        """
+        name = e.index.config.name
+        before = e.wal.size
+        with _storage(op, name):
+            e.wal.append(header, blob)  # nothing changes in memory unless this succeeds
+        try:
+            return _apply(e.index, header, data)
+        except Exception as err:
+            log.exception("index %s: record %d logged but not applied; cutting it off and reloading", name, header["seq"])
+            try:
+                e.wal.truncate_to(before)
+                fresh = self.load_folder(e.folder)
+                fresh.wal.close()
+                e.index = fresh.index
+                if self.gpu:
+                    e.index.use_gpu()
+            except Exception as reload_err:  # noqa: BLE001 - the reason is kept for the 503s
+                self.quarantine(name, f"a write failed ({err!r}) and the index could not be reloaded: {reload_err!r}")
+            raise
+
+    def _maybe_compact(self, e: _Entry) -> None:
+        """Fold the log into a snapshot past its size limit. The write is already durable in the log, so a
+        failure here is logged, not returned to the client (it would refuse a write that was kept)."""
+        if e.wal.size <= self.wal_max_bytes:
+            return
+        try:
+            self.compact_entry(e)
+        except OSError as err:
+            log.warning("index %s: snapshot failed (%s); the log still holds every write", e.folder.name, err)
+
+    @staticmethod
+    def compact_entry(e: _Entry) -> None:
+        with e.lock:
+            if e.wal.size == 0:
+                return
+            e.index.write_snapshot(e.folder / SNAPSHOT)
+            e.wal.reset()
+
+    def close(self) -> None:
+        """Fold every log into its snapshot (a clean shutdown starts faster next time)."""
+        for e in list(self._entries.values()):
+            try:
+                self.compact_entry(e)
+            except Exception as err:  # noqa: BLE001 - the log still holds everything
+                log.error("index %s: snapshot at shutdown failed (%s); its log still holds the writes", e.folder.name, err)
+            e.wal.close()
+
+
+@contextlib.contextmanager
+def _storage(op: str, name: str) -> Iterator[None]:
+    """Disk trouble during a write is the server's state, not a bug: a typed 503 naming the cause."""
+    try:
+        yield
+    except OSError as e:
+        raise StorageUnavailable(f"cannot {op} index '{name}': {e.strerror or e} ({e.filename or 'index folder'})", field="index") from e
+
+
+class Unfinished(ValueError):
+    """An index folder without a snapshot: a creation that never finished, not an index."""
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _apply(vi: VectorIndex, header: dict, blob: bytes | np.ndarray) -> list[str]:
+    """Apply one log record to the in-memory index."""
+    if header["op"] == "add":
+        docs = [Doc(d["id"], d["text"], d["metadata"]) for d in header["docs"]]
+        x = blob if isinstance(blob, np.ndarray) else np.frombuffer(blob, np.float32).reshape(len(docs), vi.config.dim)
+        vi.add(docs, x, header["labels"])
+        found = [d.id for d in docs]
+    elif header["op"] == "delete":
+        found = vi.delete(header["ids"])
+    else:
+        raise ValueError(f"unknown log record op {header['op']!r}")
+    vi.seq = header["seq"]
+    return found

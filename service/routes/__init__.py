@@ -1,5 +1,0 @@
-"""One router per resource; each route validates, calls :class:`service.core.Core`, serialises."""
-
-from service.routes import docs, embeddings, indexes, info, models, ops, playground, rerank, search, similarity
-
-ROUTERS = [ops.router, playground.router, docs.router, info.router, models.router, embeddings.router, similarity.router, rerank.router, search.router, indexes.router]

@@ -1,0 +1,286 @@
+"""The batcher without HTTP: batch bounds, invariance, 429, errors, dropped callers, a dead worker."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from service.core.batcher import Batcher, BatchLimits, plan_batches
+from service.core.encoder import Encoder
+from service.errors import InputTooLong, InvalidInput, QueueFull, WorkerDead
+from tests.service.conftest import SENTENCES
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory):
+    from tests.tiny_bundle import make_tiny_bundle
+
+    path = tmp_path_factory.mktemp("b") / "tiny"
+    make_tiny_bundle(path)
+    return Encoder.load(path)
+
+
+class Recording:
+    """Wraps an encoder: records batch shapes, can be slowed down or made to fail."""
+
+    def __init__(self, enc: Encoder, delay: float = 0.0, fail: bool = False):
+        self.enc, self.delay, self.fail = enc, delay, fail
+        self.batches: list[tuple[int, int]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def token_ids(self, text):
+        return self.enc.token_ids(text)
+
+    def fit(self, ids, truncation="reject", field="input"):
+        return self.enc.fit(ids, truncation, field)
+
+    def dim(self, view=None):
+        return self.enc.dim(view)
+
+    def run_ids(self, batch, view=None):
+        self.gate.wait(10)
+        time.sleep(self.delay)
+        if self.fail:
+            raise RuntimeError("boom")
+        self.batches.append((len(batch), max(len(s) for s in batch)))
+        return self.enc.run_ids(batch, view)
+
+
+def test_plan_batches_respects_size_and_padded_tokens():
+    lengths = [5, 1, 9, 3, 3, 30, 2, 8]
+    batches = plan_batches(lengths, max_size=3, max_tokens=20)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for b in batches:
+        assert len(b) <= 3
+        assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= 20
+    # sorted by length: each batch's lengths are contiguous in sorted order
+    flat = [lengths[i] for b in batches for i in b]
+    assert flat == sorted(flat)
+
+
+async def test_batched_equals_alone_under_concurrency(encoder):
+    rec = Recording(encoder)
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=4, max_batch_tokens=64, max_wait_ms=5))
+    b.start()
+    alone = encoder.encode(SENTENCES, normalize=False, batch_size=1)
+    results = await asyncio.gather(*(b.embed([s], "mean") for s in SENTENCES * 3), b.embed(SENTENCES, "mean"))
+    for i, r in enumerate(results[:-1]):
+        np.testing.assert_allclose(r.vectors[0], alone[i % len(SENTENCES)], atol=1e-6)
+    np.testing.assert_allclose(results[-1].vectors, alone, atol=1e-6)
+    assert max(n for n, _ in rec.batches) > 1  # it did batch
+    assert all(n <= 4 and (n == 1 or n * t <= 64) for n, t in rec.batches)
+    await b.stop()
+
+
+async def test_full_queue_answers_queue_full(encoder):
+    rec = Recording(encoder)
+    rec.gate.clear()  # the first batch blocks, so the queue fills
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=2, max_wait_ms=0, max_queue_size=4, retry_after_s=3))
+    b.start()
+    first = asyncio.create_task(b.embed(["the cat"], "mean"))
+    await asyncio.sleep(0.05)  # the worker took it and is blocked in run_ids
+    waiting = [asyncio.create_task(b.embed(["a dog", "the man"], "mean")) for _ in range(2)]
+    await asyncio.sleep(0.01)
+    with pytest.raises(QueueFull) as e:
+        await b.embed(["one more"], "mean")
+    assert e.value.retry_after_s == 3 and "the limit is 4" in e.value.message
+    rec.gate.set()
+    assert (await first).vectors.shape == (1, 8)
+    for t in waiting:
+        assert (await t).vectors.shape == (2, 8)
+    await b.stop()
+
+
+async def test_a_failed_batch_fails_every_caller_and_the_worker_lives(encoder):
+    rec = Recording(encoder, fail=True)
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=8, max_wait_ms=5))
+    b.start()
+    results = await asyncio.gather(*(b.embed([s], "mean") for s in SENTENCES), return_exceptions=True)
+    assert all(isinstance(r, RuntimeError) for r in results)
+    rec.fail = False
+    assert (await b.embed(["the cat"], "mean")).vectors.shape == (1, 8)
+    assert b.alive
+    await b.stop()
+
+
+async def test_cancelled_callers_are_dropped(encoder):
+    rec = Recording(encoder)
+    rec.gate.clear()
+    dropped = []
+
+    class Obs:
+        def queue_depth(self, m, d): ...
+        def batch_done(self, *a): ...
+        def dropped(self, m, n):
+            dropped.append(n)
+
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0), Obs())
+    b.start()
+    first = asyncio.create_task(b.embed(["the cat"], "mean"))
+    await asyncio.sleep(0.05)
+    gone = asyncio.create_task(b.embed(["the dog ran", "a man"], "mean"))
+    await asyncio.sleep(0.01)
+    gone.cancel()  # the client went away while queued
+    rec.gate.set()
+    await first
+    assert (await b.embed(["she walked"], "mean")).vectors.shape == (1, 8)
+    assert sum(dropped) == 2
+    assert sum(n for n, _ in rec.batches) == 2  # the cancelled sentences never ran
+    await b.stop()
+
+
+async def test_admission_errors_name_the_input(encoder):
+    b = Batcher("tiny", encoder, BatchLimits())
+    b.start()
+    with pytest.raises(InputTooLong, match=r"input\[1\] has 41 tokens; the limit is 32"):
+        await b.embed(["the cat", " ".join(["cat"] * 40)], "mean")
+    out = await b.embed(["the cat", " ".join(["cat"] * 40)], "mean", truncation="truncate")
+    assert out.tokens == [3, 32]
+    b2 = Batcher("tiny", encoder, BatchLimits())
+    await b.stop()
+    del b2
+
+
+async def test_dead_worker_fails_waiters_and_refuses_new_work(encoder):
+    rec = Recording(encoder)
+    rec.gate.clear()
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0))
+    b.start()
+    running = asyncio.create_task(b.embed(["the cat"], "mean"))
+    await asyncio.sleep(0.05)  # in run_ids, blocked
+    queued = asyncio.create_task(b.embed(["a dog"], "mean"))
+    await asyncio.sleep(0.01)
+    b._task.cancel()  # simulate the worker dying mid-batch
+    for t in (running, queued):
+        with pytest.raises(WorkerDead):
+            await asyncio.wait_for(t, 5)  # resolved, never left hanging
+    assert not b.alive
+    with pytest.raises(WorkerDead):
+        await b.embed(["a dog"], "mean")
+    rec.gate.set()
+
+
+async def test_no_tokens_is_invalid(tmp_path):
+    from tests.tiny_bundle import make_tiny_bundle
+
+    make_tiny_bundle(tmp_path / "noeos", append_eos=False)
+    b = Batcher("noeos", Encoder.load(tmp_path / "noeos"), BatchLimits())
+    b.start()
+    with pytest.raises(InvalidInput, match=r"input\[0\] has no tokens"):
+        await b.embed(["\x01\x02"], "mean")
+    await b.stop()
+
+
+async def _three_in_one_window(rec: Recording, b: Batcher) -> list[asyncio.Task]:
+    """Three single-sentence requests taken in one window; the first batch blocks in run_ids."""
+    rec.gate.clear()
+    tasks = [asyncio.create_task(b.embed([s], "mean")) for s in SENTENCES[:3]]
+    await asyncio.sleep(0.05)
+    assert b.depth == 0 and len(b._window) == 3  # all three left the queue for the worker's window
+    return tasks
+
+
+async def test_a_killed_worker_fails_its_whole_window(encoder):
+    rec = Recording(encoder)
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0))
+    b.start()
+    tasks = await _three_in_one_window(rec, b)
+    b._task.cancel()
+    for t in tasks:  # the running batch and the two behind it in the window
+        with pytest.raises(WorkerDead):
+            await asyncio.wait_for(t, 5)
+    rec.gate.set()
+
+
+async def test_a_worker_dying_of_an_error_fails_the_rest_of_its_window(encoder):
+    class Exploding:
+        def queue_depth(self, m, d): ...
+        def dropped(self, m, n): ...
+        def batch_done(self, *a):
+            raise RuntimeError("a metrics bug")
+
+    rec = Recording(encoder)
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0), Exploding())
+    b.start()
+    tasks = await _three_in_one_window(rec, b)
+    rec.gate.set()
+    results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 5)
+    assert sum(isinstance(r, WorkerDead) for r in results) == 2  # the first batch resolved before the observer raised
+    assert not b.alive
+
+
+async def test_stopping_fails_every_waiting_request(encoder):
+    from service.errors import NotReady
+
+    rec = Recording(encoder)
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0))
+    b.start()
+    tasks = await _three_in_one_window(rec, b)
+    queued = asyncio.create_task(b.embed(["she walked"], "mean"))
+    await asyncio.sleep(0.01)
+    await b.stop()
+    for t in [*tasks, queued]:
+        with pytest.raises(NotReady, match="shutting down"):
+            await asyncio.wait_for(t, 5)
+    rec.gate.set()
+
+
+class Counting(Recording):
+    def __init__(self, enc):
+        super().__init__(enc)
+        self.tokenized = 0
+
+    def token_ids(self, text):
+        self.tokenized += 1
+        return super().token_ids(text)
+
+
+async def test_a_full_queue_refuses_before_tokenizing(encoder):
+    rec = Counting(encoder)
+    rec.gate.clear()
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0, max_queue_size=2))
+    b.start()
+    tasks = [asyncio.create_task(b.embed([s], "mean")) for s in SENTENCES[:1]]
+    await asyncio.sleep(0.05)  # the first is running (blocked); now fill the queue
+    tasks += [asyncio.create_task(b.embed([s], "mean")) for s in SENTENCES[1:3]]
+    await asyncio.sleep(0.01)
+    before = rec.tokenized
+    with pytest.raises(QueueFull):
+        await b.embed(["x " * 5000], "mean")  # long enough to be tokenized on a thread
+    assert rec.tokenized == before
+    with pytest.raises(QueueFull):  # the server's path (core.encode splits, then embed_ids) meets the same limit
+        await b.embed_ids([encoder.token_ids("the cat")], "mean")
+    rec.gate.set()
+    await asyncio.gather(*tasks)
+    await b.stop()
+
+
+async def test_a_large_request_is_admitted_like_a_small_one(encoder):
+    """While the queue is below its limit any request gets in: small ones cannot starve a large one."""
+    rec = Recording(encoder)
+    rec.gate.clear()
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0, max_queue_size=4))
+    b.start()
+    running = asyncio.create_task(b.embed(["the cat"], "mean"))
+    await asyncio.sleep(0.05)
+    small = asyncio.create_task(b.embed(["a dog"], "mean"))  # one sentence waits: room for three more
+    await asyncio.sleep(0.01)
+    large = asyncio.create_task(b.embed(SENTENCES[:4], "mean"))  # four: used to be refused while anything waited
+    await asyncio.sleep(0.01)
+    rec.gate.set()
+    assert (await large).vectors.shape == (4, 8)
+    await asyncio.gather(running, small)
+    await b.stop()
+

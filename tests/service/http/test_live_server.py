@@ -1,0 +1,122 @@
+"""Against a real uvicorn on 127.0.0.1: the official openai client, batch invariance under
+concurrency, 429 with Retry-After when the queue overflows. Bounded request counts and times."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+
+import httpx
+import numpy as np
+import pytest
+
+from service.core.encoder import Encoder
+from tests.service.conftest import SENTENCES, live_server, settings_for
+
+
+@pytest.fixture(scope="module")
+def server(models_dir, tmp_path_factory):
+    settings = settings_for(models_dir, tmp_path_factory.mktemp("idx"), max_batch_size=8, max_wait_ms=5)
+    with live_server(settings) as (base, app):
+        yield base, app
+
+
+def test_official_openai_client(server, models_dir):
+    openai = pytest.importorskip("openai")
+    base, _ = server
+    client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=10)
+    enc = Encoder.load(models_dir / "tiny")
+    res = client.embeddings.create(model="tiny", input=SENTENCES[:3])  # the client asks for base64
+    assert res.model == "tiny" and [d.index for d in res.data] == [0, 1, 2]
+    np.testing.assert_allclose(np.array([d.embedding for d in res.data]), enc.encode(SENTENCES[:3]), atol=1e-6)
+    assert res.usage.prompt_tokens == sum(len(enc.token_ids(s)) for s in SENTENCES[:3])
+    single = client.embeddings.create(model="tiny", input="the cat sat", encoding_format="float")
+    assert len(single.data[0].embedding) == 8
+    assert {m.id for m in client.models.list()} == {"tiny", "tiny2", "text-embedding-ada-002", "text-embedding-3-small", "text-embedding-3-large"}
+    with pytest.raises(openai.NotFoundError, match="no model 'nope'"):
+        client.embeddings.create(model="nope", input="x")
+    with pytest.raises(openai.UnprocessableEntityError, match=r"input\[1\] is empty"):
+        client.embeddings.create(model="tiny", input=["ok", " "])
+
+
+def test_vectors_do_not_depend_on_batching_under_concurrency(server, models_dir):
+    base, app = server
+    enc = Encoder.load(models_dir / "tiny")
+    alone = {s: enc.encode([s], batch_size=1)[0] for s in SENTENCES}
+    rng = np.random.default_rng(0)
+    requests = [list(rng.choice(SENTENCES, size=rng.integers(1, 6))) for _ in range(60)]
+    hist = app.state.core.metrics.batch_size.labels("tiny")
+    batches_before = hist._sum.get()
+
+    async def run():
+        async with httpx.AsyncClient(base_url=base, timeout=20) as c:
+            return await asyncio.gather(*(c.post("/v1/embeddings", json={"model": "tiny", "input": r, "encoding_format": "base64"}) for r in requests))
+
+    answers = asyncio.run(run())
+    for req, r in zip(requests, answers):
+        assert r.status_code == 200, r.text
+        for text, d in zip(req, r.json()["data"]):
+            got = np.frombuffer(base64.b64decode(d["embedding"]), "<f4")
+            np.testing.assert_allclose(got, alone[text], atol=1e-6)
+    # the server really did put several requests' sentences in one batch
+    counts = app.state.core.metrics.batch_size.labels("tiny")._buckets
+    assert hist._sum.get() > batches_before
+    assert sum(b.get() for b in counts[2:]) > 0  # some batch had more than 2 sentences
+
+
+def slow_down(app, seconds: float) -> None:
+    """Make the tiny model's ONNX runs take ``seconds`` each."""
+    model = app.state.core.registry.models["tiny"]
+    run = model.encoder.run_ids
+
+    def slow(batch, view=None):
+        time.sleep(seconds)
+        return run(batch, view)
+
+    model.batcher.backend = type("Slow", (), {"run_ids": staticmethod(slow), "token_ids": model.encoder.token_ids,
+                                              "fit": model.encoder.fit, "dim": model.encoder.dim})()
+
+
+def test_overfilled_queue_answers_429(models_dir, tmp_path):
+    settings = settings_for(models_dir, tmp_path / "idx", max_batch_size=1, max_queue_size=2, max_wait_ms=0, retry_after_s=2)
+    with live_server(settings) as (base, app):
+        slow_down(app, 0.05)
+
+        async def run():
+            async with httpx.AsyncClient(base_url=base, timeout=20) as c:
+                return await asyncio.gather(*(c.post("/v1/embeddings", json={"model": "tiny", "input": ["the cat"]}) for _ in range(12)))
+
+        answers = asyncio.run(run())
+        codes = [r.status_code for r in answers]
+        assert 200 in codes and 429 in codes, codes
+        busy = next(r for r in answers if r.status_code == 429)
+        assert busy.headers["retry-after"] == "2" and busy.json()["error"]["code"] == "queue_full"
+        assert "the limit is 2" in busy.json()["error"]["message"]
+
+
+def test_requests_of_clients_that_left_are_dropped(models_dir, tmp_path):
+    import socket
+
+    settings = settings_for(models_dir, tmp_path / "idx", max_batch_size=1, max_wait_ms=0)
+    with live_server(settings) as (base, app):
+        slow_down(app, 0.4)
+        port = int(base.rsplit(":", 1)[1])
+
+        async def run():
+            async with httpx.AsyncClient(base_url=base, timeout=20) as c:
+                first = asyncio.create_task(c.post("/v1/embeddings", json={"model": "tiny", "input": ["the cat"]}))
+                await asyncio.sleep(0.1)  # the worker is busy with the first request
+                body = b'{"model": "tiny", "input": ["a dog", "the man"]}'
+                sock = socket.create_connection(("127.0.0.1", port))
+                sock.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+                await asyncio.sleep(0.1)
+                sock.close()  # the client goes away while its sentences wait
+                return await first
+
+        assert asyncio.run(run()).status_code == 200
+        deadline = time.time() + 5
+        dropped = app.state.core.metrics.dropped_total.labels("tiny")
+        while dropped._value.get() < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        assert dropped._value.get() == 2

@@ -1,0 +1,80 @@
+"""The playground: its map route (PCA computed by the server), and the page driven in a real browser."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from service.core.projection import pca_2d, project
+from tests.service.conftest import live_server, settings_for, write_sample
+
+DOCS = ["the cat sat on the table .", "a dog ran in the city", "the old man read a letter", "she walked to the river",
+        "the happy woman sleeps", "they drove a red car"]
+
+
+def test_pca_2d_finds_the_main_axis():
+    rng = np.random.default_rng(0)
+    x = np.outer(rng.standard_normal(50), [3.0, 0, 0, 4.0]) + 0.01 * rng.standard_normal((50, 4))
+    mean, axes, share = pca_2d(x)
+    assert abs(axes[0] @ np.array([0.6, 0, 0, 0.8])) == pytest.approx(1.0, abs=1e-3) and share[0] > 0.99
+    np.testing.assert_allclose(project(x, mean, axes)[:, 0].var() / x.var(0).sum(), share[0], rtol=1e-3)
+
+
+def test_map_places_documents_and_query(client):
+    client.post("/v1/indexes", json={"name": "m", "model": "tiny"})
+    client.post("/v1/indexes/m/documents", json={"documents": [{"text": t, "id": str(i)} for i, t in enumerate(DOCS)]})
+    r = client.post("/v1/indexes/m/map", json={"query": DOCS[0], "limit": 100})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert [p["id"] for p in body["points"]] == [str(i) for i in range(len(DOCS))] and len(body["explained_variance"]) == 2
+    assert (body["query"]["x"], body["query"]["y"]) == pytest.approx((body["points"][0]["x"], body["points"][0]["y"]), abs=1e-5)
+    assert client.post("/v1/indexes/m/map", json={"limit": 2}).json()["error"]["field"] == "limit"
+    picked = client.post("/v1/indexes/m/map", json={"limit": 3, "include": ["5", "nope", "4"]}).json()["points"]
+    assert [p["id"] for p in picked] == ["5", "4", "0"]  # the included first, unknown ids skipped, then the first added
+    assert client.post("/v1/indexes/nope/map", json={}).status_code == 404
+    assert "thoughtvec playground" in client.get("/").text
+
+
+def _browser():
+    """A headless Chromium driven by selenium, or a skip saying what is missing."""
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if not chromium or not driver:
+        pytest.skip("no system browser: apt-get install chromium chromium-driver (CI does)")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,1400"):
+        opts.add_argument(arg)
+    return webdriver.Chrome(options=opts, service=webdriver.ChromeService(executable_path=driver))
+
+
+def test_playground_in_a_real_browser(models_dir, tmp_path):
+    browser = _browser()
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    settings = settings_for(models_dir, tmp_path / "idx", build_default_index=True, search_sample=write_sample(tmp_path / "s.tsv.gz"))
+    try:
+        with live_server(settings) as (base, _):
+            browser.get(base + "/")
+            wait = WebDriverWait(browser, 15)
+            wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#index option"))
+            query = browser.find_element(By.ID, "query")
+            query.clear()
+            query.send_keys("the man read a book")
+            browser.find_element(By.ID, "search-btn").click()
+            hits = wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#results li.hit"))
+            assert len(hits) == 5 and all(float(h.find_element(By.CLASS_NAME, "score").text) <= 1.0 for h in hits)
+            browser.find_element(By.ID, "compare-btn").click()
+            wait.until(ec.text_to_be_present_in_element((By.ID, "pair-score"), "cosine"))
+            browser.find_element(By.ID, "map-btn").click()
+            wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#map circle.doc")) == 60)
+            assert len(browser.find_elements(By.CSS_SELECTOR, "#map circle.hit")) == 5  # the search's results, drawn first
+            assert browser.find_elements(By.CSS_SELECTOR, "#map path.query")
+            assert not browser.find_element(By.ID, "search-error").text
+    finally:
+        browser.quit()

@@ -1,0 +1,5 @@
+import sys
+
+from thoughtvec.cli import main
+
+sys.exit(main())
