@@ -20,6 +20,7 @@ the raw outputs and replaces the maps.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +118,11 @@ def choose(fit_on: np.ndarray, dev_raw: np.ndarray, dev: DevPairs, view: str,
                   maps[pick["center"]][pick["k"]])
 
 
+# what a run appends to a view's description ("; mean and top 3 principal components removed"), also
+# the "top 0" of an early version, so a rerun starts from the view's own words
+_ADDED = re.compile(r"(?:; (?:mean|top \d+ principal components?)(?: and top \d+ principal components?)? removed)+$")
+
+
 def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int = 20_000, data_root: Path | None = None,
                        log: Callable[[str], None] = print, check_counts: bool = True,
                        grid: Sequence[tuple[bool, int]] = GRID, choose_default: bool = True) -> list[Choice]:  # fmt: skip
@@ -130,11 +136,12 @@ def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int =
     bundle = load_bundle(bundle_dir)
     spec = json.loads((bundle_dir / BUNDLE_FILE).read_text(encoding="utf-8"))
     views = spec["views"]
-    # start again from the raw outputs: drop earlier maps and their -raw twins
+    # start again from the raw outputs: drop earlier maps, the words they added to descriptions, and their -raw twins
     for name in [n for n in views if n.endswith(RAW) and n[: -len(RAW)] in views]:
         del views[name]
     for v in views.values():
         v.pop("postprocess", None)
+        v["description"] = _ADDED.sub("", v.get("description", ""))
     for head in spec.get("heads", {}).values():
         if head["view"].endswith(RAW) and head["view"][: -len(RAW)] in views:
             head["view"] = head["view"][: -len(RAW)]

@@ -76,7 +76,8 @@ def test_views_shapes_padding_and_card(trained):
     enc = Encoder.load(trained / "bundle")
     dz = 2 * TINY["hidden"]
     assert {n: v.dim for n, v in enc.spec.views.items()} == {
-        "ensemble": dz, "en": dz, "de": dz, "ensemble-supervised": 6 * dz, "en-supervised": 3 * dz, "de-supervised": 3 * dz}
+        "ensemble": dz, "en": dz, "de": dz, "de-sif": dz,
+        "ensemble-supervised": 6 * dz, "en-supervised": 3 * dz, "de-supervised": 3 * dz}
     assert enc.spec.default_view == "ensemble"
     mixed = ["anna walked into the garden .", "the letter was old and small and the coat was old and small too", "ben", "", "qwertyuiop"]
     for view in enc.spec.views:
@@ -90,3 +91,20 @@ def test_views_shapes_padding_and_card(trained):
     assert "singular values of W" in card and (trained / "bundle" / "singular_values.png").exists()
     sv = json.loads((trained / "bundle" / "bundle.json").read_text())["training"]["export_report"]["singular_values"]
     assert 0.8 < sv["min"] <= sv["max"] < 1.2
+
+
+def test_de_sif_is_the_sif_weighted_mean_of_the_inverted_word_vectors(trained, toy_corpus):
+    """de-sif = Σ a/(a+p(w))·f_de⁻¹(v_w) / Σ a/(a+p(w)), its first PC removed (Arora et al. 2017):
+    frequent words count less, so a sentence's vector is not the cone every sentence shares."""
+    from training.evaluation.sources import sif_weights, word_counts
+
+    enc = Encoder.load(trained / "bundle")
+    words = ["the", "garden", "anna"]
+    weights = sif_weights(words, word_counts(toy_corpus))
+    assert weights[0] < weights[1] <= 1.0  # "the" is the most frequent word of the toy corpus
+    per_word = np.stack([enc.encode([w], "de-sif", normalize=False)[0] for w in words])  # PC already removed per row
+    sentence = enc.encode([" ".join(words)], "de-sif", normalize=False)[0]
+    np.testing.assert_allclose(sentence, (weights[:, None] * per_word).sum(0) / weights.sum(), atol=5e-4)  # fp16 weights
+    plain = enc.encode([" ".join(words)], "de", normalize=False)[0]
+    assert np.abs(sentence - plain).max() > 1e-2  # the weights change the vector
+    assert np.allclose(enc.encode([""], "de-sif", normalize=False), 0)

@@ -82,8 +82,13 @@ def test_postprocess_bundle_writes_maps_keeps_raw_views_and_moves_the_head(tmp_p
     (bundle / "MODEL_CARD.md").write_text("# tiny\n\n| default view | `meanmax` |\n\n## Views\n\n| view | dim | pooling | description |\n"
                                           "|---|---:|---|---|\n| `mean` | 8 | unsupervised | old |\n\n## Data\n\nsome text\n")
     # only candidates that change the vectors, so the bundle is rewritten whatever dev says
-    choices = postprocess.postprocess_bundle(bundle, corpus, sample=200, data_root=data, log=lambda m: None,
-                                             check_counts=False, grid=[(True, 1), (True, 2)])
+    described = {n: v["description"] for n, v in meta["views"].items()}
+    for _ in range(2):  # a second run gives the same bundle: descriptions do not pile up
+        choices = postprocess.postprocess_bundle(bundle, corpus, sample=200, data_root=data, log=lambda m: None,
+                                                 check_counts=False, grid=[(True, 1), (True, 2)])
+        views = json.loads((bundle / "bundle.json").read_text())["views"]
+        assert views["mean"]["description"] == f"{described['mean']}; {choices[0].describe()}"
+        assert views["mean-raw"]["description"] == f"{described['mean']} (raw: without post-processing)"
     assert [c.view for c in choices] == ["mean"]  # meanmax is a supervised view: left alone
     spec = json.loads((bundle / "bundle.json").read_text())
     assert spec["views"]["mean"]["postprocess"]["key"] == "mean" and "postprocess" not in spec["views"]["mean-raw"]
@@ -100,6 +105,7 @@ def test_postprocess_bundle_writes_maps_keeps_raw_views_and_moves_the_head(tmp_p
     postprocess.postprocess_bundle(bundle, corpus, sample=200, data_root=data, log=lambda m: None, check_counts=False, grid=[(False, 0)])
     spec = json.loads((bundle / "bundle.json").read_text())
     assert sorted(spec["views"]) == ["mean", "meanmax"] and spec["heads"]["relatedness"]["view"] == "mean"
+    assert {n: v["description"] for n, v in spec["views"].items()} == described
     assert not (bundle / "postprocess.npz").exists()
 
 

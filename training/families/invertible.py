@@ -11,6 +11,10 @@ Test time (§3.4, appendix C): z_en pools the encoder's states; z_de applies f_d
 vector of the sentence, then pools. Unsupervised views: mean pooling with the top principal
 component removed (estimated at export on corpus sentences, baked into the graph), and their
 sum z = z_en + z_de. Supervised views: [max, mean, min] pooling of each, and their concatenation.
+
+Beyond the paper, ``de-sif`` pools z_de with SIF weights a/(a + p(w)) (Arora et al. 2017, a = 1e-3,
+p from the training corpus's word counts) before its first PC is removed: z_de is a map of the
+word vectors, so the weighting that makes word averages good sentence vectors applies to it.
 """
 
 from __future__ import annotations
@@ -125,17 +129,21 @@ class InvertibleModel(TrainModel):
 class InvertibleExport(ExportEncoder):
     """All six views in one graph; the top principal components are constants (B, ·) → (B, ·)."""
 
-    def __init__(self, model: InvertibleModel, pc_en: torch.Tensor | None = None, pc_de: torch.Tensor | None = None):
+    def __init__(self, model: InvertibleModel, sif: torch.Tensor | None = None):
         super().__init__()
         self.words, self.encoder, self.decoder = model.words, model.encoder, model.decoder
         dz = 2 * model.cfg.hidden
-        self.register_buffer("pc_en", pc_en if pc_en is not None else torch.zeros(dz))
-        self.register_buffer("pc_de", pc_de if pc_de is not None else torch.zeros(dz))
+        self.register_buffer("pc_en", torch.zeros(dz))
+        self.register_buffer("pc_de", torch.zeros(dz))
+        self.register_buffer("pc_de_sif", torch.zeros(dz))
+        # (V,) SIF weight per vocabulary id; all ones (a plain mean) until the export sets them from corpus counts
+        self.register_buffer("sif", sif if sif is not None else torch.ones(model.words.table.shape[0]))
         u = "unsupervised"
         self.views = {
             "ensemble": ViewSpec(output="ensemble", dim=dz, pooling=u, description="z = z_en + z_de: mean pooling, top PC removed from each (§3.4)"),
             "en": ViewSpec(output="en", dim=dz, pooling=u, description="z_en: mean of the encoder's states, top PC removed"),
             "de": ViewSpec(output="de", dim=dz, pooling=u, description="z_de: mean of f_de⁻¹(word vectors), top PC removed"),
+            "de-sif": ViewSpec(output="de_sif", dim=dz, pooling=u, description="z_de with SIF weights a/(a+p(w)), a = 1e-3, top PC removed (not in the paper)"),
             "ensemble-supervised": ViewSpec(output="ensemble_supervised", dim=6 * dz, pooling="supervised", description="[en-supervised, de-supervised] (appendix C)"),
             "en-supervised": ViewSpec(output="en_supervised", dim=3 * dz, pooling="supervised", description="[max, mean, min] of the encoder's states"),
             "de-supervised": ViewSpec(output="de_supervised", dim=3 * dz, pooling="supervised", description="[max, mean, min] of f_de⁻¹(word vectors)"),
@@ -148,14 +156,22 @@ class InvertibleExport(ExportEncoder):
         h_de = self.decoder.inverse(v)  # (B, T, 2d): f_de⁻¹ of each word vector
         return h_en, h_de, length_mask(lengths, input_ids.shape[1])
 
+    def sif_mean(self, h: torch.Tensor, input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, T, H) → (B, H): Σ_t s_t h_t / Σ_t s_t over valid positions, s = SIF weight of the word."""
+        return masked_mean(h * self.sif[input_ids].unsqueeze(-1), mask) / masked_mean(self.sif[input_ids].unsqueeze(-1), mask).clamp(min=1e-12)
+
     def forward(self, input_ids: torch.Tensor, lengths: torch.Tensor):
         h_en, h_de, mask = self.states(input_ids, lengths)
         mean_en, mean_de = masked_mean(h_en, mask), masked_mean(h_de, mask)
-        z_en = mean_en - (mean_en @ self.pc_en).unsqueeze(-1) * self.pc_en  # remove the top PC (Arora et al.)
-        z_de = mean_de - (mean_de @ self.pc_de).unsqueeze(-1) * self.pc_de
+        sif_de = self.sif_mean(h_de, input_ids, mask)
+
+        def drop(x, pc):  # remove the top PC (Arora et al.)
+            return x - (x @ pc).unsqueeze(-1) * pc
+
+        z_en, z_de = drop(mean_en, self.pc_en), drop(mean_de, self.pc_de)
         sup_en = torch.cat([masked_max(h_en, mask), mean_en, masked_min(h_en, mask)], -1)
         sup_de = torch.cat([masked_max(h_de, mask), mean_de, masked_min(h_de, mask)], -1)
-        return z_en + z_de, z_en, z_de, torch.cat([sup_en, sup_de], -1), sup_en, sup_de
+        return z_en + z_de, z_en, z_de, drop(sif_de, self.pc_de_sif), torch.cat([sup_en, sup_de], -1), sup_en, sup_de
 
 
 class InvertibleFamily(Family):
@@ -202,23 +218,28 @@ class InvertibleFamily(Family):
         return {"ns_loss": float(np.mean(losses)), "max_abs_WWt_minus_I": ortho}
 
     def export_encoder(self, cfgs, models, prepared, variant, corpus: str = "", pc_sample: int = 20_000, **_):
+        from pathlib import Path
+
         from service.bundle import postprocess
         from service.bundle.tokenizer import tokenize
+        from training.evaluation.sources import sif_weights, word_counts
         from training.postprocess import corpus_sample
 
         (cfg,), (model,) = cfgs, models
-        enc = InvertibleExport(model).eval()
+        sif = torch.from_numpy(sif_weights(prepared.vocab.tokens, word_counts(Path(corpus)))) if corpus else None
+        enc = InvertibleExport(model, sif).eval()
         sents = corpus_sample(corpus, pc_sample) if corpus else []
-        means = {"en": [], "de": []}
+        means: dict[str, list[np.ndarray]] = {"en": [], "de": [], "de_sif": []}
         with torch.no_grad():
             for start in range(0, len(sents), 256):
                 ids = [prepared.vocab.ids(tokenize(s))[: cfg.max_len] or [UNK_ID] for s in sents[start : start + 256]]
-                x, lengths = pad_batch([np.asarray(i) for i in ids], cfg.max_len, eos=False)
-                h_en, h_de, mask = enc.states(torch.from_numpy(x), torch.from_numpy(lengths))
+                x, lengths = (torch.from_numpy(a) for a in pad_batch([np.asarray(i) for i in ids], cfg.max_len, eos=False))
+                h_en, h_de, mask = enc.states(x, lengths)
                 means["en"].append(masked_mean(h_en, mask).numpy())
                 means["de"].append(masked_mean(h_de, mask).numpy())
+                means["de_sif"].append(enc.sif_mean(h_de, x, mask).numpy())
         if sents:
-            for view, buf in (("en", enc.pc_en), ("de", enc.pc_de)):  # Arora et al.: the first, uncentred, component
+            for view, buf in (("en", enc.pc_en), ("de", enc.pc_de), ("de_sif", enc.pc_de_sif)):  # Arora et al.: the first, uncentred, component
                 buf.copy_(torch.from_numpy(postprocess.fit(np.concatenate(means[view]), center=False, k=1).components[0]))
         sv = torch.linalg.svdvals(model.decoder.W.detach().double()).numpy()
         z = torch.randn(256, 2 * cfg.hidden)
