@@ -7,7 +7,9 @@ within each sentence's length, and pooling masks padded positions.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -95,3 +97,26 @@ class GRUStates(nn.Module):
         last_b = last_valid(hb_rev, lengths)  # the backward state after reading the first word
         hb = reverse_within_length(hb_rev, lengths)  # back to word positions
         return torch.cat([hf, hb], -1), torch.cat([last, last_b], -1)
+
+
+class FactoredTable(nn.Module):
+    """A fixed (V, D) lookup table stored as column blocks of distinct rows: block k keeps its
+    distinct rows (U_k, D_k) and an int32 row index (V,). Lossless: ``forward(ids)`` equals
+    ``table[ids]`` exactly. spaCy's vectors map many words onto one row, so the GloVe ⊕ spaCy table
+    of the invertible models shrinks from V·350 to V·50 + U·300 numbers (U ≈ V/4)."""
+
+    def __init__(self, table: np.ndarray, dims: list[int]):
+        super().__init__()
+        if sum(dims) != table.shape[1]:
+            raise ValueError(f"column blocks {dims} do not add up to the table's {table.shape[1]} columns")
+        self.blocks = len(dims)
+        start = 0
+        for k, d in enumerate(dims):
+            rows, index = np.unique(table[:, start : start + d], axis=0, return_inverse=True)
+            self.register_buffer(f"rows{k}", torch.from_numpy(np.ascontiguousarray(rows, np.float32)))  # (U_k, D_k)
+            self.register_buffer(f"index{k}", torch.from_numpy(index.reshape(-1).astype(np.int32)))  # (V,)
+            start += d
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, T, D)
+        parts = [F.embedding(getattr(self, f"index{k}")[ids].long(), getattr(self, f"rows{k}")) for k in range(self.blocks)]
+        return torch.cat(parts, -1) if self.blocks > 1 else parts[0]

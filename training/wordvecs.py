@@ -192,6 +192,15 @@ def concatenate(a: WordVectors, b: WordVectors, name: str) -> WordVectors:
     return WordVectors(list(a.words), out, name)
 
 
+PART_DIMS = {DEFAULT: 50, SPACY: 300}
+
+
+def block_dims(source: str, dim: int) -> list[int]:
+    """The column blocks of a source's table: ``[50, 300]`` for the concatenation, else ``[dim]``."""
+    dims = [PART_DIMS.get(part, -1) for part in source.split("+")]
+    return dims if sum(dims) == dim and min(dims) > 0 else [dim]
+
+
 def load_word_vectors(source: str = DEFAULT, limit: int | None = None) -> WordVectors:
     """``source``: ``glove-6b-50d``, ``spacy-md``, ``glove-6b-50d+spacy-md`` or a GloVe/word2vec text file."""
     if source == DEFAULT:

@@ -97,3 +97,41 @@ def test_the_real_spacy_package_when_installed():
     assert wv.dim == 300 and len(wv) > 100_000 and wv.words[3] == "the"  # keys found by our hash: 172,912 words
     assert float(np.dot(wv.vectors[wv.index["king"]], wv.vectors[wv.index["queen"]])) > float(
         np.dot(wv.vectors[wv.index["king"]], wv.vectors[wv.index["carrot"]]))
+
+
+def test_a_factored_table_is_the_table_exactly_in_torch_and_onnx():
+    """GloVe ⊕ spaCy: many words share a spaCy row, so the export stores distinct rows per column
+    block and an index; lookups must give the table's numbers exactly, in torch and in ONNX."""
+    import onnxruntime as ort
+    import torch
+
+    from training.nn import FactoredTable
+    from training.onnx_export import to_onnx
+
+    rng = np.random.default_rng(0)
+    shared = rng.standard_normal((7, 6)).astype(np.float32)  # the "spaCy" block: 7 distinct rows
+    table = np.concatenate([rng.standard_normal((40, 2)).astype(np.float32), shared[rng.integers(0, 7, 40)]], 1)
+    table[:3] = 0.0  # specials
+    f = FactoredTable(table, [2, 6])
+    assert sum(b.numel() for b in f.buffers()) < table.size
+    ids = torch.from_numpy(rng.integers(0, 40, (5, 9)))
+    np.testing.assert_array_equal(f(ids).numpy(), table[ids.numpy()])
+
+    class Lookup(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.f = f
+
+        def forward(self, input_ids, lengths):
+            return self.f(input_ids).sum(1) * lengths.unsqueeze(-1).float()
+
+    sess = ort.InferenceSession(to_onnx(Lookup(), ["out"]).SerializeToString(), providers=["CPUExecutionProvider"])
+    lengths = np.ones(5, np.int64)
+    np.testing.assert_allclose(sess.run(None, {"input_ids": ids.numpy(), "lengths": lengths})[0], table[ids.numpy()].sum(1), atol=1e-5)
+
+
+def test_block_dims_split_only_known_concatenations():
+    assert wordvecs.block_dims("glove-6b-50d+spacy-md", 350) == [50, 300]
+    assert wordvecs.block_dims("glove-6b-50d", 50) == [50]
+    assert wordvecs.block_dims("/some/vectors.txt", 100) == [100]
+    assert wordvecs.block_dims("glove-6b-50d+spacy-md", 50) == [50]  # not the table it names: one block

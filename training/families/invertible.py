@@ -30,8 +30,8 @@ from service.bundle.format import TokenizerSpec, ViewSpec
 from service.bundle.vocab import UNK_ID
 from training.data import IdCorpus, TokenCorpus, pad_batch
 from training.families.base import ExportEncoder, Family, Prepared, TrainModel
-from training.nn import GRUStates, length_mask, masked_max, masked_mean, masked_min
-from training.wordvecs import fixed_vocabulary, load_word_vectors
+from training.nn import FactoredTable, GRUStates, length_mask, masked_max, masked_mean, masked_min
+from training.wordvecs import block_dims, fixed_vocabulary, load_word_vectors
 
 
 @dataclass
@@ -228,6 +228,10 @@ class InvertibleFamily(Family):
         (cfg,), (model,) = cfgs, models
         sif = torch.from_numpy(sif_weights(prepared.vocab.tokens, word_counts(Path(corpus)))) if corpus else None
         enc = InvertibleExport(model, sif).eval()
+        table = model.words.table.cpu().numpy()
+        factored = FactoredTable(table, block_dims(cfg.word_vectors, table.shape[1]))
+        if sum(b.numel() for b in factored.buffers()) < table.size:  # lossless, and smaller: GloVe ⊕ spaCy
+            enc.words = factored
         sents = corpus_sample(corpus, pc_sample) if corpus else []
         means: dict[str, list[np.ndarray]] = {"en": [], "de": [], "de_sif": []}
         with torch.no_grad():
