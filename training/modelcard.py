@@ -102,6 +102,25 @@ def _vocabulary_line(spec) -> str:
     return f"{v.size:,} words: {v.trained_size:,} trained + {v.size - v.trained_size:,} by vocabulary expansion"
 
 
+def run_summary(ck: dict) -> dict:
+    """The checkpoint's ``final`` summary; for an unfinished run's checkpoint, the same figures from
+    its progress and its run's ``train_log.jsonl`` up to that step (the card never shows ``nan``)."""
+    if ck.get("final"):
+        return ck["final"]
+    p = ck["progress"]
+    log_file = Path(ck["train_config"].get("out") or f"runs/{ck['variant']}") / "train_log.jsonl"
+    entries = [json.loads(x) for x in log_file.read_text().splitlines()] if log_file.is_file() else []
+    entries = [e for e in entries if e.get("step", 0) <= p["step"]]
+    losses = [e["loss"] for e in entries if "loss" in e][-20:]
+    evals = [e["eval"] for e in entries if "eval" in e]
+    epochs = [e["epoch"] for e in entries if "epoch" in e]
+    out = {"steps": p["step"], "epochs": epochs[-1] if epochs else 0.0, "wall_time_s": p["seconds"],
+           "device": f"{ck['train_config'].get('device', '?')} (unfinished run)", "validation": evals[-1] if evals else {}}  # fmt: skip
+    if losses:
+        out["final_loss"] = sum(losses) / len(losses)
+    return out
+
+
 def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report, checks, corpus, sample) -> None:
     spec = bundle.spec
     lines = [f"# {spec.name}", "", f"{spec.description}", ""]
@@ -116,7 +135,7 @@ def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report
               "(see the README's corpus section). " + corpus_composition(c["path"]), ""]  # fmt: skip
     lines += ["## Training", "", "| part | steps | epochs | wall time | device | final loss | validation |", "|---|---:|---:|---:|---|---:|---|"]
     for ck in cks:
-        f = ck.get("final") or {}
+        f = run_summary(ck)
         val = ", ".join(f"{k} {v:.4f}" for k, v in (f.get("validation") or {}).items())
         wall = f.get("wall_time_s", ck["progress"]["seconds"])
         lines.append(f"| {ck['variant']} | {ck['progress']['step']:,} | {f.get('epochs', 0):.2f} | {wall / 3600:.2f} h | "
@@ -134,8 +153,11 @@ def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report
             lines += [f"![training loss of {ck['variant']}]({name})", ""]
     devs = family.deviations(cfgs)
     for ck in cks:
-        f = ck.get("final") or {}
-        if f and f.get("epochs", 1.0) < 0.99:
+        f = run_summary(ck)
+        if not ck.get("final"):
+            devs.append(f"{ck['variant']} was exported from an unfinished run's checkpoint at step {ck['progress']['step']:,} "
+                        f"({f['epochs']:.2f} epochs; see the held-out validation in the training log).")
+        elif f.get("epochs", 1.0) < 0.99:
             devs.append(f"{ck['variant']} saw {f['epochs']:.2f} of one epoch ({ck['progress']['step']:,} steps, "
                         f"{f.get('wall_time_s', 0) / 3600:.2f} h): training stopped at the run's time or step limit, "
                         "so the batches were a random part of the whole corpus.")

@@ -31,7 +31,8 @@ from service.bundle.vocab import UNK_ID
 from training.data import IdCorpus, TokenCorpus, pad_batch
 from training.families.base import ExportEncoder, Family, Prepared, TrainModel
 from training.nn import FactoredTable, GRUStates, length_mask, masked_max, masked_mean, masked_min
-from training.wordvecs import block_dims, fixed_vocabulary, load_word_vectors
+from training.wordvecs import CONCAT, block_dims, fixed_vocabulary, load_word_vectors
+from training.wordvecs import DEFAULT as DEFAULT_VECTORS
 
 
 @dataclass
@@ -174,6 +175,18 @@ class InvertibleExport(ExportEncoder):
         return z_en + z_de, z_en, z_de, drop(sif_de, self.pc_de_sif), torch.cat([sup_en, sup_de], -1), sup_en, sup_de
 
 
+def _word_vectors_line(c: InvertibleConfig) -> str:
+    if c.word_vectors == CONCAT:
+        return (f"Word vectors: GloVe 6B 50d ⊕ spaCy en_core_web_md 300d, each half scaled to unit mean norm (the {c.input_words:,} "
+                "most frequent GloVe words plus frequent corpus words), instead of fastText 300d; so dim_w = 350 and W is 350 × 2d. "
+                "The table is stored as the distinct rows of each half plus an index (lossless; spaCy maps many words onto one vector).")
+    if c.word_vectors == DEFAULT_VECTORS:
+        return (f"Word vectors: GloVe 6B 50d (the {c.input_words:,} most frequent words plus frequent corpus words GloVe knows), "
+                "instead of fastText 300d; so dim_w = 50 and W is 50 × 2d.")
+    return (f"Word vectors: {c.word_vectors} (the {c.input_words:,} most frequent words plus frequent corpus words the vectors know), "
+            "instead of fastText 300d.")
+
+
 class InvertibleFamily(Family):
     name = "invertible-decoder"
     Config = InvertibleConfig
@@ -265,14 +278,15 @@ class InvertibleFamily(Family):
         c = cfgs[0]
         return [
             "Corpus: the ~14 M-word thoughtvec default corpus instead of BookCorpus / UMBC / Amazon (74–151 M sentences).",
-            f"Word vectors: GloVe 6B 50d (the {c.input_words:,} most frequent words plus frequent corpus words GloVe knows), "
-            "instead of fastText 300d; so dim_w = 50 and W is 50 × 2d.",
+            _word_vectors_line(c),
             f"Encoder: bi-GRU with d = {c.hidden} per direction (paper 1200).",
             f"Negative sampling with K = {c.negatives} negatives per target word (the paper does not give K).",
             "The top principal component for post-processing is estimated at export on a sample of training-corpus "
             "sentences and stored in the graph (the paper estimates it per evaluation set).",
             f"Training sentences are cut to {c.max_len} tokens.",
             "Training time: at most one epoch on a 2-core CPU (see Training; paper: 3.5–9 hours on a GPU over far more data).",
+            "The `de-sif` view is ours, not the paper's: z_de pooled with SIF weights a/(a + p(w)) (Arora et al. 2017, "
+            "a = 1e-3, p from the training corpus), its first PC removed.",
         ] + (["The bijection is a single additive coupling layer (m: d → " + str(c.coupling_hidden) + " → d, ReLU)."] if c.decoder == "bijection" else [])
 
     def card_sections(self, cfgs, report, bundle_dir) -> list[tuple[str, str]]:
