@@ -37,7 +37,7 @@ class Settings(BaseSettings):
     default_model: str | None = Field(None, description="model used when a request names none; unset = first of model_preference that is loaded, else the first bundle by name")
     model_aliases: CsvList = Field(["text-embedding-ada-002=default", "text-embedding-3-small=default", "text-embedding-3-large=default"],
                                    description="comma-separated `alias=bundle` names a request's `model` may use (`=default`: the default model); listed in /v1/models. Empty: only bundle names")
-    model_preference: CsvList = Field(["invertible-bijection", "invertible-linear", "bi-skip", "combine-skip", "mean-max-aae", "uni-skip"], description="comma-separated bundle names tried in order for the default model (the default order is by the dev cosine Spearman of each bundle's default view, docs/RESULTS.md's 'Choices made on dev')")
+    model_preference: CsvList = Field(["invertible-linear", "invertible-bijection", "bi-skip", "combine-skip", "mean-max-aae", "uni-skip"], description="comma-separated bundle names tried in order for the default model (the default order is by the dev cosine Spearman of each bundle's default view, docs/RESULTS.md's 'Choices made on dev')")
 
     # -- the default search index --------------------------------------------------------
     default_index: str = Field("default", pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$", description="name of the index built on first start")

@@ -52,7 +52,7 @@ TRUNCATION = Field(None, description="text over the bundle's token limit: `split
 
 # -- embeddings (OpenAI-compatible) -----------------------------------------------------------
 class EmbeddingsRequest(_Req):
-    model_config = _examples({"input": ["the cat sat on the mat .", "a dog ran in the park ."], "model": "invertible-bijection"},
+    model_config = _examples({"input": ["the cat sat on the mat .", "a dog ran in the park ."], "model": "invertible-linear"},
                              {"input": "one sentence ."}, {"input": [[1820, 8415, 7731, 389, 279, 5634, 662]], "model": "text-embedding-3-small"})
     input: Annotated[str | list[Any], WithJsonSchema({"anyOf": [TEXT, TEXTS, TOKEN_IDS, TOKEN_ID_LISTS]})] = Field(
         description="a string, a list of strings, a list of cl100k token ids, or a list of lists of them")

@@ -9,7 +9,7 @@ passages. Reported: accuracy@1 and MRR per pooling, and ``truncate`` as the base
 The sample's sources alternate into two halves by passage (even: dev, odd: held-out); the pooling
 was chosen on dev, and held-out confirms it. Run::
 
-    python -m service.tools.pooling_check --model models/invertible-bijection --part dev
+    python -m service.tools.pooling_check --model models/invertible-linear --part dev
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def score(queries: np.ndarray, owner: np.ndarray, docs: np.ndarray) -> tuple[flo
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", type=Path, default=Path("models/invertible-bijection"), help="a bundle (default: the default model)")
+    ap.add_argument("--model", type=Path, default=Path("models/invertible-linear"), help="a bundle (default: the default model)")
     ap.add_argument("--sample", type=Path, default=PACKAGE_DATA / "search_sample.tsv.gz")
     ap.add_argument("--sentences", type=int, default=10, help="sentences per passage")
     ap.add_argument("--per-source", type=int, default=60, help="passages per source")

@@ -32,7 +32,7 @@ def usage_headers(usage: dict) -> dict[str, str]:
 # Path parameters with the values "Try it out" fills in (the default index; the index the examples create).
 IndexName = Annotated[str, Path(description="index name", examples=["default"])]
 NewIndexName = Annotated[str, Path(description="index name", examples=["notes"])]
-ModelName = Annotated[str, Path(description="bundle or alias", examples=["invertible-bijection"])]
+ModelName = Annotated[str, Path(description="bundle or alias", examples=["invertible-linear"])]
 DocId = Annotated[str, Path(description="document id", examples=["n1"])]
 
 

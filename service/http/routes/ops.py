@@ -25,7 +25,7 @@ async def ready(core: CoreDep) -> JSONResponse:
 
 @router.get("/metrics", response_class=PlainTextResponse,
             responses={200: {"content": {"text/plain": {"schema": {"type": "string"},
-                                                        "example": "thoughtvec_tokens_total{model=\"invertible-bijection\"} 42.0\n"}},
+                                                        "example": "thoughtvec_tokens_total{model=\"invertible-linear\"} 42.0\n"}},
                              "description": "Prometheus text exposition format"}})
 async def metrics(core: CoreDep) -> Response:
     """Prometheus metrics (text format): requests by route, batching, sentences and tokens embedded, long inputs."""
