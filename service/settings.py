@@ -142,6 +142,8 @@ def _default_text(name: str) -> str:
         return ",".join(value) or "(empty)"
     if value is None:
         return "(unset)"
+    if value == "":
+        return "(empty)"
     if isinstance(value, Path) and value.is_absolute():
         try:
             return str(value.relative_to(Path.cwd()))

@@ -152,7 +152,9 @@ class MilvusStore:
     def count(self, name: str) -> int:
         self.config(name)  # 404 / 503 as the FAISS store answers
         rows = self._call("count", name, "query", self._coll(name), filter="", output_fields=[_COUNT], consistency_level="Strong")
-        return int(rows[0][_COUNT]) if rows else 0
+        n = int(rows[0][_COUNT]) if rows else 0
+        self.on_size(name, n)  # the documents gauge follows every count (the core counts after each write)
+        return n
 
     def stats(self, name: str) -> dict:
         c = self.config(name)
@@ -261,7 +263,6 @@ class MilvusStore:
                 if d.id in have:
                     raise Conflict(f"documents[{i}].id '{d.id}' already exists in index '{name}'", field=f"documents[{i}].id")
             self._upsert(name, config, docs, vectors)
-        self.on_size(name, self.count(name))
         return [d.id for d in docs]
 
     def _upsert(self, name: str, config: IndexConfig, docs: list[Doc], vectors: np.ndarray) -> None:
@@ -278,8 +279,6 @@ class MilvusStore:
             found = [i for i in dict.fromkeys(ids) if i in have]
             for start in range(0, len(found), CHUNK):
                 self._call("delete documents from", name, "delete", self._coll(name), filter=_id_in(found[start : start + CHUNK]))
-        if found:
-            self.on_size(name, self.count(name))
         return found
 
     def drop(self, name: str) -> None:

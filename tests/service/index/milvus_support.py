@@ -31,6 +31,8 @@ class TestMilvusServer:
         self.server.set_base_dir(str(base))
         self.port = free_port()
         self.server.listen_port = self.port
+        # Strong reads wait for the next time tick: 200 ms by default, 20 ms here (docs/BENCHMARKS.md)
+        self.server.config.set("proxy.timeTickInterval", 20)
         self.uri = f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout_s: float = 90) -> float:
