@@ -310,7 +310,8 @@ class Core:
         enc = await self.encode(model, config.view, texts, fields, normalize=False, mode=req.truncation)
         items = [Doc(d.id or new_id(), t, d.metadata) for d, t in zip(docs, texts)]
         ids = await asyncio.get_running_loop().run_in_executor(None, self.store.add, name, items, enc.vectors)
-        return {"index": name, "ids": ids, "documents": self.store.count(name), "usage": enc.usage()}
+        count = await asyncio.get_running_loop().run_in_executor(None, self.store.count, name)
+        return {"index": name, "ids": ids, "documents": count, "usage": enc.usage()}
 
     async def index_map(self, name: str, query: str | None, limit: int, include: Sequence[str] = ()) -> dict:
         """Up to ``limit`` of an index's documents (those ``include`` names first) on a 2-D PCA plane, with ``query`` on it."""
@@ -336,7 +337,8 @@ class Core:
         check_count(len(ids), self.settings.max_inputs, "ids")
         found = await asyncio.get_running_loop().run_in_executor(None, self.store.delete, name, ids)
         gone = set(found)
-        return {"index": name, "deleted": found, "not_found": [i for i in ids if i not in gone], "documents": self.store.count(name)}
+        count = await asyncio.get_running_loop().run_in_executor(None, self.store.count, name)
+        return {"index": name, "deleted": found, "not_found": [i for i in ids if i not in gone], "documents": count}
 
     async def drop_index(self, name: str) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.store.drop, name)

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from service.bundle.postprocess import l2_normalize
-from service.errors import Conflict, IndexUnavailable, InvalidInput, StorageUnavailable, UnknownIndex
+from service.errors import Conflict, IndexUnavailable, InvalidInput, NotReady, StorageUnavailable, UnknownIndex
 from service.index.backend import MilvusOptions
 from service.index.indexes import Doc, IndexConfig, VectorIndex
 from service.index.milvus_schema import ID_MAX_BYTES, TEXT_MAX_BYTES, collection_name, index_name, index_params, is_lite, search_params
@@ -62,6 +62,9 @@ class MilvusStore:
         self._client_lock = threading.Lock()
         self._write_locks: dict[str, threading.Lock] = {}
         self._known: list[str] = []  # the last list Milvus gave (readiness shows it while Milvus is away)
+        # After a call gave up on an unreachable Milvus, calls fail at once for timeout_s: some reads
+        # (readiness, an index's config) run on the event loop, which must not wait out every retry.
+        self._down_until = 0.0
         # Milvus Lite 2.4's upsert puts the id unescaped into SQL (an id with ' fails); one process owns a Lite
         # file and writes under its lock after the duplicate check, so a plain insert is as safe there
         self._write = "insert" if is_lite(options.uri) else "upsert"
@@ -86,11 +89,17 @@ class MilvusStore:
 
     def _call(self, op: str, name: str, method: str, *args: Any, timeout: int | None = None, **kw: Any) -> Any:
         """``client.<method>(...)`` with a deadline; retried while Milvus is unreachable, then a 503."""
+        what = f"index '{name}'" if name else "the indexes"
+        if time.monotonic() < self._down_until:
+            raise StorageUnavailable(f"cannot {op} {what}: Milvus at {self.uri} is unavailable (it did not answer a moment ago; "
+                                     f"tried again within {self.options.timeout_s} s)", field="index")
         last: BaseException | None = None
         for attempt in range(self.options.retries + 1):
             try:
                 # an int: pymilvus's retry loop honours only an int deadline (a float leaves it 75 retries, minutes)
-                return getattr(self._connect(), method)(*args, timeout=int(timeout or self.options.timeout_s), **kw)
+                result = getattr(self._connect(), method)(*args, timeout=int(timeout or self.options.timeout_s), **kw)
+                self._down_until = 0.0
+                return result
             except Exception as e:
                 if not _unreachable(e):
                     raise
@@ -100,7 +109,7 @@ class MilvusStore:
                 self._forget_client()
                 if attempt < self.options.retries:
                     time.sleep(min(0.25 * 2**attempt, 2.0))
-        what = f"index '{name}'" if name else "the indexes"
+        self._down_until = time.monotonic() + self.options.timeout_s
         raise StorageUnavailable(f"cannot {op} {what}: Milvus at {self.uri} is unavailable ({_short(last)})", field="index") from last
 
     def _coll(self, name: str) -> str:
@@ -112,7 +121,7 @@ class MilvusStore:
         try:
             return self.names()
         except StorageUnavailable as e:
-            log.error("%s; indexes answer 503 until it is back", e.message if hasattr(e, "message") else e)
+            log.error("%s; indexes answer 503 until it is back", e)
             return []
 
     def names(self) -> list[str]:
@@ -131,8 +140,6 @@ class MilvusStore:
 
     def config(self, name: str) -> IndexConfig:
         if name in self.building:
-            from service.errors import NotReady
-
             raise NotReady(f"index '{name}' is being built ({self.building[name]})", field="index")
         try:
             desc = self._call("read", name, "describe_collection", self._coll(name))
@@ -262,14 +269,14 @@ class MilvusStore:
             for i, d in enumerate(docs):
                 if d.id in have:
                     raise Conflict(f"documents[{i}].id '{d.id}' already exists in index '{name}'", field=f"documents[{i}].id")
-            self._upsert(name, config, docs, vectors)
+            self._upsert(name, config, docs, vectors, chunk=len(docs))  # one request: Milvus applies it whole or not at all
         return [d.id for d in docs]
 
-    def _upsert(self, name: str, config: IndexConfig, docs: list[Doc], vectors: np.ndarray) -> None:
+    def _upsert(self, name: str, config: IndexConfig, docs: list[Doc], vectors: np.ndarray, chunk: int = CHUNK) -> None:
         x = _prepare(config, vectors)  # (n, dim)
-        for start in range(0, len(docs), CHUNK):
+        for start in range(0, len(docs), max(1, chunk)):
             rows = [{"id": _pk(d.id), "text": d.text, "metadata": json.dumps(d.metadata, ensure_ascii=False, separators=(",", ":")),
-                     "vector": v.tolist()} for d, v in zip(docs[start : start + CHUNK], x[start : start + CHUNK])]
+                     "vector": v.tolist()} for d, v in zip(docs[start : start + chunk], x[start : start + chunk])]
             self._call("add documents to", name, self._write, self._coll(name), rows)
 
     def delete(self, name: str, ids: list[str]) -> list[str]:

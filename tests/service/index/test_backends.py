@@ -52,6 +52,9 @@ def test_create_add_search_delete_drop(backend_client):
     assert c.post("/v1/search", json={"index": "docs", "query": vec, "k": 1}).json()["results"][0][0]["id"] == HOSTILE_IDS[3]
     assert len(c.post("/v1/search", json={"index": "docs", "query": "the cat", "k": 50}).json()["results"][0]) == len(SENTENCES)
 
+    drawn = c.post("/v1/indexes/docs/map", json={"limit": 4, "include": [HOSTILE_IDS[6], "nope"]}).json()["points"]
+    assert len(drawn) == 4 and drawn[0]["id"] == HOSTILE_IDS[6] and len({p["id"] for p in drawn}) == 4
+
     r = c.post("/v1/indexes/docs/documents/delete", json={"ids": [HOSTILE_IDS[0], "nope"]}).json()
     assert (r["deleted"], r["not_found"], r["documents"]) == ([HOSTILE_IDS[0]], ["nope"], len(SENTENCES) - 1)
     hits = c.post("/v1/search", json={"index": "docs", "query": SENTENCES[0], "k": 10}).json()["results"][0]
