@@ -101,6 +101,9 @@ class MilvusStore:
                 self._down_until = 0.0
                 return result
             except Exception as e:
+                if _not_loaded(e) and attempt == 0:  # a restarted Milvus reloads collections by itself, slowly
+                    self._load(name, args[0])
+                    continue
                 if not _unreachable(e):
                     raise
                 last = e
@@ -111,6 +114,15 @@ class MilvusStore:
                     time.sleep(min(0.25 * 2**attempt, 2.0))
         self._down_until = time.monotonic() + self.options.timeout_s
         raise StorageUnavailable(f"cannot {op} {what}: Milvus at {self.uri} is unavailable ({_short(last)})", field="index") from last
+
+    def _load(self, name: str, coll: str) -> None:
+        """Load a collection Milvus has not (yet) loaded, e.g. after its restart; 503 if it cannot."""
+        log.info("milvus %s: loading collection %s (index %s)", self.uri, coll, name)
+        try:
+            self._connect().load_collection(coll, timeout=max(30, self.options.timeout_s))
+        except Exception as e:  # noqa: BLE001 - named in the 503
+            raise IndexUnavailable(f"index '{name}' is not loaded in Milvus at {self.uri} and could not be loaded: {_short(e)}",
+                                   field="index") from e
 
     def _coll(self, name: str) -> str:
         return collection_name(self.options.prefix, name)
@@ -327,7 +339,16 @@ def _unreachable(e: BaseException) -> bool:
     return False
 
 
+def _not_loaded(e: BaseException) -> bool:
+    return "not loaded" in str(e)
+
+
 def _short(e: BaseException | None) -> str:
+    if callable(getattr(e, "code", None)) and callable(getattr(e, "details", None)):  # a grpc.RpcError
+        try:
+            return f"gRPC {e.code().name}: {str(e.details()).strip()[:200]}"  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001 - fall back to its text
+            pass
     msg = getattr(e, "message", None) or str(e)
     return f"{type(e).__name__}: {str(msg).strip().splitlines()[0][:200]}" if msg else type(e).__name__
 
