@@ -44,6 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.set_defaults(func=cmd_index_build)
     lst = isub.add_parser("list", help="list the indexes on disk")
     lst.add_argument("--index-dir", type=Path, default=None)
+    lst.add_argument("--index-backend", choices=["faiss", "milvus"], default=None, help="default: the serve setting index_backend")
+    lst.add_argument("--milvus-uri", default=None, help="with --index-backend milvus; default: the serve setting milvus_uri")
     lst.set_defaults(func=cmd_index_list)
 
     bench = subparsers.add_parser("bench", help="throughput and latency: in-process ONNX and the HTTP server, batching on and off")
@@ -133,6 +135,11 @@ def _check_milvus_factory(args: argparse.Namespace, dim: int, uri: str) -> None:
 
 def cmd_index_list(args: argparse.Namespace) -> int:
     _, index_dir = _settings_dirs(None, args.index_dir)
+    from service.settings import load_settings
+
+    settings = load_settings(**{k: v for k, v in (("index_backend", args.index_backend), ("milvus_uri", args.milvus_uri)) if v is not None})
+    if settings.index_backend == "milvus":
+        return _list_milvus(settings)
     rows = []
     for meta_path in sorted(Path(index_dir).glob("*/snapshot/meta.json")):
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
@@ -148,6 +155,29 @@ def cmd_index_list(args: argparse.Namespace) -> int:
     for r in [head] + rows:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
     print("* at the last snapshot; writes in the log are added when the server loads the index")
+    return 0
+
+
+def _list_milvus(settings) -> int:
+    from service.errors import ThoughtvecError
+    from service.index.backend import open_store
+
+    store = open_store("milvus", index_dir=settings.index_dir, milvus=settings.milvus_options())
+    try:
+        stats = [store.stats(n) for n in store.names()]
+    except ThoughtvecError as e:
+        print(f"thoughtvec index list: {e}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    if not stats:
+        print(f"no indexes in Milvus at {settings.milvus_uri}")
+        return 0
+    head = ("name", "model/view", "dim", "factory", "metric", "documents")
+    rows = [(st["name"], f"{st['model']}/{st['view']}", str(st["dim"]), st["factory"], st["metric"], str(st["documents"])) for st in stats]
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    for r in [head] + rows:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
     return 0
 
 

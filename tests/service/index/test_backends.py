@@ -143,7 +143,7 @@ def test_default_index_is_built_once_and_found_by_the_next_server(backend_client
     assert hit["metadata"]["source"].startswith("book")
 
 
-def test_index_build_command_writes_to_the_backend(backend, request, models_dir, tmp_path, monkeypatch):
+def test_index_build_command_writes_to_the_backend(backend, request, models_dir, tmp_path, monkeypatch, capsys):
     from service.cli import main
     from tests.service.index.milvus_support import backend_settings, released_lite
 
@@ -163,3 +163,7 @@ def test_index_build_command_writes_to_the_backend(backend, request, models_dir,
         assert main(["index", "build", "--model", "tiny", "--input", str(src), "--name", "built", "--models-dir", str(models_dir),
                      "--index-dir", str(tmp_path / "indexes")]) == 1  # exists: --overwrite replaces it
         store.close()
+        capsys.readouterr()
+        assert main(["index", "list", "--index-dir", str(tmp_path / "indexes")]) == 0
+        listed = capsys.readouterr().out.splitlines()
+        assert listed[1].split()[:2] == ["built", "tiny/mean"] and str(len(SENTENCES)) in listed[1].split()
