@@ -6,8 +6,8 @@ as JSON, so every replica pointed at the same Milvus lists and serves the indexe
 created. Fields::
 
     id        VARCHAR(3072)  primary key: the API's id percent-encoded (at most 1024 UTF-8 bytes, 3 characters
-                             each): filter expressions then hold only [A-Za-z0-9_.~-], which Milvus Lite and
-                             the server parse alike (Lite reads "\n" in a string literal as two characters)
+                             each): filter expressions then hold only [A-Za-z0-9_.~%-], which Milvus Lite and
+                             the server parse alike (Lite found no id written with an escape such as \n)
     text      VARCHAR(65535) the document's text (Milvus's largest VARCHAR, in UTF-8 bytes)
     metadata  VARCHAR(65535) the metadata as JSON text: Milvus's JSON type re-encodes numbers
                              (int64 / float64), this round-trips exactly what was stored
@@ -21,8 +21,15 @@ replicas adding the same new id, leaves one document, never two rows under one i
 upsert cannot take an id with a quote; it has one process, which checks and inserts under a lock.)
 
 A Milvus that cannot be reached is retried ``retries`` times per call, each bounded by
-``timeout_s``, then answered 503 ``storage_unavailable`` naming its URI; the client is made again
-at the next call, so the service recovers by itself when Milvus returns.
+``timeout_s``, then answered 503 ``storage_unavailable`` naming its URI; for ``timeout_s`` after
+that, calls fail at once (the core reads configs on its event loop). The client is made again at
+the next call, and a collection a restarted Milvus has not loaded yet is loaded, so the service
+recovers by itself when Milvus returns.
+
+Not atomic across replicas: the duplicate-id check and the write, and the name check and the
+creation, are serialised per index within one process only. Two replicas adding the same new id
+at the same moment both answer 200 and leave one document (the later upsert); two creating the
+same name with the same settings both answer 201 (Milvus creates a same-schema collection once).
 """
 
 from __future__ import annotations
