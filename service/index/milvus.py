@@ -38,9 +38,9 @@ import json
 import logging
 import threading
 import time
-from urllib.parse import quote, unquote
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import quote, unquote
 
 import numpy as np
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from tests.service.conftest import serve_test, settings_for
@@ -38,8 +40,6 @@ def backend(request) -> str:
 def backend_client(backend, request, models_dir, tmp_path):
     """``make(**settings)`` -> a ready TestClient whose indexes live on ``backend``."""
     server = request.getfixturevalue("milvus_server") if backend == "milvus-server" else None
-    import contextlib
-
     stack = contextlib.ExitStack()
     lite = tmp_path / "milvus.db"
     overrides: dict = {}

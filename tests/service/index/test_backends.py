@@ -7,6 +7,8 @@ alone) the answer is a 422 naming the field, never a 500.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -131,8 +133,6 @@ def test_values_milvus_cannot_hold_are_422_naming_the_field(backend_client, back
 def test_default_index_is_built_once_and_found_by_the_next_server(backend_client, tmp_path):
     sample = write_sample(tmp_path / "sample.tsv.gz", 40)
     c = backend_client(build_default_index=True, search_sample=sample)
-    import time
-
     deadline = time.time() + 60
     while c.get("/v1/indexes/default").status_code != 200 and time.time() < deadline:
         time.sleep(0.1)
