@@ -39,9 +39,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--overwrite", action="store_true", help="replace an existing index of that name")
     build.add_argument("--models-dir", type=Path, default=None, help="default: the serve setting models_dir")
     build.add_argument("--index-dir", type=Path, default=None, help="default: the serve setting index_dir")
+    build.add_argument("--index-backend", choices=["faiss", "milvus"], default=None, help="default: the serve setting index_backend")
+    build.add_argument("--milvus-uri", default=None, help="with --index-backend milvus; default: the serve setting milvus_uri")
     build.set_defaults(func=cmd_index_build)
     lst = isub.add_parser("list", help="list the indexes on disk")
     lst.add_argument("--index-dir", type=Path, default=None)
+    lst.add_argument("--index-backend", choices=["faiss", "milvus"], default=None, help="default: the serve setting index_backend")
+    lst.add_argument("--milvus-uri", default=None, help="with --index-backend milvus; default: the serve setting milvus_uri")
     lst.set_defaults(func=cmd_index_list)
 
     bench = subparsers.add_parser("bench", help="throughput and latency: in-process ONNX and the HTTP server, batching on and off")
@@ -92,27 +96,50 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     from service.core.encoder import Encoder, available_providers
     from service.errors import ThoughtvecError
     from service.index.build import build_index, read_documents
-    from service.index.store import IndexStore
+    from service.index.backend import open_store
+    from service.settings import load_settings
 
     models_dir, index_dir = _settings_dirs(args.models_dir, args.index_dir)
+    settings = load_settings(**{k: v for k, v in (("index_backend", args.index_backend), ("milvus_uri", args.milvus_uri)) if v is not None})
+    milvus = settings.index_backend == "milvus"
     bundle = Path(args.model) if Path(args.model).is_dir() else models_dir / args.model
     try:
         encoder = Encoder.load(bundle, providers=available_providers())
+        if milvus:  # refuse a factory Milvus has no index for before embedding anything
+            _check_milvus_factory(args, encoder.dim(encoder.view(args.view)), settings.milvus_uri)
         docs = read_documents(args.input, args.limit)
         log.info("%d texts from %s; model %s view %s", len(docs), args.input, encoder.name, encoder.view(args.view))
-        vi = build_index(encoder, args.name, docs, view=args.view, factory=args.factory, metric=args.metric,
+        # Milvus builds its own index from the raw vectors: embed into an exact (Flat) one, then copy them over
+        vi = build_index(encoder, args.name, docs, view=args.view, factory="Flat" if milvus else args.factory, metric=args.metric,
                          normalize=args.normalize, batch_size=args.batch_size)
-        stats = IndexStore(index_dir).install(vi, overwrite=args.overwrite)
+        if milvus:
+            vi.config = vi.config.model_copy(update={"factory": args.factory})
+        store = open_store(settings.index_backend, index_dir=index_dir, milvus=settings.milvus_options())
+        stats = store.install(vi, overwrite=args.overwrite)
+        store.close()
     except (ThoughtvecError, ValueError, OSError) as e:
         print(f"thoughtvec index build: {getattr(e, 'message', e)}", file=sys.stderr)
         return 1
+    where = f"Milvus at {settings.milvus_uri}" if milvus else index_dir / args.name
     print(f"index '{args.name}': {stats['documents']} documents, {stats['factory']} {stats['metric']}, "
-          f"model {stats['model']}/{stats['view']} (dim {stats['dim']}) -> {index_dir / args.name}")
+          f"model {stats['model']}/{stats['view']} (dim {stats['dim']}) -> {where}")
     return 0
+
+
+def _check_milvus_factory(args: argparse.Namespace, dim: int, uri: str) -> None:
+    from service.index.indexes import new_config
+    from service.index.milvus_schema import index_params, is_lite
+
+    index_params(new_config(args.name, "probe", "probe", dim, args.factory, args.metric), lite=is_lite(uri))
 
 
 def cmd_index_list(args: argparse.Namespace) -> int:
     _, index_dir = _settings_dirs(None, args.index_dir)
+    from service.settings import load_settings
+
+    settings = load_settings(**{k: v for k, v in (("index_backend", args.index_backend), ("milvus_uri", args.milvus_uri)) if v is not None})
+    if settings.index_backend == "milvus":
+        return _list_milvus(settings)
     rows = []
     for meta_path in sorted(Path(index_dir).glob("*/snapshot/meta.json")):
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
@@ -128,6 +155,29 @@ def cmd_index_list(args: argparse.Namespace) -> int:
     for r in [head] + rows:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
     print("* at the last snapshot; writes in the log are added when the server loads the index")
+    return 0
+
+
+def _list_milvus(settings) -> int:
+    from service.errors import ThoughtvecError
+    from service.index.backend import open_store
+
+    store = open_store("milvus", index_dir=settings.index_dir, milvus=settings.milvus_options())
+    try:
+        stats = [store.stats(n) for n in store.names()]
+    except ThoughtvecError as e:
+        print(f"thoughtvec index list: {e}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    if not stats:
+        print(f"no indexes in Milvus at {settings.milvus_uri}")
+        return 0
+    head = ("name", "model/view", "dim", "factory", "metric", "documents")
+    rows = [(st["name"], f"{st['model']}/{st['view']}", str(st["dim"]), st["factory"], st["metric"], str(st["documents"])) for st in stats]
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    for r in [head] + rows:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
     return 0
 
 

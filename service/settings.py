@@ -72,6 +72,12 @@ class Settings(BaseSettings):
 
     # -- indexes -------------------------------------------------------------------------
     index_wal_max_mb: int = Field(64, ge=1, description="an index's write-ahead log is folded into a fresh snapshot past this size")
+    index_backend: Literal["faiss", "milvus"] = Field("faiss", description="where indexes live: `faiss` (this process's memory, persisted under index_dir) or `milvus` (at milvus_uri, shared by every replica pointed at it; needs the `milvus` extra)")
+    milvus_uri: str = Field("data/milvus.db", description="with index_backend=milvus: a file path runs Milvus Lite inside this process (one process per file); `http://host:port` is a Milvus standalone or cluster")
+    milvus_token: str = Field("", description="Milvus credentials (`user:password` or an API key); empty = none")
+    milvus_collection_prefix: str = Field("thoughtvec_", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", description="Milvus collections are named `<prefix><index name>`: deployments sharing one Milvus keep apart by prefix")
+    milvus_timeout_s: int = Field(5, ge=1, le=600, description="deadline of one Milvus call, in whole seconds (pymilvus bounds its own retries only by an int)")
+    milvus_retries: int = Field(2, ge=0, le=10, description="extra attempts of a Milvus call that found it unreachable, before a 503 `storage_unavailable`")
 
     # -- logging -------------------------------------------------------------------------
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="server log level")
@@ -104,6 +110,12 @@ class Settings(BaseSettings):
             raise ValueError(f"max_queue_size ({self.max_queue_size}) must be at least max_batch_size ({self.max_batch_size})")
         return self
 
+    def milvus_options(self) -> Any:
+        """The Milvus settings as the index layer takes them (``service.index.backend.MilvusOptions``)."""
+        from service.index.backend import MilvusOptions
+
+        return MilvusOptions(self.milvus_uri, self.milvus_token, self.milvus_collection_prefix, self.milvus_timeout_s, self.milvus_retries)
+
     @property
     def auth_enabled(self) -> bool:
         return bool(self.api_keys)
@@ -130,6 +142,8 @@ def _default_text(name: str) -> str:
         return ",".join(value) or "(empty)"
     if value is None:
         return "(unset)"
+    if value == "":
+        return "(empty)"
     if isinstance(value, Path) and value.is_absolute():
         try:
             return str(value.relative_to(Path.cwd()))

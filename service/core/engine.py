@@ -20,8 +20,9 @@ from service.core.batcher import OFFLOAD_CHARS, check_count
 from service.core.encoder import available_providers
 from service.bundle.postprocess import l2_normalize
 from service.errors import InputTooLong, InvalidInput
-from service.index.store import IndexStore, new_id
+from service.index.store import new_id
 from service.index.jsonvalues import check_metadata
+from service.index.backend import open_store
 from service.index.indexes import Doc, gpu_count, new_config
 from service.core.longinput import Mode, pool, prepare
 from service.core.metrics import Metrics
@@ -59,8 +60,8 @@ class Core:
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.registry = Registry(settings, self.metrics)
-        self.store = IndexStore(settings.index_dir, settings.index_wal_max_mb * 2**20, self.metrics.index_documents,
-                                gpu=settings.prefer_cuda)
+        self.store = open_store(settings.index_backend, index_dir=settings.index_dir, wal_max_bytes=settings.index_wal_max_mb * 2**20,
+                                on_size=self.metrics.index_documents, gpu=settings.prefer_cuda, milvus=settings.milvus_options())
         self._tasks: list[asyncio.Task] = []
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -309,18 +310,15 @@ class Core:
         enc = await self.encode(model, config.view, texts, fields, normalize=False, mode=req.truncation)
         items = [Doc(d.id or new_id(), t, d.metadata) for d, t in zip(docs, texts)]
         ids = await asyncio.get_running_loop().run_in_executor(None, self.store.add, name, items, enc.vectors)
-        return {"index": name, "ids": ids, "documents": self.store.entry(name).index.count, "usage": enc.usage()}
+        count = await asyncio.get_running_loop().run_in_executor(None, self.store.count, name)
+        return {"index": name, "ids": ids, "documents": count, "usage": enc.usage()}
 
     async def index_map(self, name: str, query: str | None, limit: int, include: Sequence[str] = ()) -> dict:
         """Up to ``limit`` of an index's documents (those ``include`` names first) on a 2-D PCA plane, with ``query`` on it."""
         config = self.store.config(name)
         if not 3 <= limit <= self.settings.max_inputs:
             raise InvalidInput(f"limit is {limit}; it must be between 3 and {self.settings.max_inputs}", field="limit")
-        vi = self.store.entry(name).index
-        wanted = [vi.docs.get(vi.labels.get(i, -1)) for i in include]  # dict reads: atomic under the GIL
-        first = [d for d in wanted if d is not None][:limit]
-        seen = {d.id for d in first}
-        docs = first + [d for d in list(vi.docs.values())[: limit + len(first)] if d.id not in seen][: limit - len(first)]
+        docs = await asyncio.get_running_loop().run_in_executor(None, self.store.documents, name, limit, include)
         if len(docs) < 3:
             raise InvalidInput(f"index '{name}' has {len(docs)} documents; a map needs at least 3", field="name")
         model = self.registry.get(config.model, field_name="index")
@@ -339,7 +337,8 @@ class Core:
         check_count(len(ids), self.settings.max_inputs, "ids")
         found = await asyncio.get_running_loop().run_in_executor(None, self.store.delete, name, ids)
         gone = set(found)
-        return {"index": name, "deleted": found, "not_found": [i for i in ids if i not in gone], "documents": self.store.entry(name).index.count}
+        count = await asyncio.get_running_loop().run_in_executor(None, self.store.count, name)
+        return {"index": name, "deleted": found, "not_found": [i for i in ids if i not in gone], "documents": count}
 
     async def drop_index(self, name: str) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.store.drop, name)

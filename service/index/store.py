@@ -22,7 +22,7 @@ import logging
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -140,6 +140,17 @@ class IndexStore:
         e = self.entry(name)
         with e.lock:
             return e.index.stats() | {"wal_bytes": e.wal.size}
+
+    def count(self, name: str) -> int:
+        return self.entry(name).index.count
+
+    def documents(self, name: str, limit: int, include: Sequence[str] = ()) -> list[Doc]:
+        """Up to ``limit`` documents: those ``include`` names first (unknown ids skipped), then the first ones added."""
+        vi = self.entry(name).index
+        wanted = [vi.docs.get(vi.labels.get(i, -1)) for i in include]  # dict reads: atomic under the GIL
+        first = [d for d in wanted if d is not None][:limit]
+        seen = {d.id for d in first}
+        return first + [d for d in list(vi.docs.values())[: limit + len(first)] if d.id not in seen][: limit - len(first)]
 
     def search(self, name: str, queries: np.ndarray, k: int) -> list[list[tuple[Doc, float]]]:
         e = self.entry(name)

@@ -1,0 +1,408 @@
+"""Indexes in Milvus: the same interface and errors as the FAISS :class:`~service.index.store.IndexStore`.
+
+One collection per index, named ``<prefix><name>`` (``_`` ``-`` ``.`` escaped as ``_u`` ``_h``
+``_d``: Milvus allows letters, digits and ``_``). Its description holds the :class:`IndexConfig`
+as JSON, so every replica pointed at the same Milvus lists and serves the indexes any of them
+created. Fields::
+
+    id        VARCHAR(3072)  primary key: the API's id percent-encoded (at most 1024 UTF-8 bytes, 3 characters
+                             each): filter expressions then hold only [A-Za-z0-9_.~%-], which Milvus Lite and
+                             the server parse alike (Lite found no id written with an escape such as \n)
+    text      VARCHAR(65535) the document's text (Milvus's largest VARCHAR, in UTF-8 bytes)
+    metadata  VARCHAR(65535) the metadata as JSON text: Milvus's JSON type re-encodes numbers
+                             (int64 / float64), this round-trips exactly what was stored
+    vector    FLOAT_VECTOR   prepared as FAISS prepares it (unit length for cosine / normalize)
+
+Reads use consistency level ``Strong``: a search waits until Milvus has applied every write
+acknowledged before it began, through any replica, so an add answered 200 is found by the next
+search anywhere. (``Session`` only covers one client's own writes; ``Bounded`` may miss them.)
+Writes to a server are upserts: retrying one after a lost connection, or a race between two
+replicas adding the same new id, leaves one document, never two rows under one id. (Milvus Lite's
+upsert cannot take an id with a quote; it has one process, which checks and inserts under a lock.)
+
+A Milvus that cannot be reached is retried ``retries`` times per call, each bounded by
+``timeout_s``, then answered 503 ``storage_unavailable`` naming its URI; for ``timeout_s`` after
+that, calls fail at once (the core reads configs on its event loop). The client is made again at
+the next call, and a collection a restarted Milvus has not loaded yet is loaded, so the service
+recovers by itself when Milvus returns.
+
+Not atomic across replicas: the duplicate-id check and the write, and the name check and the
+creation, are serialised per index within one process only. Two replicas adding the same new id
+at the same moment both answer 200 and leave one document (the later upsert); two creating the
+same name with the same settings both answer 201 (Milvus creates a same-schema collection once).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import quote, unquote
+
+import numpy as np
+
+from service.bundle.postprocess import l2_normalize
+from service.errors import Conflict, IndexUnavailable, InvalidInput, NotReady, StorageUnavailable, UnknownIndex
+from service.index.backend import MilvusOptions
+from service.index.indexes import Doc, IndexConfig, VectorIndex
+from service.index.milvus_schema import ID_MAX_BYTES, TEXT_MAX_BYTES, collection_name, index_name, index_params, is_lite, search_params
+
+log = logging.getLogger(__name__)
+
+CHUNK = 512  # ids per `id in [...]` expression, rows per upsert
+_COUNT = "count(*)"
+
+
+class MilvusStore:
+    """Every index in one Milvus (Lite file or server), shared by every process pointed at it."""
+
+    def __init__(self, options: MilvusOptions, on_size: Callable[[str, int | None], None] | None = None):
+        self.options = options
+        self.uri = options.uri
+        self.on_size = on_size or (lambda name, n: None)
+        self.building: dict[str, str] = {}
+        self.quarantined: dict[str, str] = {}
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+        self._write_locks: dict[str, threading.Lock] = {}
+        self._known: list[str] = []  # the last list Milvus gave (readiness shows it while Milvus is away)
+        # After a call gave up on an unreachable Milvus, calls fail at once for timeout_s: some reads
+        # (readiness, an index's config) run on the event loop, which must not wait out every retry.
+        self._down_until = 0.0
+        # Milvus Lite 2.4's upsert puts the id unescaped into SQL (an id with ' fails); one process owns a Lite
+        # file and writes under its lock after the duplicate check, so a plain insert is as safe there
+        self._write = "insert" if is_lite(options.uri) else "upsert"
+
+    # -- the connection --------------------------------------------------------------------
+    def _connect(self) -> Any:
+        with self._client_lock:
+            if self._client is None:
+                from pymilvus import MilvusClient
+
+                self._client = MilvusClient(uri=self.uri, token=self.options.token, timeout=self.options.timeout_s)
+            return self._client
+
+    def _forget_client(self) -> None:
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - it is being dropped because it is broken
+                pass
+
+    def _call(self, op: str, name: str, method: str, *args: Any, timeout: int | None = None, **kw: Any) -> Any:
+        """``client.<method>(...)`` with a deadline; retried while Milvus is unreachable, then a 503."""
+        what = f"index '{name}'" if name else "the indexes"
+        if time.monotonic() < self._down_until:
+            raise StorageUnavailable(f"cannot {op} {what}: Milvus at {self.uri} is unavailable (it did not answer a moment ago; "
+                                     f"tried again within {self.options.timeout_s} s)", field="index")
+        last: BaseException | None = None
+        for attempt in range(self.options.retries + 1):
+            try:
+                # an int: pymilvus's retry loop honours only an int deadline (a float leaves it 75 retries, minutes)
+                result = getattr(self._connect(), method)(*args, timeout=int(timeout or self.options.timeout_s), **kw)
+                self._down_until = 0.0
+                return result
+            except Exception as e:
+                if _not_loaded(e) and attempt == 0:  # a restarted Milvus reloads collections by itself, slowly
+                    self._load(name, args[0])
+                    continue
+                if not _unreachable(e):
+                    raise
+                last = e
+                log.warning("milvus %s: %s %s failed (attempt %d of %d): %s", self.uri, op, name, attempt + 1,
+                            self.options.retries + 1, _short(e))
+                self._forget_client()
+                if attempt < self.options.retries:
+                    time.sleep(min(0.25 * 2**attempt, 2.0))
+        self._down_until = time.monotonic() + self.options.timeout_s
+        raise StorageUnavailable(f"cannot {op} {what}: Milvus at {self.uri} is unavailable ({_short(last)})", field="index") from last
+
+    def _load(self, name: str, coll: str) -> None:
+        """Load a collection Milvus has not (yet) loaded, e.g. after its restart; 503 if it cannot."""
+        log.info("milvus %s: loading collection %s (index %s)", self.uri, coll, name)
+        try:
+            self._connect().load_collection(coll, timeout=max(30, self.options.timeout_s))
+        except Exception as e:  # noqa: BLE001 - named in the 503
+            raise IndexUnavailable(f"index '{name}' is not loaded in Milvus at {self.uri} and could not be loaded: {_short(e)}",
+                                   field="index") from e
+
+    def _coll(self, name: str) -> str:
+        return collection_name(self.options.prefix, name)
+
+    # -- reads -------------------------------------------------------------------------------
+    def load_all(self) -> list[str]:
+        """Connect and list; a Milvus that is away now is not fatal (the calls retry it later)."""
+        try:
+            return self.names()
+        except StorageUnavailable as e:
+            log.error("%s; indexes answer 503 until it is back", e)
+            return []
+
+    def names(self) -> list[str]:
+        try:
+            colls = self._call("list", "", "list_collections")
+        except StorageUnavailable:
+            if self._known:
+                return list(self._known)
+            raise
+        names = sorted(n for c in colls if (n := index_name(self.options.prefix, c)) is not None)
+        self._known = names
+        return names
+
+    def __contains__(self, name: str) -> bool:
+        return bool(self._call("find", name, "has_collection", self._coll(name)))
+
+    def config(self, name: str) -> IndexConfig:
+        if name in self.building:
+            raise NotReady(f"index '{name}' is being built ({self.building[name]})", field="index")
+        try:
+            desc = self._call("read", name, "describe_collection", self._coll(name))
+        except StorageUnavailable:
+            raise
+        except Exception as e:  # noqa: BLE001 - not found is the common one; anything else is named
+            if not self._call("find", name, "has_collection", self._coll(name)):
+                raise UnknownIndex(f"no index '{name}'; the indexes are {self.names()}", field="index") from None
+            raise IndexUnavailable(f"index '{name}' cannot be read from Milvus at {self.uri}: {_short(e)}", field="index") from e
+        try:
+            return IndexConfig.model_validate_json(desc.get("description") or "")
+        except ValueError as e:
+            why = f"collection {self._coll(name)} has no thoughtvec index config in its description ({str(e).splitlines()[0][:200]})"
+            self.quarantined[name] = why
+            raise IndexUnavailable(f"index '{name}' is quarantined: {why}; drop it", field="index") from None
+
+    def count(self, name: str) -> int:
+        self.config(name)  # 404 / 503 as the FAISS store answers
+        rows = self._call("count", name, "query", self._coll(name), filter="", output_fields=[_COUNT], consistency_level="Strong")
+        n = int(rows[0][_COUNT]) if rows else 0
+        self.on_size(name, n)  # the documents gauge follows every count (the core counts after each write)
+        return n
+
+    def stats(self, name: str) -> dict:
+        c = self.config(name)
+        n = self.count(name)
+        return {"name": c.name, "model": c.model, "view": c.view, "dim": c.dim, "factory": c.factory, "metric": c.metric,
+                "normalize": c.normalize, "documents": n, "trained": True, "pending_training": 0, "train_size": c.train_size,
+                "created": c.created, "train_error": None, "gpu": False, "wal_bytes": 0}
+
+    def search(self, name: str, queries: np.ndarray, k: int) -> list[list[tuple[Doc, float]]]:
+        """Nearest ``k`` per query row, best first; scores as FAISS gives them (similarity, or squared L2)."""
+        c = self.config(name)
+        q = _prepare(c, queries)
+        res = self._call("search", name, "search", self._coll(name), data=q.tolist(), limit=k, anns_field="vector",
+                         output_fields=["text", "metadata"], search_params=search_params(c, k), consistency_level="Strong")
+        out = []
+        for row in res:
+            hits = []
+            for h in row:
+                s = float(h["distance"])
+                if c.metric == "cosine":
+                    s = min(1.0, max(-1.0, s))  # float32 rounding can step past 1 for a text and itself
+                hits.append((_doc(_unpk(h["id"]), h["entity"]), s))
+            out.append(hits)
+        return out
+
+    def documents(self, name: str, limit: int, include: Sequence[str] = ()) -> list[Doc]:
+        self.config(name)
+        first = [d for d in self._get(name, list(dict.fromkeys(include))) if d is not None][:limit]
+        seen = {d.id for d in first}
+        rows = self._call("read", name, "query", self._coll(name), filter='id != ""', limit=limit + len(first),
+                          output_fields=["id", "text", "metadata"], consistency_level="Strong")
+        return first + [d for r in rows if (d := _doc(_unpk(r["id"]), r)).id not in seen][: limit - len(first)]
+
+    def _get(self, name: str, ids: list[str]) -> list[Doc | None]:
+        """The documents with these ids (``None`` where there is none), in order."""
+        found: dict[str, Doc] = {}
+        for start in range(0, len(ids), CHUNK):
+            part = ids[start : start + CHUNK]
+            rows = self._call("read", name, "query", self._coll(name), filter=_id_in(part), output_fields=["id", "text", "metadata"],
+                              consistency_level="Strong")
+            found.update((d.id, d) for r in rows if (d := _doc(_unpk(r["id"]), r)))
+        return [found.get(i) for i in ids]
+
+    def _existing(self, name: str, ids: list[str]) -> set[str]:
+        have: set[str] = set()
+        for start in range(0, len(ids), CHUNK):
+            rows = self._call("read", name, "query", self._coll(name), filter=_id_in(ids[start : start + CHUNK]), output_fields=["id"],
+                              consistency_level="Strong")
+            have.update(_unpk(r["id"]) for r in rows)
+        return have
+
+    # -- writes ------------------------------------------------------------------------------
+    def create(self, config: IndexConfig) -> dict:
+        self._create_collection(config, overwrite=False)
+        return self.stats(config.name)
+
+    def _create_collection(self, config: IndexConfig, overwrite: bool) -> None:
+        from pymilvus import DataType, MilvusClient
+
+        name, coll = config.name, self._coll(config.name)
+        try:
+            params = index_params(config, lite=is_lite(self.uri))
+        except ValueError as e:
+            raise InvalidInput(str(e), field="factory") from None
+        with self._lock(name):
+            if self._call("find", name, "has_collection", coll):
+                if not overwrite:
+                    raise Conflict(f"index '{name}' already exists", field="name")
+                self._call("drop", name, "drop_collection", coll)
+            schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description=config.model_dump_json())
+            schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=3 * ID_MAX_BYTES)  # percent-encoded
+            schema.add_field("text", DataType.VARCHAR, max_length=TEXT_MAX_BYTES)
+            schema.add_field("metadata", DataType.VARCHAR, max_length=TEXT_MAX_BYTES)
+            schema.add_field("vector", DataType.FLOAT_VECTOR, dim=config.dim)
+            ip = MilvusClient.prepare_index_params()
+            ip.add_index("vector", **params)
+            # a server loads the new collection before answering (seconds): a longer deadline than other calls
+            self._call("create", name, "create_collection", coll, schema=schema, index_params=ip, consistency_level="Strong",
+                       timeout=max(30, self.options.timeout_s))
+            self.quarantined.pop(name, None)
+
+    def install(self, vi: VectorIndex, overwrite: bool = False) -> dict:
+        """Store a whole index built offline (``thoughtvec index build``, the default index) in Milvus."""
+        config = vi.config
+        docs, vectors = _contents(vi)
+        self._create_collection(config, overwrite)
+        try:
+            self._upsert(config.name, config, docs, vectors)
+        except Exception:
+            self._call("drop", config.name, "drop_collection", self._coll(config.name))  # no half-made index left behind
+            raise
+        return self.stats(config.name)
+
+    def add(self, name: str, docs: list[Doc], vectors: np.ndarray) -> list[str]:
+        """Ids must be new (409 otherwise); checked and written under this process's lock for the index."""
+        config = self.config(name)
+        _check_fields(docs)
+        seen: set[str] = set()
+        for i, d in enumerate(docs):
+            if d.id in seen:
+                raise Conflict(f"documents[{i}].id '{d.id}' already exists in index '{name}'", field=f"documents[{i}].id")
+            seen.add(d.id)
+        with self._lock(name):
+            have = self._existing(name, [d.id for d in docs])
+            for i, d in enumerate(docs):
+                if d.id in have:
+                    raise Conflict(f"documents[{i}].id '{d.id}' already exists in index '{name}'", field=f"documents[{i}].id")
+            self._upsert(name, config, docs, vectors, chunk=len(docs))  # one request: Milvus applies it whole or not at all
+        return [d.id for d in docs]
+
+    def _upsert(self, name: str, config: IndexConfig, docs: list[Doc], vectors: np.ndarray, chunk: int = CHUNK) -> None:
+        x = _prepare(config, vectors)  # (n, dim)
+        for start in range(0, len(docs), max(1, chunk)):
+            rows = [{"id": _pk(d.id), "text": d.text, "metadata": json.dumps(d.metadata, ensure_ascii=False, separators=(",", ":")),
+                     "vector": v.tolist()} for d, v in zip(docs[start : start + chunk], x[start : start + chunk])]
+            self._call("add documents to", name, self._write, self._coll(name), rows)
+
+    def delete(self, name: str, ids: list[str]) -> list[str]:
+        self.config(name)
+        with self._lock(name):
+            have = self._existing(name, list(dict.fromkeys(ids)))
+            found = [i for i in dict.fromkeys(ids) if i in have]
+            for start in range(0, len(found), CHUNK):
+                self._call("delete documents from", name, "delete", self._coll(name), filter=_id_in(found[start : start + CHUNK]))
+        return found
+
+    def drop(self, name: str) -> None:
+        coll = self._coll(name)
+        if not self._call("find", name, "has_collection", coll):
+            raise UnknownIndex(f"no index '{name}'; the indexes are {self.names()}", field="index")
+        self._call("drop", name, "drop_collection", coll)
+        self.quarantined.pop(name, None)
+        self.on_size(name, None)
+
+    def _lock(self, name: str) -> threading.Lock:
+        with self._client_lock:
+            return self._write_locks.setdefault(name, threading.Lock())
+
+    def close(self) -> None:
+        self._forget_client()
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def _unreachable(e: BaseException) -> bool:
+    """Milvus could not be reached or did not answer in time (worth a retry), as opposed to refusing a call."""
+    from pymilvus.exceptions import MilvusException, MilvusUnavailableException
+
+    if isinstance(e, MilvusUnavailableException | TimeoutError | ConnectionError):
+        return True
+    try:
+        import grpc
+
+        if isinstance(e, grpc.RpcError):
+            return True
+        if isinstance(e, grpc.FutureTimeoutError):
+            return True
+    except ImportError:  # pragma: no cover - pymilvus depends on grpcio
+        pass
+    if isinstance(e, MilvusException):
+        text = str(e)
+        return any(s in text for s in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "Fail connecting", "failed to connect", "Connection refused",
+                                       "timeout", "Timeout", "not ready", "server unavailable"))
+    return False
+
+
+def _not_loaded(e: BaseException) -> bool:
+    return "not loaded" in str(e)
+
+
+def _short(e: BaseException | None) -> str:
+    if callable(getattr(e, "code", None)) and callable(getattr(e, "details", None)):  # a grpc.RpcError
+        try:
+            return f"gRPC {e.code().name}: {str(e.details()).strip()[:200]}"  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001 - fall back to its text
+            pass
+    msg = getattr(e, "message", None) or str(e)
+    return f"{type(e).__name__}: {str(msg).strip().splitlines()[0][:200]}" if msg else type(e).__name__
+
+
+def _prepare(config: IndexConfig, vectors: np.ndarray) -> np.ndarray:
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    return l2_normalize(x) if config.normalize or config.metric == "cosine" else x
+
+
+def _doc(doc_id: str, entity: dict) -> Doc:
+    return Doc(doc_id, entity["text"], json.loads(entity["metadata"]))
+
+
+def _pk(doc_id: str) -> str:
+    return quote(doc_id, safe="")  # only A-Za-z0-9_.~- and %XX: nothing to escape in an expression
+
+
+def _unpk(pk: str) -> str:
+    return unquote(pk)
+
+
+def _id_in(ids: Sequence[str]) -> str:
+    return "id in [" + ",".join(f'"{_pk(i)}"' for i in ids) + "]"
+
+
+def _check_fields(docs: list[Doc]) -> None:
+    """Milvus's field limits as 422s naming the field (the HTTP checks allow more than Milvus stores)."""
+    for i, d in enumerate(docs):
+        for fld, value, limit in (("id", d.id, ID_MAX_BYTES), ("text", d.text, TEXT_MAX_BYTES),
+                                  ("metadata", json.dumps(d.metadata, ensure_ascii=False, separators=(",", ":")), TEXT_MAX_BYTES)):
+            size = len(value.encode("utf-8"))
+            if size > limit:
+                raise InvalidInput(f"documents[{i}].{fld} is {size} bytes of UTF-8; Milvus stores at most {limit}", field=f"documents[{i}].{fld}")
+
+
+def _contents(vi: VectorIndex) -> tuple[list[Doc], np.ndarray]:
+    """The documents and raw vectors of an in-memory index built with the ``Flat`` factory (``build_index``)."""
+    import faiss
+
+    labels, parts = [], []
+    if vi.pending_labels:
+        labels.extend(vi.pending_labels)  # buffered (untrained) vectors, exact
+        parts.append(vi.pending)
+    if vi.index.ntotal:
+        if not isinstance(vi.index, faiss.IndexIDMap2) or not isinstance(faiss.downcast_index(vi.index.index), faiss.IndexFlat):
+            raise ValueError(f"index '{vi.config.name}': only an index built with the Flat factory can be copied into Milvus")
+        labels.extend(faiss.vector_to_array(vi.index.id_map).tolist())
+        parts.append(faiss.downcast_index(vi.index.index).reconstruct_n(0, vi.index.ntotal))
+    vectors = np.concatenate(parts) if parts else np.zeros((0, vi.config.dim), np.float32)
+    return [vi.docs[int(lb)] for lb in labels], vectors

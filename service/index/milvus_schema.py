@@ -1,0 +1,85 @@
+"""How an index's name and FAISS-style factory and metric map onto a Milvus collection and its index.
+
+Supported (anything else is a 422 naming ``factory``)::
+
+    FAISS factory            Milvus index                  search parameters
+    Flat                     FLAT                          -
+    HNSW<M>[,Flat]           HNSW M, efConstruction 200    ef = max(128, k)      (server only)
+    IVF<n>,Flat              IVF_FLAT nlist n              nprobe = min(16, n)
+    IVF<n>,SQ8               IVF_SQ8 nlist n               nprobe = min(16, n)   (server only)
+    IVF<n>,PQ<m>[x<b>]       IVF_PQ nlist n, m, nbits b    nprobe = min(16, n)   (server only)
+
+Milvus Lite builds only FLAT and IVF_FLAT. Metrics: ``cosine`` and ``ip`` are Milvus ``IP`` (cosine
+on vectors made unit length first, as FAISS does), ``l2`` is ``L2`` (squared distance, as FAISS).
+The search parameters are those FAISS's indexes use here (``SEARCH_PARAMS`` in indexes.py).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from service.index.factory import check_factory
+from service.index.indexes import IndexConfig
+
+ID_MAX_BYTES = 1024  # UTF-8 bytes of an id: the API's ids are at most 256 characters of at most 4 bytes
+TEXT_MAX_BYTES = 65535  # Milvus's largest VARCHAR
+_ESCAPES = {"_": "_u", "-": "_h", ".": "_d"}
+_UNESCAPE = {v[1]: k for k, v in _ESCAPES.items()}
+SUPPORTED = "Flat, HNSW<M>[,Flat], IVF<n>,Flat, IVF<n>,SQ8, IVF<n>,PQ<m>[x<b>] (Milvus Lite: Flat and IVF<n>,Flat)"
+
+
+def collection_name(prefix: str, name: str) -> str:
+    """``notes.v2-x`` -> ``<prefix>notes_dv2_hx``: Milvus names allow only letters, digits and ``_``; the escape is reversible."""
+    return prefix + "".join(_ESCAPES.get(ch, ch) for ch in name)
+
+
+def index_name(prefix: str, collection: str) -> str | None:
+    """The index name of one of our collections; ``None`` for any other collection."""
+    if not collection.startswith(prefix):
+        return None
+    out, it = [], iter(collection[len(prefix) :])
+    for ch in it:
+        if ch == "_":
+            ch = _UNESCAPE.get(next(it, ""), "")
+            if not ch:
+                return None
+        out.append(ch)
+    return "".join(out) or None
+
+
+def is_lite(uri: str) -> bool:
+    """A file path (Milvus Lite, inside this process) rather than a server's address."""
+    return not uri.startswith(("http://", "https://", "tcp://", "unix:"))
+
+
+def milvus_metric(metric: str) -> str:
+    return "L2" if metric == "l2" else "IP"
+
+
+def index_params(config: IndexConfig, lite: bool) -> dict[str, Any]:
+    """``add_index`` arguments for the config's factory; ``ValueError`` naming the factory where Milvus has none."""
+    factory, metric = config.factory, milvus_metric(config.metric)
+    check_factory(factory, config.dim)  # the FAISS grammar first: its messages name the problem
+    if factory == "Flat":
+        return {"index_type": "FLAT", "metric_type": metric}
+    if m := re.fullmatch(r"IVF(\d+),Flat", factory):
+        return {"index_type": "IVF_FLAT", "metric_type": metric, "params": {"nlist": int(m[1])}}
+    if lite:
+        raise ValueError(f"factory {factory!r}: Milvus Lite builds only Flat and IVF<n>,Flat; use a Milvus server for {factory}")
+    if m := re.fullmatch(r"HNSW(\d+)(?:,Flat)?", factory):
+        return {"index_type": "HNSW", "metric_type": metric, "params": {"M": int(m[1]), "efConstruction": 200}}
+    if m := re.fullmatch(r"IVF(\d+),SQ8", factory):
+        return {"index_type": "IVF_SQ8", "metric_type": metric, "params": {"nlist": int(m[1])}}
+    if m := re.fullmatch(r"IVF(\d+),PQ(\d+)(?:x(\d+))?", factory):
+        return {"index_type": "IVF_PQ", "metric_type": metric, "params": {"nlist": int(m[1]), "m": int(m[2]), "nbits": int(m[3] or 8)}}
+    raise ValueError(f"factory {factory!r} has no Milvus index here; with index_backend=milvus the supported factories are {SUPPORTED}")
+
+
+def search_params(config: IndexConfig, k: int) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if m := re.match(r"IVF(\d+)", config.factory):
+        params["nprobe"] = min(16, int(m[1]))
+    elif config.factory.startswith("HNSW"):
+        params["ef"] = max(128, k)
+    return {"metric_type": milvus_metric(config.metric), "params": params}

@@ -1,0 +1,169 @@
+"""One suite over every index backend: FAISS, Milvus Lite, a Milvus standalone server.
+
+The same HTTP calls must give the same answers (codes, ids, texts, metadata, scores) whichever
+backend holds the index; where a backend cannot do something (Milvus has no index for ``SQ8``
+alone) the answer is a 422 naming the field, never a 500.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from service.index.backend import IndexBackend, MilvusOptions, open_store
+from tests.service.conftest import SENTENCES, write_sample
+
+HOSTILE_IDS = ['a"b', "c\\d", "e\nf", "ü✓ 𝄞", "x'y] or id != \"", "\x01", "  "]
+METADATA = [None, {}, {"n": 2**70, "f": 0.1, "s": "ü", "nested": {"a": [1, None, True]}}, {"k": 1.0}, {"tag": "x"}, None, {"z": -1}]
+
+
+def fill(c, name: str = "docs", **create) -> None:
+    assert c.post("/v1/indexes", json={"name": name, "model": "tiny"} | create).status_code == 201
+    docs = [{"id": i, "text": s, "metadata": m} for i, s, m in zip(HOSTILE_IDS, SENTENCES, METADATA)]
+    r = c.post(f"/v1/indexes/{name}/documents", json={"documents": docs})
+    assert r.status_code == 200, r.text
+    assert r.json()["ids"] == HOSTILE_IDS and r.json()["documents"] == len(SENTENCES)
+
+
+def test_the_store_classes_share_one_interface(tmp_path):
+    assert isinstance(open_store("faiss", index_dir=tmp_path), IndexBackend)
+    pytest.importorskip("pymilvus")
+    assert isinstance(open_store("milvus", index_dir=tmp_path, milvus=MilvusOptions(str(tmp_path / "m.db"))), IndexBackend)
+
+
+def test_create_add_search_delete_drop(backend_client):
+    c = backend_client()
+    fill(c)
+    assert c.post("/v1/indexes", json={"name": "docs", "model": "tiny"}).status_code == 409
+    stats = c.get("/v1/indexes/docs").json()
+    assert (stats["documents"], stats["factory"], stats["metric"], stats["dim"]) == (len(SENTENCES), "Flat", "cosine", 8)
+    assert [s["name"] for s in c.get("/v1/indexes").json()["data"]] == ["docs"]
+
+    # by text: every document is its own nearest neighbour, with its id, text and metadata as stored
+    for i, s in enumerate(SENTENCES):
+        top = c.post("/v1/search", json={"index": "docs", "query": s, "k": 3}).json()["results"][0]
+        assert len(top) == 3 and top[0]["id"] == HOSTILE_IDS[i] and top[0]["text"] == s
+        assert top[0].get("metadata") == METADATA[i] and top[0]["score"] == pytest.approx(1.0, abs=1e-5)
+        assert [h["score"] for h in top] == sorted((h["score"] for h in top), reverse=True)
+    # by texts, and by vector: the same answers
+    many = c.post("/v1/search", json={"index": "docs", "query": SENTENCES[:2], "k": 2}).json()["results"]
+    assert [r[0]["id"] for r in many] == HOSTILE_IDS[:2]
+    vec = c.post("/v1/embeddings", json={"input": SENTENCES[3], "model": "tiny"}).json()["data"][0]["embedding"]
+    assert c.post("/v1/search", json={"index": "docs", "query": vec, "k": 1}).json()["results"][0][0]["id"] == HOSTILE_IDS[3]
+    assert len(c.post("/v1/search", json={"index": "docs", "query": "the cat", "k": 50}).json()["results"][0]) == len(SENTENCES)
+
+    drawn = c.post("/v1/indexes/docs/map", json={"limit": 4, "include": [HOSTILE_IDS[6], "nope"]}).json()["points"]
+    assert len(drawn) == 4 and drawn[0]["id"] == HOSTILE_IDS[6] and len({p["id"] for p in drawn}) == 4
+
+    r = c.post("/v1/indexes/docs/documents/delete", json={"ids": [HOSTILE_IDS[0], "nope"]}).json()
+    assert (r["deleted"], r["not_found"], r["documents"]) == ([HOSTILE_IDS[0]], ["nope"], len(SENTENCES) - 1)
+    hits = c.post("/v1/search", json={"index": "docs", "query": SENTENCES[0], "k": 10}).json()["results"][0]
+    assert HOSTILE_IDS[0] not in [h["id"] for h in hits]
+    assert c.delete("/v1/indexes/docs").status_code == 204
+    assert c.get("/v1/indexes/docs").status_code == 404
+    assert c.get("/v1/indexes").json()["data"] == []
+
+
+def test_unknown_names_and_duplicate_ids(backend_client):
+    c = backend_client()
+    fill(c)
+    for r in (c.get("/v1/indexes/nope"), c.delete("/v1/indexes/nope"), c.post("/v1/search", json={"index": "nope", "query": "x"}),
+              c.post("/v1/indexes/nope/documents", json={"documents": [{"text": "x"}]})):
+        assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_index", r.text
+    dup = c.post("/v1/indexes/docs/documents", json={"documents": [{"text": "new", "id": "fresh"}, {"text": "x", "id": HOSTILE_IDS[2]}]})
+    assert dup.status_code == 409 and dup.json()["error"]["field"] == "documents[1].id"
+    twice = c.post("/v1/indexes/docs/documents", json={"documents": [{"text": "a", "id": "same"}, {"text": "b", "id": "same"}]})
+    assert twice.status_code == 409
+    assert c.get("/v1/indexes/docs").json()["documents"] == len(SENTENCES)  # a refused add adds nothing
+    gen = c.post("/v1/indexes/docs/documents", json={"documents": [{"text": "no id given"}]}).json()["ids"][0]
+    assert c.post("/v1/search", json={"index": "docs", "query": "no id given", "k": 1}).json()["results"][0][0]["id"] == gen
+
+
+@pytest.mark.parametrize("metric", ["l2", "ip"])
+def test_metrics_give_faiss_scores(backend_client, metric):
+    """Squared L2 distances (lower first) and raw inner products, as FAISS reports them."""
+    c = backend_client()
+    fill(c, metric=metric, normalize=False)
+    raw = np.array([d["embedding"] for d in c.post("/v1/embeddings", json={"input": SENTENCES, "model": "tiny", "normalize": False}).json()["data"]])
+    got = c.post("/v1/search", json={"index": "docs", "query": raw[2].tolist(), "k": 3}).json()["results"][0]
+    expect = ((raw - raw[2]) ** 2).sum(1) if metric == "l2" else -(raw @ raw[2])
+    order = np.argsort(expect, kind="stable")[:3]
+    assert [h["id"] for h in got] == [HOSTILE_IDS[i] for i in order]
+    want = expect[order] if metric == "l2" else -expect[order]
+    assert [h["score"] for h in got] == pytest.approx(want.tolist(), rel=1e-4, abs=1e-4)
+
+
+def test_factories_each_backend_cannot_build_are_422_naming_factory(backend_client, backend):
+    c = backend_client()
+    assert c.post("/v1/indexes", json={"name": "bad", "model": "tiny", "factory": "HNSW1"}).json()["error"]["field"] == "factory"
+    sq = c.post("/v1/indexes", json={"name": "sq", "model": "tiny", "factory": "SQ8"})
+    hnsw = c.post("/v1/indexes", json={"name": "hnsw", "model": "tiny", "factory": "HNSW16"})
+    if backend == "faiss":
+        assert sq.status_code == 201 and hnsw.status_code == 201
+    else:
+        assert sq.status_code == 422 and sq.json()["error"]["field"] == "factory"
+        assert hnsw.status_code == (422 if backend == "milvus-lite" else 201), hnsw.text
+    if hnsw.status_code == 201:  # an approximate index still finds each document first
+        c.post("/v1/indexes/hnsw/documents", json={"documents": [{"text": s, "id": str(i)} for i, s in enumerate(SENTENCES)]})
+        assert c.post("/v1/search", json={"index": "hnsw", "query": SENTENCES[4], "k": 2}).json()["results"][0][0]["id"] == "4"
+    ivf = c.post("/v1/indexes", json={"name": "ivf", "model": "tiny", "factory": "IVF2,Flat", "train_size": 4})
+    assert ivf.status_code == 201
+    c.post("/v1/indexes/ivf/documents", json={"documents": [{"text": s, "id": str(i)} for i, s in enumerate(SENTENCES)]})
+    assert c.post("/v1/search", json={"index": "ivf", "query": SENTENCES[1], "k": 1}).json()["results"][0][0]["id"] == "1"
+
+
+def test_values_milvus_cannot_hold_are_422_naming_the_field(backend_client, backend):
+    """Milvus's VARCHAR holds 65 535 UTF-8 bytes: what fits the API's limits but not that is refused by name."""
+    c = backend_client(max_metadata_bytes=100_000)
+    c.post("/v1/indexes", json={"name": "docs", "model": "tiny"})
+    wide = "𝄞" * 20_000  # within max_input_chars (20 000), but 80 000 bytes of UTF-8
+    big_meta = {"blob": "x" * 70_000}
+    r1 = c.post("/v1/indexes/docs/documents", json={"documents": [{"text": "ok"}, {"text": wide}]})
+    r2 = c.post("/v1/indexes/docs/documents", json={"documents": [{"text": "fine", "metadata": big_meta}]})
+    if backend == "faiss":
+        assert r1.status_code == 200 and r2.status_code == 200
+    else:
+        assert r1.status_code == 422 and r1.json()["error"]["field"] == "documents[1].text", r1.text
+        assert r2.status_code == 422 and r2.json()["error"]["field"] == "documents[0].metadata", r2.text
+        assert c.get("/v1/indexes/docs").json()["documents"] == 0
+
+
+def test_default_index_is_built_once_and_found_by_the_next_server(backend_client, tmp_path):
+    sample = write_sample(tmp_path / "sample.tsv.gz", 40)
+    c = backend_client(build_default_index=True, search_sample=sample)
+    deadline = time.time() + 60
+    while c.get("/v1/indexes/default").status_code != 200 and time.time() < deadline:
+        time.sleep(0.1)
+    assert c.get("/v1/indexes/default").json()["documents"] == 40
+    again = backend_client(build_default_index=True, search_sample=sample)  # the index already exists: not rebuilt
+    assert again.app.state.core.store.building == {}
+    hit = again.post("/v1/search", json={"query": "the man read a book", "k": 1}).json()["results"][0][0]
+    assert hit["metadata"]["source"].startswith("book")
+
+
+def test_index_build_command_writes_to_the_backend(backend, request, models_dir, tmp_path, monkeypatch, capsys):
+    from service.cli import main
+    from tests.service.index.milvus_support import backend_settings, released_lite
+
+    server = request.getfixturevalue("milvus_server") if backend == "milvus-server" else None
+    src = tmp_path / "docs.txt"
+    src.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    opts = backend_settings(backend, tmp_path, server)
+    for k, v in opts.items():
+        monkeypatch.setenv(f"THOUGHTVEC_{k.upper()}", str(v))
+    with released_lite(tmp_path / "milvus.db"):
+        assert main(["index", "build", "--model", "tiny", "--input", str(src), "--name", "built", "--models-dir", str(models_dir),
+                     "--index-dir", str(tmp_path / "indexes")]) == 0
+        store = open_store(opts.get("index_backend", "faiss"), index_dir=tmp_path / "indexes",
+                           milvus=MilvusOptions(opts.get("milvus_uri", ""), prefix=opts.get("milvus_collection_prefix", "")))
+        store.load_all()
+        assert store.names() == ["built"] and store.count("built") == len(SENTENCES)
+        assert main(["index", "build", "--model", "tiny", "--input", str(src), "--name", "built", "--models-dir", str(models_dir),
+                     "--index-dir", str(tmp_path / "indexes")]) == 1  # exists: --overwrite replaces it
+        store.close()
+        capsys.readouterr()
+        assert main(["index", "list", "--index-dir", str(tmp_path / "indexes")]) == 0
+        listed = capsys.readouterr().out.splitlines()
+        assert listed[1].split()[:2] == ["built", "tiny/mean"] and str(len(SENTENCES)) in listed[1].split()

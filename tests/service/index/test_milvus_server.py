@@ -1,0 +1,107 @@
+"""A Milvus server shared by replicas, and a Milvus that goes away and comes back.
+
+Both run on the session's real Milvus standalone (tests/service/index/conftest.py, skipped where
+it cannot start): two ``thoughtvec serve`` processes on 127.0.0.1 see each other's writes; a
+stopped Milvus is a 503 ``storage_unavailable`` naming it within a bounded time, and the same
+server process answers again, with the data, once Milvus is back.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.service.conftest import SENTENCES, free_port, serve_test, settings_for
+from tests.service.index.milvus_support import prefix
+
+pytest.importorskip("pymilvus", reason="the milvus extra (pymilvus) is not installed")
+REPO = Path(__file__).resolve().parents[3]
+
+
+def start_replica(models_dir: Path, uri: str, coll_prefix: str) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    cmd = [sys.executable, "-m", "service.cli", "serve", "--models-dir", str(models_dir), "--port", str(port), "--default-model", "tiny",
+           "--no-build-default-index", "--no-warmup", "--log-level", "warning", "--index-backend", "milvus", "--milvus-uri", uri,
+           "--milvus-collection-prefix", coll_prefix]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"replica exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            if httpx.get(base + "/ready", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("replica not ready in 60 s")
+
+
+def test_two_replicas_share_indexes_and_writes(milvus_server, models_dir):
+    coll_prefix = prefix()
+    procs = []
+    try:
+        (pa, a), (pb, b) = start_replica(models_dir, milvus_server.uri, coll_prefix), start_replica(models_dir, milvus_server.uri, coll_prefix)
+        procs = [pa, pb]
+        with httpx.Client(base_url=a, timeout=30) as ca, httpx.Client(base_url=b, timeout=30) as cb:
+            assert ca.post("/v1/indexes", json={"name": "shared", "model": "tiny"}).status_code == 201
+            assert [s["name"] for s in cb.get("/v1/indexes").json()["data"]] == ["shared"]  # created on A, listed by B
+            assert cb.post("/v1/indexes", json={"name": "shared", "model": "tiny"}).status_code == 409
+            for i, s in enumerate(SENTENCES):  # each write through one replica is found by the next search through the other
+                writer, reader = (ca, cb) if i % 2 == 0 else (cb, ca)
+                assert writer.post("/v1/indexes/shared/documents", json={"documents": [{"id": f"s{i}", "text": s, "metadata": {"i": i}}]}).status_code == 200
+                top = reader.post("/v1/search", json={"index": "shared", "query": s, "k": 1}).json()["results"][0][0]
+                assert (top["id"], top["metadata"]) == (f"s{i}", {"i": i})
+            assert ca.post("/v1/indexes/shared/documents", json={"documents": [{"id": "s1", "text": "again"}]}).status_code == 409
+            assert cb.post("/v1/indexes/shared/documents/delete", json={"ids": ["s0"]}).json()["deleted"] == ["s0"]
+            assert "s0" not in [h["id"] for h in ca.post("/v1/search", json={"index": "shared", "query": SENTENCES[0], "k": 7}).json()["results"][0]]
+            assert ca.get("/v1/indexes/shared").json()["documents"] == len(SENTENCES) - 1
+            assert cb.delete("/v1/indexes/shared").status_code == 204
+            assert ca.get("/v1/indexes/shared").status_code == 404
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def test_milvus_down_is_a_bounded_503_naming_it_and_recovers(milvus_server, models_dir, tmp_path):
+    """Runs last in this file: it stops the session's server and starts it again."""
+    settings = settings_for(models_dir, tmp_path / "idx", index_backend="milvus", milvus_uri=milvus_server.uri,
+                            milvus_collection_prefix=prefix(), milvus_timeout_s=1, milvus_retries=1)
+    with serve_test(settings) as c:
+        c.post("/v1/indexes", json={"name": "docs", "model": "tiny"})
+        assert c.post("/v1/indexes/docs/documents", json={"documents": [{"id": "a", "text": SENTENCES[0]}]}).status_code == 200
+        milvus_server.stop()
+        for call in (lambda: c.post("/v1/search", json={"index": "docs", "query": SENTENCES[0], "k": 1}),
+                     lambda: c.post("/v1/indexes/docs/documents", json={"documents": [{"id": "b", "text": SENTENCES[1]}]}),
+                     lambda: c.get("/v1/indexes")):
+            t = time.perf_counter()
+            r = call()
+            took = time.perf_counter() - t
+            assert r.status_code == 503 and r.json()["error"]["code"] == "storage_unavailable", r.text
+            assert milvus_server.uri in r.json()["error"]["message"]
+            assert took < 30, f"503 after {took:.1f} s"
+        up = milvus_server.start()  # same data folder and port
+        t = time.perf_counter()
+        deadline = time.time() + 90
+        while time.time() < deadline:  # the same process, no restart: it reconnects by itself (503 while Milvus recovers, ~25 s here)
+            r = c.post("/v1/search", json={"index": "docs", "query": SENTENCES[0], "k": 1})
+            if r.status_code == 200:
+                break
+            time.sleep(0.5)
+        assert r.status_code == 200, r.text
+        print(f"Milvus restarted in {up:.1f} s; the first search answered {time.perf_counter() - t:.1f} s later")
+        assert r.json()["results"][0][0]["id"] == "a"
+        assert c.post("/v1/indexes/docs/documents", json={"documents": [{"id": "b", "text": SENTENCES[1]}]}).status_code == 200
