@@ -89,6 +89,8 @@ def _settings_dirs(models_dir: Path | None, index_dir: Path | None) -> tuple[Pat
 
 def cmd_index_build(args: argparse.Namespace) -> int:
     _quiet_faiss()
+    import numpy as np
+
     from service.core.encoder import Encoder, available_providers
     from service.errors import ThoughtvecError
     from service.index.build import build_index, read_documents
@@ -100,8 +102,13 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         encoder = Encoder.load(bundle, providers=available_providers())
         docs = read_documents(args.input, args.limit)
         log.info("%d texts from %s; model %s view %s", len(docs), args.input, encoder.name, encoder.view(args.view))
-        vi = build_index(encoder, args.name, docs, view=args.view, factory=args.factory, metric=args.metric,
-                         normalize=args.normalize, batch_size=args.batch_size)
+        view = encoder.view(args.view)
+
+        def encode(texts: list[str]) -> np.ndarray:
+            return encoder.encode(texts, view, normalize=False, truncation="split", batch_size=args.batch_size)
+
+        vi = build_index(encode, args.name, docs, model=encoder.name, view=view, dim=encoder.dim(view), factory=args.factory,
+                         metric=args.metric, normalize=args.normalize)
         stats = IndexStore(index_dir).install(vi, overwrite=args.overwrite)
     except (ThoughtvecError, ValueError, OSError) as e:
         print(f"thoughtvec index build: {getattr(e, 'message', e)}", file=sys.stderr)

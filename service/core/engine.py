@@ -16,10 +16,12 @@ from typing import Any
 import numpy as np
 
 from service import __version__
-from service.core.batcher import OFFLOAD_CHARS, check_count
+from service.core.batcher import LOOKAHEAD, OFFLOAD_CHARS, check_count
 from service.core.encoder import available_providers
 from service.bundle.postprocess import l2_normalize
-from service.errors import InputTooLong, InvalidInput
+from service.core.planner import plan_batches
+from service.errors import InputTooLong, InvalidInput, QueueFull
+from service.index.build import build_index, read_documents
 from service.index.store import IndexStore, new_id
 from service.index.jsonvalues import check_metadata
 from service.index.indexes import Doc, gpu_count, new_config
@@ -66,14 +68,73 @@ class Core:
     # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
         """Load indexes, then models (warm-up), then build the default index if it is missing."""
-        from service.index.build import ensure_default_index  # it imports this module
-
         log.info("devices: %s", self.devices())
         await asyncio.get_running_loop().run_in_executor(None, self.store.load_all)
         await self.registry.load_all()
         for name in self.registry.models:
             self.metrics.model_loaded(name)
-        await ensure_default_index(self)
+        await self.ensure_default_index()
+
+    async def ensure_default_index(self) -> None:
+        """Build the default search index on first start, in the background, if it can and must."""
+        s, store = self.settings, self.store
+        name = s.default_index
+        if not s.build_default_index or name in store:
+            return
+        if not s.search_sample.is_file():
+            log.info("default index '%s' not built: no sample at %s", name, s.search_sample)
+            return
+        model = self.registry.models.get(self.registry.default_model or "")
+        if model is None:
+            log.info("default index '%s' not built: no default model loaded", name)
+            return
+        loop = asyncio.get_running_loop()
+        store.building[name] = "reading the sample"
+        try:
+            docs = await loop.run_in_executor(None, read_documents, s.search_sample, s.default_index_max_docs)
+            log.info("building default index '%s' from %d sentences of %s with %s (cached in %s afterwards)",
+                     name, len(docs), s.search_sample, model.name, s.index_dir)
+
+            def progress(done: int, total: int) -> None:
+                store.building[name] = f"{done}/{total} sentences embedded"
+
+            def encode(texts: list[str]) -> np.ndarray:  # on an executor thread: through the batcher on the loop
+                return asyncio.run_coroutine_threadsafe(self.embed_bulk(model, view, texts), loop).result()
+
+            view = model.encoder.view(None)
+            vi = await loop.run_in_executor(None, lambda: build_index(encode, name, docs, model=model.name, view=view,
+                                                                      dim=model.encoder.dim(view), progress=progress))
+            store.building[name] = "writing"
+            await loop.run_in_executor(None, store.install, vi)
+            log.info("default index '%s' ready: %d documents", name, vi.count)
+        except Exception as e:  # noqa: BLE001 - the server runs on without it
+            log.error("default index '%s' not built: %s", name, e)
+        finally:
+            store.building.pop(name, None)
+
+    async def embed_bulk(self, model: Model, view: str, texts: list[str]) -> np.ndarray:
+        """Raw vectors for many texts through the model's batcher (its one ONNX thread, its metrics).
+
+        Long texts are split and pooled; the parts are planned once, by length, and queued a few batches
+        at a time, so requests arriving meanwhile wait behind a few batches, never behind the whole build.
+        A full queue (429 for a request) only makes the build wait its turn.
+        """
+        enc, lim = model.encoder, model.batcher.limits
+        eos = enc.spec.vocabulary.eos_id if enc.spec.tokenizer.append_eos else None
+        fields = [f"documents[{i}]" for i in range(len(texts))]
+        prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, "split", eos)
+        order = [i for batch in plan_batches([len(p) for p in prep.parts], lim.max_batch_size, lim.max_batch_tokens) for i in batch]
+        out = np.empty((len(prep.parts), enc.dim(view)), np.float32)
+        step = lim.max_batch_size * LOOKAHEAD
+        for start in range(0, len(order), step):
+            idx = order[start : start + step]
+            while True:
+                try:
+                    out[idx] = (await model.batcher.embed_ids([prep.parts[i] for i in idx], view)).vectors
+                    break
+                except QueueFull as e:
+                    await asyncio.sleep(e.retry_after_s)
+        return pool(out, prep, len(texts))
 
     def start_background(self) -> None:
         task = asyncio.get_running_loop().create_task(self.start(), name="thoughtvec-start")
