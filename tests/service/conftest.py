@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from service.http.app import create_app
 from service.bundle.heads import RelatednessHead, save
 from service.settings import Settings
+from tests.service.openapi_check import check_responses
 from tests.tiny_bundle import make_tiny_bundle
 
 SENTENCES = [
@@ -79,9 +80,10 @@ def wait_ready(client, timeout: float = 20.0) -> None:
 
 @contextlib.contextmanager
 def serve_test(settings: Settings, headers: dict | None = None) -> Iterator[TestClient]:
-    """An app on ``settings`` behind a TestClient, started and ready."""
+    """An app on ``settings`` behind a TestClient, started and ready; every answer is checked against the OpenAPI schema."""
     app = create_app(settings)
     with TestClient(app, headers=headers or {}) as client:
+        client.app.state.response_checker = check_responses(client, app)
         wait_ready(client)
         yield client
 
