@@ -104,10 +104,6 @@ class Settings(BaseSettings):
             raise ValueError(f"max_queue_size ({self.max_queue_size}) must be at least max_batch_size ({self.max_batch_size})")
         return self
 
-    @property
-    def auth_enabled(self) -> bool:
-        return bool(self.api_keys)
-
 
 def check_environment(environ: dict[str, str] | None = None) -> None:
     """Raise ``ValueError`` for a ``THOUGHTVEC_*`` variable that names no setting (a typo)."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from fastapi.testclient import TestClient
 from service.http.app import create_app
 from service.bundle.heads import RelatednessHead, save
 from service.settings import Settings
+from service.tools.bench import free_port
 from tests.service.openapi_check import check_responses
 from tests.tiny_bundle import make_tiny_bundle
 
@@ -103,12 +103,6 @@ def make_client(models_dir, tmp_path):
 @pytest.fixture
 def client(make_client) -> TestClient:
     return make_client()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager

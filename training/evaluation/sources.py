@@ -239,10 +239,10 @@ def word_counts(corpus: Path) -> dict[str, int]:
     from collections import Counter
 
     from service.bundle.tokenizer import tokenize
-    from training.data import read_documents
+    from training.data import corpus_documents
 
     counts: Counter = Counter()
-    for doc in read_documents(corpus):
+    for doc in corpus_documents(corpus):
         for s in doc:
             counts.update(tokenize(s, lowercase=True))
     atomic_write_bytes(cache, gzip.compress(json.dumps({"key": key, "counts": counts}).encode()))
