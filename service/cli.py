@@ -93,6 +93,8 @@ def _settings_dirs(models_dir: Path | None, index_dir: Path | None) -> tuple[Pat
 
 def cmd_index_build(args: argparse.Namespace) -> int:
     _quiet_faiss()
+    import numpy as np
+
     from service.core.encoder import Encoder, available_providers
     from service.errors import ThoughtvecError
     from service.index.build import build_index, read_documents
@@ -109,9 +111,14 @@ def cmd_index_build(args: argparse.Namespace) -> int:
             _check_milvus_factory(args, encoder.dim(encoder.view(args.view)), settings.milvus_uri)
         docs = read_documents(args.input, args.limit)
         log.info("%d texts from %s; model %s view %s", len(docs), args.input, encoder.name, encoder.view(args.view))
+        view = encoder.view(args.view)
+
+        def encode(texts: list[str]) -> np.ndarray:
+            return encoder.encode(texts, view, normalize=False, truncation="split", batch_size=args.batch_size)
+
         # Milvus builds its own index from the raw vectors: embed into an exact (Flat) one, then copy them over
-        vi = build_index(encoder, args.name, docs, view=args.view, factory="Flat" if milvus else args.factory, metric=args.metric,
-                         normalize=args.normalize, batch_size=args.batch_size)
+        vi = build_index(encode, args.name, docs, model=encoder.name, view=view, dim=encoder.dim(view),
+                         factory="Flat" if milvus else args.factory, metric=args.metric, normalize=args.normalize)
         if milvus:
             vi.config = vi.config.model_copy(update={"factory": args.factory})
         store = open_store(settings.index_backend, index_dir=index_dir, milvus=settings.milvus_options())

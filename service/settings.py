@@ -116,10 +116,6 @@ class Settings(BaseSettings):
 
         return MilvusOptions(self.milvus_uri, self.milvus_token, self.milvus_collection_prefix, self.milvus_timeout_s, self.milvus_retries)
 
-    @property
-    def auth_enabled(self) -> bool:
-        return bool(self.api_keys)
-
 
 def check_environment(environ: dict[str, str] | None = None) -> None:
     """Raise ``ValueError`` for a ``THOUGHTVEC_*`` variable that names no setting (a typo)."""

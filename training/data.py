@@ -23,8 +23,9 @@ from service.bundle.vocab import EOS_ID, PAD_ID, SPECIALS, Vocabulary
 log = logging.getLogger(__name__)
 
 
-def read_documents(path: str | Path) -> Iterator[list[str]]:
-    """Yield documents (lists of sentences) from a corpus file."""
+def corpus_documents(path: str | Path) -> Iterator[list[str]]:
+    """Yield documents (lists of sentences) from a corpus file. (``service.index.build.read_documents``
+    is another thing: an index's input file of texts, ids and metadata.)"""
     doc: list[str] = []
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -36,13 +37,6 @@ def read_documents(path: str | Path) -> Iterator[list[str]]:
                 doc = []
     if doc:
         yield doc
-
-
-def count_words(token_lists: Iterable[list[str]]) -> Counter:
-    c: Counter = Counter()
-    for toks in token_lists:
-        c.update(toks)
-    return c
 
 
 def vocabulary_from_counts(counts: Counter, size: int) -> Vocabulary:
@@ -72,7 +66,7 @@ class TokenCorpus:
         words: list[str] = []
         offsets = [0]
         docs: list[int] = []
-        for d, sentences in enumerate(read_documents(path)):
+        for d, sentences in enumerate(corpus_documents(path)):
             for s in sentences:
                 words.extend(tokenize(s))
                 offsets.append(len(words))

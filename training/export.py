@@ -20,7 +20,7 @@ import torch
 from service.bundle.atomic import atomic_dir, atomic_write_text
 from service.bundle.format import BUNDLE_FILE, BundleSpec, OnnxSpec, VocabularySpec, write_bundle
 from service.core.encoder import Encoder
-from training.data import read_documents
+from training.data import corpus_documents
 from training.families import get_family
 from training.families.base import Prepared
 from training.onnx_export import OPSET, PADDING_TOL, PARITY_TOL, parity, round_to_fp16, store_weights_fp16, to_onnx
@@ -62,7 +62,7 @@ def _order_parts(family, variant: str, cks: list[dict], paths: list[Path]) -> li
 
 
 def _sample_sentences(corpus: str, n: int, seed: int = 0) -> list[str]:
-    sents = [s for doc in read_documents(corpus) for s in doc]
+    sents = [s for doc in corpus_documents(corpus) for s in doc]
     rng = np.random.default_rng(seed)
     idx = rng.choice(len(sents), size=min(n, len(sents)), replace=False)
     return [sents[i] for i in sorted(idx)]

@@ -13,7 +13,7 @@ from service.bundle.atomic import atomic_write_text
 from service.bundle.format import Bundle
 from service.core.encoder import Encoder
 from service.bundle.tokenizer import tokenize
-from training.data import read_documents
+from training.data import corpus_documents
 
 
 def neighbour_examples(encoder: Encoder, corpus: str, sample: int, views: list[str], queries: int = 5, seed: int = 7) -> dict[str, list[tuple[str, str, float]]]:
@@ -21,7 +21,7 @@ def neighbour_examples(encoder: Encoder, corpus: str, sample: int, views: list[s
     ``sample`` corpus sentences of 6–30 tokens, as in the skip-thought paper's Table 2. The sample
     is drawn and encoded once for all views."""
     rng = np.random.default_rng(seed)
-    sents = list({s: None for doc in read_documents(corpus) for s in doc if 6 <= len(tokenize(s)) <= 30})
+    sents = list({s: None for doc in corpus_documents(corpus) for s in doc if 6 <= len(tokenize(s)) <= 30})
     if len(sents) > sample:
         sents = [sents[i] for i in sorted(rng.choice(len(sents), sample, replace=False))]
     keys = [" ".join(tokenize(s)) for s in sents]

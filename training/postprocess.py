@@ -40,9 +40,9 @@ RAW = "-raw"
 
 def corpus_sample(corpus: str | Path, n: int, seed: int = 0) -> list[str]:
     """``n`` sentences drawn uniformly from a corpus file (one sentence per line, blank lines between documents)."""
-    from training.data import read_documents
+    from training.data import corpus_documents
 
-    sents = [s for d in read_documents(corpus) for s in d]
+    sents = [s for d in corpus_documents(corpus) for s in d]
     if not sents:
         raise ValueError(f"corpus {corpus} has no sentences")
     rng = np.random.default_rng(seed)

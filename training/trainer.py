@@ -20,8 +20,8 @@ import logging
 import math
 import os
 import signal
-import subprocess
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -34,17 +34,44 @@ from training.config import TrainConfig
 from training.data import TokenCorpus, bucketed_batches
 from training.families import family_of_variant
 from training.families.base import Prepared
+from training.provenance import git_commit
 
 log = logging.getLogger(__name__)
 
 
-def _git_commit() -> str:
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=5).stdout.strip()
-        return sha + ("-dirty" if dirty else "") if sha else "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+@dataclass
+class Progress:
+    """Where a run is; saved in the checkpoint (as a dict) and restored on resume."""
+
+    step: int = 0
+    epoch: int = 0
+    batch: int = 0  # next batch of the epoch
+    tokens: int = 0
+    seconds: float = 0.0  # training wall time, over every resume
+    best: float | None = None  # best validation score for early stopping
+    stale: int = 0  # validations since ``best`` improved
+    stopped_early: bool = False
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Progress:
+        return cls(**data)
+
+
+@dataclass
+class Window:
+    """Losses and tokens since the last log line (its averages and rate)."""
+
+    loss: float = 0.0
+    steps: int = 0
+    tokens: int = 0
+    started: float = field(default_factory=time.time)
+
+
+@dataclass
+class Stop:
+    """Why the loop should stop early: a signal (SIGTERM, SIGINT) or ``"time"`` (``--max-minutes``)."""
+
+    reason: int | str | None = None
 
 
 class _Dist:
@@ -91,7 +118,7 @@ class Trainer:
             if not path.is_file():
                 raise FileNotFoundError(f"--resume: no checkpoint at {path}")
             ck = torch.load(path, map_location="cpu", weights_only=False)
-            saved = TrainConfig(**ck["train_config"])
+            saved = TrainConfig.from_dict(ck["train_config"])
             changes = {k: getattr(tcfg, k) for k in explicit if getattr(tcfg, k) != getattr(saved, k)}
             changes.pop("out", None)
             changes.pop("variant", None)
@@ -139,11 +166,11 @@ class Trainer:
         self.model = fam.build(self.mcfg, self.prepared).to(self.device)
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.opt = torch.optim.Adam(params, lr=t.lr)
-        self.progress = {"step": 0, "epoch": 0, "batch": 0, "tokens": 0, "seconds": 0.0, "best": None, "stale": 0}
+        self.progress = Progress()
         if self.ck:
             self.model.load_state_dict(self.ck["model"])
             self.opt.load_state_dict(self.ck["optimizer"])
-            self.progress = self.ck["progress"]
+            self.progress = Progress.from_dict(self.ck["progress"])
             torch.set_rng_state(self.ck["rng"]["torch"])
             if self.device.type == "cuda" and self.ck["rng"].get("cuda") is not None:
                 torch.cuda.set_rng_state(self.ck["rng"]["cuda"], self.device)  # negative sampling draws on the GPU
@@ -172,11 +199,11 @@ class Trainer:
             "prepared": self.prepared.to_dict(),
             "model": self.model.state_dict(),
             "optimizer": self.opt.state_dict(),
-            "progress": dict(self.progress),
+            "progress": dataclasses.asdict(self.progress),
             "rng": {"torch": torch.get_rng_state(),
                     "cuda": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None},
             "corpus": self.corpus.stats(),
-            "git_commit": _git_commit(),
+            "git_commit": git_commit() or "unknown",
             "final": final,
         }
         atomic_save(self.ckpt_path, lambda f: torch.save(ck, f))
@@ -193,7 +220,7 @@ class Trainer:
         """On resume, forget log lines written after the checkpoint (they will be redone)."""
         path = self.run / "train_log.jsonl"
         if self.dist.main and path.exists():
-            keep = [ln for ln in path.read_text().splitlines() if json.loads(ln).get("step", 0) <= self.progress["step"]]
+            keep = [ln for ln in path.read_text().splitlines() if json.loads(ln).get("step", 0) <= self.progress.step]
             atomic_write_text(path, "".join(ln + "\n" for ln in keep))
 
     # ---- the loop -------------------------------------------------------------------------
@@ -204,7 +231,7 @@ class Trainer:
         return metrics
 
     def train(self) -> Path:
-        t, p = self.tcfg, None
+        t = self.tcfg
         self.run.mkdir(parents=True, exist_ok=True)
         self._setup()
         p = self.progress
@@ -213,10 +240,10 @@ class Trainer:
         elif self.dist.main:
             (self.run / "train_log.jsonl").unlink(missing_ok=True)
             atomic_write_text(self.run / "config.json", json.dumps({"train": dataclasses.asdict(t), "model": dataclasses.asdict(self.mcfg)}, indent=2))
-        stop = {"signal": None}
+        stop = Stop()
 
         def on_signal(signum, _frame):
-            stop["signal"] = signum
+            stop.reason = signum
 
         old = signal.signal(signal.SIGTERM, on_signal)
         log.info("%s: %d training examples, %d held out, %d steps/epoch, %d steps in all, %d process(es), device %s",
@@ -224,17 +251,17 @@ class Trainer:
         try:
             self._loop(stop)
         except KeyboardInterrupt:
-            stop["signal"] = signal.SIGINT
+            stop.reason = signal.SIGINT
         finally:
             signal.signal(signal.SIGTERM, old)
-        if stop["signal"] is not None or p["step"] < self.total_steps and not p.get("stopped_early"):
+        if stop.reason is not None or p.step < self.total_steps and not p.stopped_early:
             self.save()
-            log.info("stopped at step %d/%d; checkpoint saved: resume with --resume", p["step"], self.total_steps)
+            log.info("stopped at step %d/%d; checkpoint saved: resume with --resume", p.step, self.total_steps)
             return self.ckpt_path
         final = self._final()
         self.save(final=final)
         if self.dist.main:
-            log.info("done: %d steps, %.0f s, final loss %.4f, checkpoint %s", p["step"], p["seconds"], final["final_loss"], self.ckpt_path)
+            log.info("done: %d steps, %.0f s, final loss %.4f, checkpoint %s", p.step, p.seconds, final["final_loss"], self.ckpt_path)
         return self.ckpt_path
 
     def _final(self) -> dict:
@@ -242,26 +269,26 @@ class Trainer:
         losses = [e["loss"] for e in entries if "loss" in e][-20:]
         evals = [e["eval"] for e in entries if "eval" in e]
         return {
-            "steps": self.progress["step"],
-            "epochs": self.progress["step"] / max(self.steps_per_epoch, 1),
-            "wall_time_s": round(self.progress["seconds"], 1),
+            "steps": self.progress.step,
+            "epochs": self.progress.step / max(self.steps_per_epoch, 1),
+            "wall_time_s": round(self.progress.seconds, 1),
             "final_loss": float(np.mean(losses)) if losses else float("nan"),
             "validation": evals[-1] if evals else self.validate(),
-            "tokens": self.progress["tokens"],
+            "tokens": self.progress.tokens,
             "processes": self.dist.world,
             "device": str(self.device),
             "date": time.strftime("%Y-%m-%d"),
         }
 
-    def _loop(self, stop: dict) -> None:
+    def _loop(self, stop: Stop) -> None:
         t, p, fam = self.tcfg, self.progress, self.family
-        bar = tqdm(total=self.total_steps, initial=p["step"], disable=not self.dist.main, dynamic_ncols=True,
+        bar = tqdm(total=self.total_steps, initial=p.step, disable=not self.dist.main, dynamic_ncols=True,
                    mininterval=1.0 if os.isatty(2) else 30.0, desc=t.variant, unit="step")
-        started, last_ck, window = time.time() - p["seconds"], time.time(), {"loss": 0.0, "n": 0, "tok": 0, "t": time.time()}
+        started, last_ck, window = time.time() - p.seconds, time.time(), Window()
         self.model.train()
-        while p["step"] < self.total_steps:
-            batches = self._epoch_batches(p["epoch"])
-            for j in range(p["batch"], self.steps_per_epoch):
+        while p.step < self.total_steps:
+            batches = self._epoch_batches(p.epoch)
+            for j in range(p.batch, self.steps_per_epoch):
                 batch = _to(fam.collate(self.mcfg, self.data, batches[j * self.dist.world + self.dist.rank]), self.device)
                 out = self.net(batch)
                 self.opt.zero_grad(set_to_none=True)
@@ -269,46 +296,48 @@ class Trainer:
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.clip)
                 self.opt.step()
                 self.model.after_step()
-                p["step"] += 1
-                p["batch"] = j + 1
-                p["tokens"] += int(out["tokens"]) * self.dist.world
-                p["seconds"] = time.time() - started
-                window["loss"] += out["loss"].item()
-                window["n"] += 1
-                window["tok"] += int(out["tokens"]) * self.dist.world
+                tokens = int(out["tokens"]) * self.dist.world
+                p.step += 1
+                p.batch = j + 1
+                p.tokens += tokens
+                p.seconds = time.time() - started
+                window.loss += out["loss"].item()
+                window.steps += 1
+                window.tokens += tokens
                 bar.update(1)
-                if p["step"] % t.log_every == 0 or p["step"] == self.total_steps:
-                    dt = max(time.time() - window["t"], 1e-9)
-                    entry = {"step": p["step"], "epoch": round(p["step"] / self.steps_per_epoch, 4), "loss": window["loss"] / window["n"],
-                             "tokens_per_s": window["tok"] / dt, "seconds": round(p["seconds"], 1)}
+                if p.step % t.log_every == 0 or p.step == self.total_steps:
+                    dt = max(time.time() - window.started, 1e-9)
+                    entry = {"step": p.step, "epoch": round(p.step / self.steps_per_epoch, 4), "loss": window.loss / window.steps,
+                             "tokens_per_s": window.tokens / dt, "seconds": round(p.seconds, 1)}
                     self._log(entry)
                     bar.set_postfix(loss=f"{entry['loss']:.3f}", tok_s=f"{entry['tokens_per_s']:.0f}")
-                    window = {"loss": 0.0, "n": 0, "tok": 0, "t": time.time()}
-                if p["step"] % t.eval_every == 0 and self._evaluate_and_maybe_stop():
-                    p["stopped_early"] = True
+                    window = Window()
+                if p.step % t.eval_every == 0 and self._evaluate_and_maybe_stop():
+                    p.stopped_early = True
                     return
-                if p["step"] % t.checkpoint_every == 0 or time.time() - last_ck > 60 * t.checkpoint_minutes:
+                if p.step % t.checkpoint_every == 0 or time.time() - last_ck > 60 * t.checkpoint_minutes:
                     self.save()
                     last_ck = time.time()
-                if stop["signal"] is not None or p["step"] >= self.total_steps or (t.max_minutes and p["seconds"] > 60 * t.max_minutes):
-                    if t.max_minutes and p["seconds"] > 60 * t.max_minutes:
-                        stop["signal"] = "time"
+                out_of_time = bool(t.max_minutes) and p.seconds > 60 * t.max_minutes
+                if out_of_time:
+                    stop.reason = "time"
+                if stop.reason is not None or p.step >= self.total_steps:
                     bar.close()
                     return
-            p["epoch"] += 1
-            p["batch"] = 0
+            p.epoch += 1
+            p.batch = 0
         bar.close()
 
     def _evaluate_and_maybe_stop(self) -> bool:
         metrics = self.validate()
         p = self.progress
-        self._log({"step": p["step"], "eval": metrics})
-        log.info("step %d validation: %s", p["step"], ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+        self._log({"step": p.step, "eval": metrics})
+        log.info("step %d validation: %s", p.step, ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
         score = metrics.get(getattr(self.family, "stop_metric", ""), None)
-        if score is None or not self.tcfg.early_stop:
+        if score is None or not self.tcfg.early_stop:  # 0: never
             return False
-        if p["best"] is None or score > p["best"]:
-            p["best"], p["stale"] = score, 0
+        if p.best is None or score > p.best:
+            p.best, p.stale = score, 0
             return False
-        p["stale"] += 1
-        return p["stale"] >= self.tcfg.early_stop
+        p.stale += 1
+        return p.stale >= self.tcfg.early_stop

@@ -9,9 +9,8 @@ infinity (``inference/batch_handler.py``):
   request is never starved by a stream of small ones (the queue holds at most
   ``max_queue_size + max_inputs - 1``);
 * the worker: waits up to ``max_wait_ms`` for a batch to fill, takes a window of the oldest
-  sentences, sorts it by length (neighbours in length share little padding), cuts it into
-  batches bounded by ``max_batch_size`` sentences and ``max_batch_tokens`` padded tokens
-  (B x longest), and runs each on a thread so the event loop keeps serving;
+  sentences, plans it with :func:`service.core.planner.plan_batches` (sorted by length, batches
+  bounded by ``max_batch_size`` sentences and ``max_batch_tokens`` padded tokens), and runs each on a thread so the event loop keeps serving;
 * resolution: rows are copied into each request's output; when a request's last row lands its
   future resolves. A failed run fails every request in it; a request whose caller went away
   (future cancelled) is skipped. No caller ever waits on a future nobody will resolve: when the
@@ -34,6 +33,7 @@ from typing import Protocol
 
 import numpy as np
 
+from service.core.planner import MAX_BATCH_SIZE, MAX_BATCH_TOKENS, plan_batches
 from service.errors import InvalidInput, NotReady, QueueFull, TooManyInputs, WorkerDead
 
 log = logging.getLogger(__name__)
@@ -89,8 +89,8 @@ class _Item:
 
 @dataclass
 class BatchLimits:
-    max_batch_size: int = 32
-    max_batch_tokens: int = 8192
+    max_batch_size: int = MAX_BATCH_SIZE
+    max_batch_tokens: int = MAX_BATCH_TOKENS
     max_wait_ms: float = 2.0
     max_queue_size: int = 2048
     retry_after_s: int = 1
@@ -102,25 +102,6 @@ class Embedded:
 
     vectors: np.ndarray  # (n, dim), not normalised
     tokens: list[int] = field(default_factory=list)
-
-
-def plan_batches(lengths: Sequence[int], max_size: int, max_tokens: int) -> list[list[int]]:
-    """Cut positions sorted by length into batches of at most ``max_size`` and ``max_tokens`` padded tokens.
-
-    Returns lists of indices into ``lengths``. A single input longer than the budget runs alone.
-    """
-    order = sorted(range(len(lengths)), key=lengths.__getitem__)
-    batches: list[list[int]] = []
-    cur: list[int] = []
-    for i in order:
-        longest = max(1, lengths[i])  # ascending, so the newcomer is the longest
-        if cur and (len(cur) + 1 > max_size or (len(cur) + 1) * longest > max_tokens):
-            batches.append(cur)
-            cur = []
-        cur.append(i)
-    if cur:
-        batches.append(cur)
-    return batches
 
 
 class Batcher:

@@ -19,14 +19,18 @@ import numpy as np
 import onnxruntime as ort
 
 from service.bundle import postprocess
-from service.bundle.postprocess import l2_normalize
 from service.bundle.format import Bundle, load_bundle
-from service.errors import BundleError, InputTooLong, UnknownView
+from service.bundle.postprocess import l2_normalize
 from service.bundle.tokenizer import tokenize
+from service.core.longinput import pool, prepare
+from service.core.planner import plan_batches
+from service.errors import BundleError, InputTooLong, UnknownView
 
 log = logging.getLogger(__name__)
 
 Truncation = Literal["split", "reject", "truncate"]
+# Padded tokens per run on the bulk paths: with the default 128 inputs, any batch of inputs up to 256 tokens.
+BULK_BATCH_TOKENS = 128 * 256
 
 
 CUDA = "CUDAExecutionProvider"
@@ -184,10 +188,12 @@ class Encoder:
         normalize: bool = True,
         truncation: Truncation = "truncate",
         batch_size: int = 128,
+        max_batch_tokens: int = BULK_BATCH_TOKENS,
     ) -> np.ndarray:
-        """Vectors for ``texts`` in order. Batches are formed by length to cut padding."""
+        """Vectors for ``texts`` in order, in batches planned as the server plans them (by length)."""
         name = self.view(view)
-        return self.encode_views(texts, [name], normalize=normalize, truncation=truncation, batch_size=batch_size)[name]
+        return self.encode_views(texts, [name], normalize=normalize, truncation=truncation, batch_size=batch_size,
+                                 max_batch_tokens=max_batch_tokens)[name]
 
     def encode_views(
         self,
@@ -197,27 +203,29 @@ class Encoder:
         normalize: bool = True,
         truncation: Truncation = "truncate",
         batch_size: int = 128,
+        max_batch_tokens: int = BULK_BATCH_TOKENS,
         progress: Callable[[int], None] | None = None,
     ) -> dict[str, np.ndarray]:
         """:meth:`encode` for several views at once: each text is tokenized and run once.
-        ``progress(n)`` is called after each batch of ``n`` texts. ``truncation="split"`` embeds a long
-        text's sentences and pools them, as the server does (``service.core.longinput``)."""
-        from service.core.longinput import pool, prepare  # it imports this module
 
+        Batches come from :func:`~service.core.planner.plan_batches` (the batcher's planner): at most
+        ``batch_size`` inputs and ``max_batch_tokens`` padded tokens each. ``progress(n)`` is called after
+        each batch with the ``n`` texts it finished. ``truncation="split"`` embeds a long text's sentences
+        and pools them, as the server does (``service.core.longinput``)."""
         views = [self.view(v) for v in views]
         eos = self.spec.vocabulary.eos_id if self.spec.tokenizer.append_eos else None
         prep = prepare(self, texts, [f"input[{i}]" for i in range(len(texts))], truncation, eos, allow_empty=True)
         ids = prep.parts
         out = {v: np.zeros((len(ids), self.dim(v)), np.float32) for v in views}
-        order = np.argsort([len(s) for s in ids], kind="stable")
-        done = 0
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
+        left = np.bincount(np.asarray(prep.owner, dtype=np.int64), minlength=len(texts))  # parts still to run, per text
+        for idx in plan_batches([len(s) for s in ids], batch_size, max_batch_tokens):
             for v, vecs in self.run_views([ids[i] for i in idx], views).items():
                 out[v][idx] = vecs
             if progress:  # in texts, not parts: a split text counts once its last part has run
-                finished = int(np.count_nonzero(np.bincount(np.asarray(prep.owner)[order[: start + len(idx)]], minlength=len(texts)) == np.bincount(prep.owner, minlength=len(texts))))
-                progress(finished - done)
-                done = finished
+                owners = np.asarray(prep.owner, dtype=np.int64)[idx]
+                np.subtract.at(left, owners, 1)
+                progress(int(np.count_nonzero(left[np.unique(owners)] == 0)))
+        if progress and (empty := int(np.count_nonzero(np.bincount(prep.owner, minlength=len(texts)) == 0))):
+            progress(empty)  # texts without a part (blank under allow_empty) are done too
         pooled = {v: pool(x, prep, len(texts)) for v, x in out.items()}
         return {v: l2_normalize(x) if normalize else x for v, x in pooled.items()}

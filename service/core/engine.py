@@ -10,25 +10,46 @@ import asyncio
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from service import __version__
-from service.core.batcher import OFFLOAD_CHARS, check_count
+from service.core.batcher import LOOKAHEAD, OFFLOAD_CHARS, check_count
 from service.core.encoder import available_providers
 from service.bundle.postprocess import l2_normalize
-from service.errors import InputTooLong, InvalidInput
-from service.index.store import new_id
-from service.index.jsonvalues import check_metadata
+from service.core.planner import plan_batches
+from service.errors import InputTooLong, InvalidInput, QueueFull
 from service.index.backend import open_store
-from service.index.indexes import Doc, gpu_count, new_config
+from service.index.build import build_index, read_documents
+from service.index.store import IndexStore, new_id
+from service.index.jsonvalues import check_metadata
+from service.index.indexes import Doc, Metric, gpu_count, new_config
 from service.core.longinput import Mode, pool, prepare
 from service.core.metrics import Metrics
 from service.core.projection import pca_2d, project
 from service.core.registry import Model, Registry
-from service.http.schemas import AddDocumentsRequest, CreateIndexRequest, RerankRequest, SearchRequest, SimilarityRequest
+from service.core.results import (
+    DocumentsAdded,
+    DocumentsDeleted,
+    Encoded,
+    Hit,
+    IndexListing,
+    IndexMap,
+    IndexStats,
+    Info,
+    MapPoint,
+    ModelInfo,
+    PairScore,
+    Ranked,
+    Reranked,
+    SearchResult,
+    Similarity,
+    Token,
+    Tokenization,
+    Tokenized,
+    Usage,
+)
 from service.settings import Settings
 from service.core.token_ids import read_input
 from service.bundle.tokenizer import tokenize
@@ -37,22 +58,12 @@ from service.bundle.vocab import EOS, UNK_ID
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Encoded:
-    model: str
-    view: str
-    vectors: np.ndarray  # (n, dim)
-    tokens: int  # every token embedded (all parts of a split input)
-    split: int = 0  # inputs over the token limit split into sentences and pooled
-    truncated: int = 0  # inputs cut to the token (or character) limit
+class NewDocument(Protocol):
+    """A document to add: what ``POST /v1/indexes/{name}/documents`` carries for each."""
 
-    def usage(self) -> dict:
-        return usage(self.tokens, self.split, self.truncated)
-
-
-def usage(tokens: int, split: int = 0, truncated: int = 0) -> dict:
-    """OpenAI's usage object, with how many inputs were split or truncated (also sent as headers)."""
-    return {"prompt_tokens": tokens, "total_tokens": tokens, "split_inputs": split, "truncated_inputs": truncated}
+    text: Any
+    id: str | None
+    metadata: dict[str, Any] | None
 
 
 class Core:
@@ -67,14 +78,73 @@ class Core:
     # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
         """Load indexes, then models (warm-up), then build the default index if it is missing."""
-        from service.index.build import ensure_default_index  # it imports this module
-
         log.info("devices: %s", self.devices())
         await asyncio.get_running_loop().run_in_executor(None, self.store.load_all)
         await self.registry.load_all()
         for name in self.registry.models:
             self.metrics.model_loaded(name)
-        await ensure_default_index(self)
+        await self.ensure_default_index()
+
+    async def ensure_default_index(self) -> None:
+        """Build the default search index on first start, in the background, if it can and must."""
+        s, store = self.settings, self.store
+        name = s.default_index
+        if not s.build_default_index or name in store:
+            return
+        if not s.search_sample.is_file():
+            log.info("default index '%s' not built: no sample at %s", name, s.search_sample)
+            return
+        model = self.registry.models.get(self.registry.default_model or "")
+        if model is None:
+            log.info("default index '%s' not built: no default model loaded", name)
+            return
+        loop = asyncio.get_running_loop()
+        store.building[name] = "reading the sample"
+        try:
+            docs = await loop.run_in_executor(None, read_documents, s.search_sample, s.default_index_max_docs)
+            log.info("building default index '%s' from %d sentences of %s with %s (cached in %s afterwards)",
+                     name, len(docs), s.search_sample, model.name, s.index_dir)
+
+            def progress(done: int, total: int) -> None:
+                store.building[name] = f"{done}/{total} sentences embedded"
+
+            def encode(texts: list[str]) -> np.ndarray:  # on an executor thread: through the batcher on the loop
+                return asyncio.run_coroutine_threadsafe(self.embed_bulk(model, view, texts), loop).result()
+
+            view = model.encoder.view(None)
+            vi = await loop.run_in_executor(None, lambda: build_index(encode, name, docs, model=model.name, view=view,
+                                                                      dim=model.encoder.dim(view), progress=progress))
+            store.building[name] = "writing"
+            await loop.run_in_executor(None, store.install, vi)
+            log.info("default index '%s' ready: %d documents", name, vi.count)
+        except Exception as e:  # noqa: BLE001 - the server runs on without it
+            log.error("default index '%s' not built: %s", name, e)
+        finally:
+            store.building.pop(name, None)
+
+    async def embed_bulk(self, model: Model, view: str, texts: list[str]) -> np.ndarray:
+        """Raw vectors for many texts through the model's batcher (its one ONNX thread, its metrics).
+
+        Long texts are split and pooled; the parts are planned once, by length, and queued a few batches
+        at a time, so requests arriving meanwhile wait behind a few batches, never behind the whole build.
+        A full queue (429 for a request) only makes the build wait its turn.
+        """
+        enc, lim = model.encoder, model.batcher.limits
+        eos = enc.spec.vocabulary.eos_id if enc.spec.tokenizer.append_eos else None
+        fields = [f"documents[{i}]" for i in range(len(texts))]
+        prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, "split", eos)
+        order = [i for batch in plan_batches([len(p) for p in prep.parts], lim.max_batch_size, lim.max_batch_tokens) for i in batch]
+        out = np.empty((len(prep.parts), enc.dim(view)), np.float32)
+        step = lim.max_batch_size * LOOKAHEAD
+        for start in range(0, len(order), step):
+            idx = order[start : start + step]
+            while True:
+                try:
+                    out[idx] = (await model.batcher.embed_ids([prep.parts[i] for i in idx], view)).vectors
+                    break
+                except QueueFull as e:
+                    await asyncio.sleep(e.retry_after_s)
+        return pool(out, prep, len(texts))
 
     def start_background(self) -> None:
         task = asyncio.get_running_loop().create_task(self.start(), name="thoughtvec-start")
@@ -160,18 +230,17 @@ class Core:
         return await self.encode(model, view, self.texts(items, fields, truncation), fields, normalize, truncation)
 
     # -- what is served, and how a text is seen ------------------------------------------
-    def info(self) -> dict:
+    def info(self) -> Info:
         """Models, aliases, limits, version and devices in one answer (TEI's and infinity's /info)."""
         reg, s = self.registry, self.settings
-        models = [{"id": n, "dimension": m.encoder.dim(), "views": {v: m.encoder.dim(v) for v in m.encoder.spec.views},
-                   "max_input_tokens": m.encoder.max_tokens, "family": m.encoder.spec.family, "default": n == reg.default_model}
+        models = [ModelInfo(n, m.encoder.dim(), {v: m.encoder.dim(v) for v in m.encoder.spec.views}, m.encoder.max_tokens,
+                            m.encoder.spec.family, n == reg.default_model)
                   for n, m in sorted(reg.models.items())]
         limits = {k: getattr(s, k) for k in ("truncation", "max_inputs", "max_input_chars", "max_k", "max_body_bytes",
                                              "max_batch_size", "max_batch_tokens", "max_queue_size")}
-        return {"name": "thoughtvec", "version": __version__, "default_model": reg.default_model, "models": models,
-                "aliases": reg.aliases(), "default_index": s.default_index, "limits": limits, "devices": self.devices()}
+        return Info("thoughtvec", __version__, reg.default_model, models, reg.aliases(), s.default_index, limits, self.devices())
 
-    def tokenize(self, raw_input: Any, model_name: str | None) -> dict:
+    def tokenize(self, raw_input: Any, model_name: str | None) -> Tokenization:
         """Each text's tokens as the model sees them, with their ids and which are out of the vocabulary."""
         model = self.registry.get(model_name)
         items, fields = read_input(raw_input)
@@ -181,39 +250,40 @@ class Core:
         for i, text in enumerate(self.texts(items, fields, "truncate")):
             words = tokenize(text, lowercase=spec.tokenizer.lowercase)
             ids = vocab.ids(words)
-            toks = [{"text": w, "id": t, "oov": t == UNK_ID} for w, t in zip(words, ids)]
+            toks = [Token(w, t, t == UNK_ID) for w, t in zip(words, ids)]
             if spec.tokenizer.append_eos:
-                toks.append({"text": EOS, "id": spec.vocabulary.eos_id, "oov": False, "special": True})
-            data.append({"index": i, "tokens": toks, "count": len(toks), "oov": [w for w, t in zip(words, ids) if t == UNK_ID],
-                         "over_limit": len(toks) > spec.max_input_tokens})
-        return {"object": "list", "model": model.name, "max_input_tokens": spec.max_input_tokens, "data": data}
+                toks.append(Token(EOS, spec.vocabulary.eos_id, False, special=True))
+            data.append(Tokenized(i, toks, [w for w, t in zip(words, ids) if t == UNK_ID], len(toks) > spec.max_input_tokens))
+        return Tokenization(model.name, spec.max_input_tokens, data)
 
     # -- similarity ----------------------------------------------------------------------
-    def _pairs(self, req: SimilarityRequest) -> tuple[list[tuple[Any, Any]], list[tuple[str, str]]]:
+    def _pairs(self, pairs: list[Any] | None, source: Any, targets: list[Any] | None) -> tuple[list[tuple[Any, Any]], list[tuple[str, str]]]:
         """The pairs and the field name of each side, from either request form."""
-        if req.pairs is not None and (req.source is not None or req.targets is not None):
+        if pairs is not None and (source is not None or targets is not None):
             raise InvalidInput("send either pairs, or source and targets, not both", field="pairs")
-        if req.pairs is not None:
-            check_count(len(req.pairs), self.settings.max_inputs, "pairs")
-            for i, p in enumerate(req.pairs):
+        if pairs is not None:
+            check_count(len(pairs), self.settings.max_inputs, "pairs")
+            for i, p in enumerate(pairs):
                 if not isinstance(p, list) or len(p) != 2:
                     raise InvalidInput(f"pairs[{i}] must be a list of two texts", field=f"pairs[{i}]")
-            return [tuple(p) for p in req.pairs], [(f"pairs[{i}][0]", f"pairs[{i}][1]") for i in range(len(req.pairs))]
-        if req.source is None or req.targets is None:
-            raise InvalidInput("send pairs ([[a, b], ...]) or source and targets", field="source" if req.source is None else "targets")
-        check_count(len(req.targets), self.settings.max_inputs, "targets")
-        return [(req.source, t) for t in req.targets], [("source", f"targets[{i}]") for i in range(len(req.targets))]
+            return [(p[0], p[1]) for p in pairs], [(f"pairs[{i}][0]", f"pairs[{i}][1]") for i in range(len(pairs))]
+        if source is None or targets is None:
+            raise InvalidInput("send pairs ([[a, b], ...]) or source and targets", field="source" if source is None else "targets")
+        check_count(len(targets), self.settings.max_inputs, "targets")
+        return [(source, t) for t in targets], [("source", f"targets[{i}]") for i in range(len(targets))]
 
-    async def similarity(self, req: SimilarityRequest) -> dict:
-        model = self.registry.get(req.model)
-        view = model.encoder.view(req.view)
-        pairs, fields = self._pairs(req)
-        data, enc = await self.score(model, view, pairs, fields, req.truncation)
-        return {"object": "list", "model": model.name, "view": view, "data": data, "usage": enc.usage()}
+    async def similarity(self, *, pairs: list[Any] | None = None, source: Any = None, targets: list[Any] | None = None,
+                         model: str | None = None, view: str | None = None, truncation: str | None = None) -> Similarity:
+        """Cosine (and relatedness) for ``pairs``, or for ``source`` against each of ``targets``."""
+        m = self.registry.get(model)
+        view = m.encoder.view(view)
+        texts, fields = self._pairs(pairs, source, targets)
+        data, enc = await self.score(m, view, texts, fields, truncation)
+        return Similarity(m.name, view, data, enc.usage)
 
     async def score(self, model: Model, view: str, pairs: Sequence[tuple[Any, Any]], fields: Sequence[tuple[str, str]],
-                    mode: str | None = None) -> tuple[list[dict], Encoded]:
-        """The scoring core of similarity and rerank: ``{index, score[, relatedness]}`` per pair, and the usage."""
+                    mode: str | None = None) -> tuple[list[PairScore], Encoded]:
+        """The scoring core of similarity and rerank: a score (and relatedness) per pair, and the usage."""
         unique: dict[str, int] = {}  # each distinct text is embedded once
         ufields: list[str] = []
         a, b = [], []
@@ -230,29 +300,28 @@ class Core:
         enc = await self.encode(model, view, texts, ufields, normalize=False, mode=mode)
         unit = l2_normalize(enc.vectors)
         cos = np.clip(np.einsum("nd,nd->n", unit[a], unit[b]), -1.0, 1.0)  # rounding can step past 1
-        data = [{"index": i, "score": float(c)} for i, c in enumerate(cos)]
-        if model.head is not None:
-            hv = enc.vectors
-            if model.head_view != view:
-                henc = await self.encode(model, model.head_view, texts, ufields, normalize=False, mode=mode)
-                hv, enc.tokens = henc.vectors, enc.tokens + henc.tokens
-            for row, r in zip(data, model.head.predict(hv[a], hv[b])):
-                row["relatedness"] = float(r)
-        return data, enc
+        if model.head is None:
+            return [PairScore(i, float(c)) for i, c in enumerate(cos)], enc
+        hv = enc.vectors
+        if model.head_view != view:
+            henc = await self.encode(model, model.head_view, texts, ufields, normalize=False, mode=mode)
+            hv, enc.tokens = henc.vectors, enc.tokens + henc.tokens
+        related = model.head.predict(hv[a], hv[b])
+        return [PairScore(i, float(c), float(r)) for i, (c, r) in enumerate(zip(cos, related))], enc
 
-    async def rerank(self, req: RerankRequest) -> dict:
+    async def rerank(self, *, query: Any, documents: list[Any], top_n: int | None = None, return_documents: bool = False,
+                     model: str | None = None, view: str | None = None, truncation: str | None = None) -> Reranked:
         """Documents ordered by cosine similarity to the query (infinity's and Cohere's shape)."""
-        model = self.registry.get(req.model)
-        view = model.encoder.view(req.view)
-        check_count(len(req.documents), self.settings.max_inputs, "documents")
-        if req.top_n is not None and req.top_n < 1:
-            raise InvalidInput(f"top_n is {req.top_n}; it must be at least 1", field="top_n")
-        fields = [("query", f"documents[{i}]") for i in range(len(req.documents))]
-        data, enc = await self.score(model, view, [(req.query, d) for d in req.documents], fields, req.truncation)
-        order = sorted(data, key=lambda r: -r["score"])[: req.top_n]
-        results = [{"index": r["index"], "relevance_score": r["score"]} | ({"document": req.documents[r["index"]]} if req.return_documents else {})
-                   for r in order]
-        return {"object": "rerank", "model": model.name, "results": results, "usage": enc.usage()}
+        m = self.registry.get(model)
+        view = m.encoder.view(view)
+        check_count(len(documents), self.settings.max_inputs, "documents")
+        if top_n is not None and top_n < 1:
+            raise InvalidInput(f"top_n is {top_n}; it must be at least 1", field="top_n")
+        fields = [("query", f"documents[{i}]") for i in range(len(documents))]
+        data, enc = await self.score(m, view, [(query, d) for d in documents], fields, truncation)
+        order = sorted(data, key=lambda r: -r.score)[:top_n]
+        results = [Ranked(r.index, r.score, documents[r.index] if return_documents else None) for r in order]
+        return Reranked(m.name, results, enc.usage)
 
     # -- search --------------------------------------------------------------------------
     def _query(self, query: Any, dim: int, name: str) -> tuple[list[str] | None, np.ndarray | None]:
@@ -271,49 +340,55 @@ class Core:
         check_count(len(query), self.settings.max_inputs, "query")
         return query, None
 
-    async def search(self, req: SearchRequest) -> dict:
-        name = req.index or self.settings.default_index
+    async def search(self, *, query: Any, index: str | None = None, k: int = 10, truncation: str | None = None) -> SearchResult:
+        """``k`` neighbours of each query (a text, texts, or a vector) in ``index`` (default: the server's)."""
+        name = index or self.settings.default_index
         config = self.store.config(name)
-        if not 1 <= req.k <= self.settings.max_k:
-            raise InvalidInput(f"k is {req.k}; it must be between 1 and {self.settings.max_k}", field="k")
-        texts, vectors = self._query(req.query, config.dim, name)
-        counts = usage(0)
+        if not 1 <= k <= self.settings.max_k:
+            raise InvalidInput(f"k is {k}; it must be between 1 and {self.settings.max_k}", field="k")
+        texts, vectors = self._query(query, config.dim, name)
+        counts = Usage()
         if texts is not None:
-            fields = ["query"] if isinstance(req.query, str) else [f"query[{i}]" for i in range(len(texts))]
+            fields = ["query"] if isinstance(query, str) else [f"query[{i}]" for i in range(len(texts))]
             model = self.registry.get(config.model, field_name="index")
-            enc = await self.encode(model, config.view, self.texts(texts, fields, req.truncation), fields, normalize=False, mode=req.truncation)
-            vectors, counts = enc.vectors, enc.usage()
-        hits = await asyncio.get_running_loop().run_in_executor(None, self.store.search, name, vectors, req.k)
-        results = [[_hit(d, s) for d, s in row] for row in hits]
-        return {"object": "list", "index": name, "model": config.model, "metric": config.metric, "results": results, "usage": counts}
+            enc = await self.encode(model, config.view, self.texts(texts, fields, truncation), fields, normalize=False, mode=truncation)
+            vectors, counts = enc.vectors, enc.usage
+        hits = await asyncio.get_running_loop().run_in_executor(None, self.store.search, name, vectors, k)
+        results = [[Hit(d.id, d.text, s if math.isfinite(s) else None, d.metadata) for d, s in row] for row in hits]
+        return SearchResult(name, config.model, config.metric, results, counts)
 
     # -- index management ----------------------------------------------------------------
-    async def create_index(self, req: CreateIndexRequest) -> dict:
-        model = self.registry.get(req.model)
-        view = model.encoder.view(req.view)
+    def index_stats(self, name: str) -> IndexStats:
+        return IndexStats.of(self.store.stats(name))
+
+    async def create_index(self, *, name: str, model: str | None = None, view: str | None = None, factory: str = "Flat",
+                           metric: Metric = "cosine", normalize: bool = True, train_size: int | None = None) -> IndexStats:
+        """A new empty index for one model's view."""
+        m = self.registry.get(model)
+        view = m.encoder.view(view)
         try:
-            config = new_config(req.name, model.name, view, model.encoder.dim(view), req.factory, req.metric, req.normalize, req.train_size)
+            config = new_config(name, m.name, view, m.encoder.dim(view), factory, metric, normalize, train_size)
         except ValueError as e:
             raise InvalidInput(str(e), field="factory") from None
         await asyncio.get_running_loop().run_in_executor(None, self.store.create, config)
-        return self.store.stats(req.name)
+        return self.index_stats(name)
 
-    async def add_documents(self, name: str, req: AddDocumentsRequest) -> dict:
+    async def add_documents(self, name: str, docs: Sequence[NewDocument], truncation: str | None = None) -> DocumentsAdded:
+        """Embed ``docs`` and add them; ids missing are generated. Durable once returned."""
         config = self.store.config(name)
-        docs = req.documents
         check_count(len(docs), self.settings.max_inputs, "documents")
         fields = [f"documents[{i}].text" for i in range(len(docs))]
-        texts = self.texts([d.text for d in docs], fields, req.truncation)
+        texts = self.texts([d.text for d in docs], fields, truncation)
         for i, d in enumerate(docs):  # checked before anything is stored: a search must always be able to return it
             check_metadata(d.metadata, f"documents[{i}].metadata", self.settings.max_metadata_bytes, self.settings.max_metadata_depth)
         model = self.registry.get(config.model, field_name="index")
-        enc = await self.encode(model, config.view, texts, fields, normalize=False, mode=req.truncation)
+        enc = await self.encode(model, config.view, texts, fields, normalize=False, mode=truncation)
         items = [Doc(d.id or new_id(), t, d.metadata) for d, t in zip(docs, texts)]
         ids = await asyncio.get_running_loop().run_in_executor(None, self.store.add, name, items, enc.vectors)
         count = await asyncio.get_running_loop().run_in_executor(None, self.store.count, name)
-        return {"index": name, "ids": ids, "documents": count, "usage": enc.usage()}
+        return DocumentsAdded(name, ids, count, enc.usage)
 
-    async def index_map(self, name: str, query: str | None, limit: int, include: Sequence[str] = ()) -> dict:
+    async def index_map(self, name: str, query: str | None, limit: int, include: Sequence[str] = ()) -> IndexMap:
         """Up to ``limit`` of an index's documents (those ``include`` names first) on a 2-D PCA plane, with ``query`` on it."""
         config = self.store.config(name)
         if not 3 <= limit <= self.settings.max_inputs:
@@ -327,29 +402,20 @@ class Core:
         enc = await self.encode(model, config.view, self.texts(texts, fields[: len(texts)]), fields[: len(texts)], normalize=True)
         mean, axes, share = pca_2d(enc.vectors[: len(docs)])
         xy = project(enc.vectors, mean, axes)
-        points = [{"id": d.id, "text": d.text, "x": float(p[0]), "y": float(p[1])} for d, p in zip(docs, xy)]
-        placed = {"text": query, "x": float(xy[-1, 0]), "y": float(xy[-1, 1])} if query is not None else None
-        return {"index": name, "model": config.model, "points": points, "query": placed,
-                "explained_variance": [float(v) for v in share], "usage": enc.usage()}
+        points = [MapPoint(d.text, float(p[0]), float(p[1]), id=d.id) for d, p in zip(docs, xy)]
+        placed = MapPoint(query, float(xy[-1, 0]), float(xy[-1, 1])) if query is not None else None
+        return IndexMap(name, config.model, points, placed, [float(v) for v in share], enc.usage)
 
-    async def delete_documents(self, name: str, ids: list[str]) -> dict:
+    async def delete_documents(self, name: str, ids: list[str]) -> DocumentsDeleted:
         self.store.config(name)
         check_count(len(ids), self.settings.max_inputs, "ids")
         found = await asyncio.get_running_loop().run_in_executor(None, self.store.delete, name, ids)
         gone = set(found)
         count = await asyncio.get_running_loop().run_in_executor(None, self.store.count, name)
-        return {"index": name, "deleted": found, "not_found": [i for i in ids if i not in gone], "documents": count}
+        return DocumentsDeleted(name, found, [i for i in ids if i not in gone], count)
 
     async def drop_index(self, name: str) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.store.drop, name)
 
-    def list_indexes(self) -> dict:
-        return {"object": "list", "data": [self.store.stats(n) for n in self.store.names()], "building": dict(self.store.building),
-                "quarantined": dict(self.store.quarantined)}
-
-
-def _hit(doc: Doc, score: float) -> dict:
-    hit = {"id": doc.id, "text": doc.text, "score": score if math.isfinite(score) else None}
-    if doc.metadata is not None:
-        hit["metadata"] = doc.metadata
-    return hit
+    def list_indexes(self) -> IndexListing:
+        return IndexListing([self.index_stats(n) for n in self.store.names()], dict(self.store.building), dict(self.store.quarantined))

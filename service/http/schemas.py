@@ -1,5 +1,10 @@
 """Request and response bodies (pydantic). Unknown fields are errors: a typo never passes silently.
 
+Each response model has ``of(result)``, which builds it from the core's typed result
+(``service.core.results``): the one place where the wire format is decided. Optional fields the
+wire leaves out when they have no value (a hit's ``metadata``, a rerank result's ``document``)
+are declared with ``_absent_if_none``.
+
 Items of text lists are typed loosely (``list[Any]``) on purpose: the core checks each one and
 names it (``input[3] must be a string, got int``), which pydantic's union errors do not do well.
 The OpenAPI schema still tells the truth (``WithJsonSchema``): texts are strings with a visible
@@ -12,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
+from service.core import results
 from service.index.factory import SCHEMA_PATTERN
 from service.index.indexes import NAME_PATTERN, Metric
 from service.index.jsonvalues import reject_lone_surrogates
@@ -37,6 +43,11 @@ class _Req(BaseModel):
         # Raised as a domain error (not ValueError), so pydantic passes it on: 422 naming the field.
         reject_lone_surrogates(data)
         return data
+
+
+def _absent_if_none(default: None = None, **kw: Any) -> Any:
+    """An optional response field that the wire leaves out, rather than writing null, when it has no value."""
+    return Field(default, exclude_if=lambda v: v is None, **kw)
 
 
 def _examples(*examples: dict, **schema: Any) -> ConfigDict:
@@ -77,6 +88,14 @@ class Usage(BaseModel):
     split_inputs: int = Field(0, description="inputs over the token limit split into sentences and pooled (also header X-Split-Inputs)")
     truncated_inputs: int = Field(0, description="inputs cut to the limit (also header X-Truncated-Inputs)")
 
+    @classmethod
+    def of(cls, u: results.Usage) -> Usage:
+        return cls(prompt_tokens=u.tokens, total_tokens=u.tokens, split_inputs=u.split, truncated_inputs=u.truncated)
+
+    def headers(self) -> dict[str, str]:
+        """How many inputs were split or truncated, as headers too (clients that parse only OpenAI's fields see them)."""
+        return {"X-Split-Inputs": str(self.split_inputs), "X-Truncated-Inputs": str(self.truncated_inputs)}
+
 
 class EmbeddingsResponse(BaseModel):
     object: Literal["list"] = "list"
@@ -115,7 +134,7 @@ class RerankRequest(_Req):
 class RerankResult(BaseModel):
     index: int = Field(description="position in `documents`")
     relevance_score: float = Field(description="cosine similarity in [-1, 1], the same score as /v1/similarity")
-    document: str | None = None
+    document: str | None = _absent_if_none(description="the document, when `return_documents` is true")
 
 
 class RerankResponse(BaseModel):
@@ -124,11 +143,16 @@ class RerankResponse(BaseModel):
     results: list[RerankResult] = Field(description="best first")
     usage: Usage
 
+    @classmethod
+    def of(cls, r: results.Reranked) -> RerankResponse:
+        return cls(model=r.model, results=[RerankResult(index=x.index, relevance_score=x.score, document=x.document) for x in r.results],
+                   usage=Usage.of(r.usage))
+
 
 class PairScore(BaseModel):
     index: int
     score: float = Field(description="cosine similarity in [-1, 1]")
-    relatedness: float | None = Field(None, description="predicted SICK relatedness in [1, 5], when the bundle has a head")
+    relatedness: float | None = _absent_if_none(description="predicted SICK relatedness in [1, 5], when the bundle has a head")
 
 
 class SimilarityResponse(BaseModel):
@@ -137,6 +161,11 @@ class SimilarityResponse(BaseModel):
     view: str
     data: list[PairScore]
     usage: Usage
+
+    @classmethod
+    def of(cls, r: results.Similarity) -> SimilarityResponse:
+        return cls(model=r.model, view=r.view, data=[PairScore(index=p.index, score=p.score, relatedness=p.relatedness) for p in r.data],
+                   usage=Usage.of(r.usage))
 
 
 # -- info and tokenize ----------------------------------------------------------------------
@@ -158,6 +187,13 @@ class InfoResponse(BaseModel):
     default_index: str
     limits: dict[str, Any]
     devices: dict[str, Any]
+
+    @classmethod
+    def of(cls, i: results.Info) -> InfoResponse:
+        models = [InfoModel(id=m.id, dimension=m.dimension, views=m.views, max_input_tokens=m.max_input_tokens, family=m.family,
+                            default=m.default) for m in i.models]
+        return cls(name=i.name, version=i.version, default_model=i.default_model, models=models, aliases=i.aliases,
+                   default_index=i.default_index, limits=i.limits, devices=i.devices)
 
 
 class TokenizeRequest(_Req):
@@ -188,6 +224,12 @@ class TokenizeResponse(BaseModel):
     max_input_tokens: int
     data: list[Tokenized]
 
+    @classmethod
+    def of(cls, t: results.Tokenization) -> TokenizeResponse:
+        data = [Tokenized(index=x.index, tokens=[Token(text=k.text, id=k.id, oov=k.oov, special=k.special) for k in x.tokens],
+                          count=len(x.tokens), oov=x.oov, over_limit=x.over_limit) for x in t.data]
+        return cls(model=t.model, max_input_tokens=t.max_input_tokens, data=data)
+
 
 # -- search -------------------------------------------------------------------------------
 class SearchRequest(_Req):
@@ -202,8 +244,9 @@ class SearchRequest(_Req):
 class Hit(BaseModel):
     id: str
     text: str
-    score: float = Field(description="cosine / inner product (higher is nearer) or squared L2 distance (lower is nearer)")
-    metadata: dict[str, Any] | None = None
+    score: float | None = Field(description="cosine / inner product (higher is nearer) or squared L2 distance (lower is nearer); "
+                                            "null where the index gave no finite score")
+    metadata: dict[str, Any] | None = _absent_if_none(description="the document's metadata, when it has any")
 
 
 class SearchResponse(BaseModel):
@@ -213,6 +256,11 @@ class SearchResponse(BaseModel):
     metric: str
     results: list[list[Hit]] = Field(description="one list per query, best first")
     usage: Usage
+
+    @classmethod
+    def of(cls, r: results.SearchResult) -> SearchResponse:
+        hits = [[Hit(id=h.id, text=h.text, score=h.score, metadata=h.metadata) for h in row] for row in r.results]
+        return cls(index=r.index, model=r.model, metric=r.metric, results=hits, usage=Usage.of(r.usage))
 
 
 # -- indexes ------------------------------------------------------------------------------
@@ -248,10 +296,14 @@ class MapRequest(_Req):
 
 
 class MapPoint(BaseModel):
-    id: str | None = None
+    id: str | None = _absent_if_none(description="the document's id (the query has none)")
     text: str
     x: float
     y: float
+
+    @classmethod
+    def of(cls, p: results.MapPoint) -> MapPoint:
+        return cls(id=p.id, text=p.text, x=p.x, y=p.y)
 
 
 class MapResponse(BaseModel):
@@ -261,6 +313,12 @@ class MapResponse(BaseModel):
     query: MapPoint | None
     explained_variance: list[float] = Field(description="share of the variance on each axis")
     usage: Usage
+
+    @classmethod
+    def of(cls, m: results.IndexMap) -> MapResponse:
+        return cls(index=m.index, model=m.model, points=[MapPoint.of(p) for p in m.points],
+                   query=MapPoint.of(m.query) if m.query is not None else None, explained_variance=m.explained_variance,
+                   usage=Usage.of(m.usage))
 
 
 class DeleteDocumentsRequest(_Req):
@@ -285,12 +343,22 @@ class IndexStats(BaseModel):
     wal_bytes: int = 0
     gpu: bool = False
 
+    @classmethod
+    def of(cls, s: results.IndexStats) -> IndexStats:
+        return cls(name=s.name, model=s.model, view=s.view, dim=s.dim, factory=s.factory, metric=s.metric, normalize=s.normalize,
+                   documents=s.documents, trained=s.trained, pending_training=s.pending_training, train_size=s.train_size,
+                   created=s.created, train_error=s.train_error, wal_bytes=s.wal_bytes, gpu=s.gpu)
+
 
 class IndexList(BaseModel):
     object: Literal["list"] = "list"
     data: list[IndexStats]
     building: dict[str, str] = {}
     quarantined: dict[str, str] = Field({}, description="indexes on disk that cannot be served, with the reason (503 until fixed or dropped)")
+
+    @classmethod
+    def of(cls, listing: results.IndexListing) -> IndexList:
+        return cls(data=[IndexStats.of(s) for s in listing.data], building=listing.building, quarantined=listing.quarantined)
 
 
 class AddDocumentsResponse(BaseModel):
@@ -299,12 +367,20 @@ class AddDocumentsResponse(BaseModel):
     documents: int = Field(description="documents in the index after the add")
     usage: Usage
 
+    @classmethod
+    def of(cls, a: results.DocumentsAdded) -> AddDocumentsResponse:
+        return cls(index=a.index, ids=a.ids, documents=a.documents, usage=Usage.of(a.usage))
+
 
 class DeleteDocumentsResponse(BaseModel):
     index: str
     deleted: list[str]
     not_found: list[str]
     documents: int
+
+    @classmethod
+    def of(cls, d: results.DocumentsDeleted) -> DeleteDocumentsResponse:
+        return cls(index=d.index, deleted=d.deleted, not_found=d.not_found, documents=d.documents)
 
 
 class ErrorDetail(BaseModel):

@@ -1,8 +1,9 @@
 """Bulk index builds: ``thoughtvec index build`` and the default index built on first start.
 
-Both read a document file, embed it with the bundle's :class:`~service.core.encoder.Encoder` in
-length-sorted batches (a progress bar on stderr, a log line every 10 %), and install the finished
-index with one atomic snapshot: an interrupted build leaves nothing half-made behind.
+Both read a document file, embed it with an ``encode`` callable they are given (the command passes
+the bundle's ``Encoder``, the server its batcher: this layer knows no model), with a progress bar on
+stderr and a log line every 10 %, and install the finished index with one atomic snapshot: an
+interrupted build leaves nothing half-made behind.
 
 Input formats, chosen by extension (``.gz`` is decompressed first):
 
@@ -16,27 +17,22 @@ Blank lines and blank texts are skipped.
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import json
 import logging
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from tqdm import tqdm
 
-from service.core.encoder import Encoder
 from service.index.indexes import Doc, Metric, VectorIndex, new_config
-
-if TYPE_CHECKING:
-    from service.core.engine import Core
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
+Encode = Callable[[list[str]], np.ndarray]  # texts -> raw vectors (n, dim), in order
 
 
 def read_documents(path: str | Path, limit: int | None = None) -> list[Doc]:
@@ -76,25 +72,27 @@ def _parse(lines, kind: str, path: Path) -> Iterator[tuple[int, Doc]]:
 
 
 def build_index(
-    encoder: Encoder, name: str, docs: list[Doc], *, view: str | None = None, factory: str = "Flat",
-    metric: Metric = "cosine", normalize: bool = True, batch_size: int = 128, progress: Progress | None = None,
+    encode: Encode, name: str, docs: list[Doc], *, model: str, view: str, dim: int, factory: str = "Flat",
+    metric: Metric = "cosine", normalize: bool = True, chunk: int = 2048, progress: Progress | None = None,
 ) -> VectorIndex:
-    """Embed ``docs`` and return the filled index (not yet on disk)."""
-    view = encoder.view(view)
+    """Embed ``docs`` with ``encode`` (texts -> raw vectors ``(n, dim)``) and return the filled index (not yet on disk).
+
+    ``model``, ``view`` and ``dim`` describe what ``encode`` produces; they go into the index's config.
+    ``encode`` is called on ``chunk`` texts at a time (it plans its own batches), then progress is reported.
+    """
     seen: set[str] = set()
     for d in docs:
         if d.id in seen:
             raise ValueError(f"document id {d.id!r} appears twice")
         seen.add(d.id)
-    vi = VectorIndex(new_config(name, encoder.name, view, encoder.dim(view), factory, metric, normalize))
-    vectors = np.zeros((len(docs), vi.config.dim), np.float32)
-    chunk = batch_size * 16  # a chunk sorts its own lengths (Encoder.encode), then reports progress
+    vi = VectorIndex(new_config(name, model, view, dim, factory, metric, normalize))
+    vectors = np.zeros((len(docs), dim), np.float32)
     step = max(1, len(docs) // 10)
     next_log = step
     with tqdm(total=len(docs), desc=f"index {name}", unit="sent", file=sys.stderr, mininterval=1.0, disable=None) as bar:
         for start in range(0, len(docs), chunk):
             part = docs[start : start + chunk]
-            vectors[start : start + len(part)] = encoder.encode([d.text for d in part], view, normalize=False, truncation="split", batch_size=batch_size)
+            vectors[start : start + len(part)] = encode([d.text for d in part])
             done = start + len(part)
             bar.update(len(part))
             if progress:
@@ -104,36 +102,3 @@ def build_index(
                 next_log += step
     vi.add(docs, vectors, list(range(len(docs))))
     return vi
-
-
-async def ensure_default_index(core: "Core") -> None:
-    """Build the default search index on first start, in the background, if it can and must."""
-    s = core.settings
-    name = s.default_index
-    if not s.build_default_index or name in core.store:
-        return
-    if not s.search_sample.is_file():
-        log.info("default index '%s' not built: no sample at %s", name, s.search_sample)
-        return
-    model_name = core.registry.default_model
-    model = core.registry.models.get(model_name) if model_name else None
-    if model is None:
-        log.info("default index '%s' not built: no default model loaded", name)
-        return
-    loop = asyncio.get_running_loop()
-    core.store.building[name] = "reading the sample"
-    try:
-        docs = await loop.run_in_executor(None, read_documents, s.search_sample, s.default_index_max_docs)
-        log.info("building default index '%s' from %d sentences of %s with %s (cached in %s afterwards)", name, len(docs), s.search_sample, model.name, s.index_dir)
-
-        def progress(done: int, total: int) -> None:
-            core.store.building[name] = f"{done}/{total} sentences embedded"
-
-        vi = await loop.run_in_executor(None, lambda: build_index(model.encoder, name, docs, progress=progress))
-        core.store.building[name] = "writing"
-        await loop.run_in_executor(None, core.store.install, vi)
-        log.info("default index '%s' ready: %d documents", name, vi.count)
-    except Exception as e:  # noqa: BLE001 - the server runs on without it
-        log.error("default index '%s' not built: %s", name, e)
-    finally:
-        core.store.building.pop(name, None)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +17,8 @@ from fastapi.testclient import TestClient
 from service.http.app import create_app
 from service.bundle.heads import RelatednessHead, save
 from service.settings import Settings
+from service.tools.bench import free_port
+from tests.service.openapi_check import check_responses
 from tests.tiny_bundle import make_tiny_bundle
 
 SENTENCES = [
@@ -79,9 +80,10 @@ def wait_ready(client, timeout: float = 20.0) -> None:
 
 @contextlib.contextmanager
 def serve_test(settings: Settings, headers: dict | None = None) -> Iterator[TestClient]:
-    """An app on ``settings`` behind a TestClient, started and ready."""
+    """An app on ``settings`` behind a TestClient, started and ready; every answer is checked against the OpenAPI schema."""
     app = create_app(settings)
     with TestClient(app, headers=headers or {}) as client:
+        client.app.state.response_checker = check_responses(client, app)
         wait_ready(client)
         yield client
 
@@ -101,12 +103,6 @@ def make_client(models_dir, tmp_path):
 @pytest.fixture
 def client(make_client) -> TestClient:
     return make_client()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -75,10 +75,10 @@ def test_ddp_two_cpu_processes_end_with_identical_weights(toy_corpus, tmp_path):
 
 
 @pytest.mark.parametrize("given, family, expected", [
-    (-1, {"early_stop": 3}, 3),  # unset: the family's (the AAE's)
+    (None, {"early_stop": 3}, 3),  # unset: the family's (the AAE's)
     (0, {"early_stop": 3}, 0),  # an explicit 0 is "never", for every family
     (5, {"early_stop": 3}, 5),
-    (-1, {}, 0),  # a family without a default never stops early
+    (None, {}, 0),  # a family without a default never stops early
 ])
 def test_early_stop_zero_means_never_for_every_family(given, family, expected):
     from training.config import TrainConfig
@@ -86,3 +86,41 @@ def test_early_stop_zero_means_never_for_every_family(given, family, expected):
     cfg = TrainConfig(variant="mean-max-aae", early_stop=given).resolved({"batch_size": 64, **family})
     assert cfg.early_stop == expected and cfg.batch_size == 64
     assert cfg.resolved({"early_stop": 3}).early_stop == expected  # resolving again (a resume) keeps it
+
+
+def test_family_settings_unset_are_none_and_resolved_in_one_place():
+    from training.config import TrainConfig
+
+    cfg = TrainConfig()
+    assert (cfg.batch_size, cfg.lr, cfg.clip, cfg.early_stop) == (None, None, None, None)
+    done = cfg.resolved({"batch_size": 64, "lr": 2e-4, "clip": 5.0, "early_stop": 3})
+    assert (done.batch_size, done.lr, done.clip, done.early_stop) == (64, 2e-4, 5.0, 3)
+    assert TrainConfig(lr=0.01).resolved({"lr": 2e-4}).lr == 0.01
+    with pytest.raises(ValueError, match="lr is 0; it must be above 0"):
+        TrainConfig(lr=0)
+
+
+def test_configs_of_older_checkpoints_still_load():
+    """Checkpoints before the None pattern stored 0 (batch size, rate, clipping) and -1 (early stop) for "the family's"."""
+    from training.config import TrainConfig
+
+    old = {"variant": "mean-max-aae", "batch_size": 0, "lr": 0.0, "clip": 0.0, "early_stop": -1, "model": {}}
+    cfg = TrainConfig.from_dict(old).resolved({"batch_size": 64, "lr": 2e-4, "clip": 5.0, "early_stop": 3})
+    assert (cfg.batch_size, cfg.lr, cfg.clip, cfg.early_stop) == (64, 2e-4, 5.0, 3)
+    resolved = {"variant": "uni-skip", "batch_size": 128, "lr": 1e-3, "clip": 10.0, "early_stop": 0}  # what runs saved
+    assert TrainConfig.from_dict(resolved).early_stop == 0
+
+
+def test_train_help_comes_from_the_fields():
+    import argparse
+
+    from training.commands import train
+    from training.config import TrainConfig
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    train.register(sub)
+    text = sub.choices["train"].format_help()
+    for f in __import__("dataclasses").fields(TrainConfig):
+        if f.name != "model":
+            assert "--" + f.name.replace("_", "-") in text
+    assert "0: never" in text and "(default 1234)" in text

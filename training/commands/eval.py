@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if args.save_head and not {"all", "sick-r"} & {t.strip().lower() for t in args.tasks.split(",")}:
         print("thoughtvec eval: --save-head needs the SICK-R task in --tasks", file=sys.stderr)
         return 2
-    from service.errors import BundleError, ThoughtvecError
+    from service.bundle.errors import BundleError, ThoughtvecError
     from training.evaluation.datasets import DatasetError
 
     try:

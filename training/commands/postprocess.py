@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from service.bundle.format import load_bundle
-    from service.errors import BundleError
+    from service.bundle.errors import BundleError
     from training.evaluation.datasets import DatasetError
     from training.postprocess import postprocess_bundle
 

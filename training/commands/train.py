@@ -12,31 +12,7 @@ import argparse
 import dataclasses
 import json
 import sys
-from typing import Any, get_type_hints
-
-_HELP = {
-    "variant": "what to train: uni-skip, bi-skip, mean-max-aae, mean-aae, max-aae, invertible-linear, invertible-bijection",
-    "corpus": "corpus file from `thoughtvec corpus build`",
-    "out": "run folder (empty: runs/<variant>)",
-    "epochs": "passes over the corpus",
-    "max_steps": "stop after this many steps instead (0: use --epochs)",
-    "batch_size": "sentences per step and process (0: the family's, e.g. skip-thought 128, AAE 64)",
-    "lr": "Adam learning rate (0: the family's, e.g. skip-thought 1e-3, AAE 2e-4, invertible 5e-4)",
-    "clip": "gradient-norm clipping (0: the family's, e.g. skip-thought 10, AAE 5)",
-    "seed": "seed for initialisation, batch order and the held-out split",
-    "holdout": "sentences held out for validation (whole documents)",
-    "eval_every": "validate every N steps",
-    "eval_batches": "held-out batches per validation",
-    "early_stop": "stop after N validations without improvement; 0: never; -1: the family's (AAE: 3, on reconstruction accuracy; others: never)",
-    "log_every": "append to train_log.jsonl every N steps",
-    "checkpoint_every": "write checkpoint.pt every N steps (and every --checkpoint-minutes)",
-    "checkpoint_minutes": "write checkpoint.pt at least this often",
-    "max_minutes": "stop after this much wall time, checkpointed and resumable (0: no limit)",
-    "limit_sentences": "read only the first N corpus sentences (0: all), for smoke runs",
-    "threads": "torch CPU threads (0: all cores)",
-    "device": "auto, cpu or cuda",
-}
-
+from typing import Any, get_args, get_type_hints
 
 def _parse_value(text: str) -> Any:
     try:
@@ -54,9 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     for f in dataclasses.fields(TrainConfig):
         if f.name == "model":
             continue
-        flag = "--" + f.name.replace("_", "-")
-        kind = hints[f.name]
-        p.add_argument(flag, dest=f.name, type=kind, default=None, metavar=f.name.upper(), help=f"{_HELP[f.name]} (default {f.default!r})")
+        kind = next(t for t in get_args(hints[f.name]) or (hints[f.name],) if t is not type(None))  # int | None -> int
+        shown = "" if f.default is None else f" (default {f.default!r})"  # None: the help says whose default
+        p.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=kind, default=None, metavar=f.name.upper(),
+                       help=f.metadata["help"] + shown)
     p.add_argument("--set", dest="model_set", action="append", default=[], metavar="KEY=VALUE",
                    help="a model setting, e.g. --set hidden=1024 (repeatable; see `thoughtvec train --list-settings`)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
@@ -89,7 +66,11 @@ def _load_config(args: argparse.Namespace):
             raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
         k, v = item.split("=", 1)
         model[k.strip()] = _parse_value(v.strip())
-    return TrainConfig(**values, model=model), frozenset(values) | ({"model"} if model else frozenset())
+    try:
+        config = TrainConfig(**values, model=model)
+    except ValueError as e:
+        raise SystemExit(f"thoughtvec train: {e}") from None
+    return config, frozenset(values) | ({"model"} if model else frozenset())
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,6 @@ import datetime as dt
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ from training.evaluation import datasets
 from training.evaluation.classifiers import Protocol
 from training.evaluation.sources import Source, encode_views
 from training.evaluation.tasks import Context, EvalTask
+from training.provenance import git_commit
 
 SCHEMA = "thoughtvec-eval-v1"
 Log = Callable[[str], None]
@@ -210,16 +210,5 @@ def versions() -> dict:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             pass
-    out["thoughtvec_commit"] = _git_commit()
+    out["thoughtvec_commit"] = git_commit("training/evaluation")
     return out
-
-
-def _git_commit() -> str | None:
-    root = Path(__file__).resolve().parents[2]
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "training/evaluation"],
-                               cwd=root, capture_output=True, text=True, timeout=5).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (sha + ("-dirty" if dirty else "")) if sha else None

@@ -46,11 +46,13 @@ def encode_views(source: Source, texts: Sequence[str], views: Sequence[str], bat
     """Vectors of ``texts`` for each view; one pass over the texts when the source can do that."""
     if hasattr(source, "encode_views"):
         return source.encode_views(texts, views, batch_size=batch_size, progress=progress)
+    from service.core.planner import plan_batches
+
     out = {v: np.zeros((len(texts), source.views[v]), np.float32) for v in views}
-    # batches of similar length: transformers and servers pad each batch to its longest member
-    order = np.argsort([len(t) for t in texts], kind="stable")
-    for start in range(0, len(texts), batch_size):
-        idx = order[start : start + batch_size]
+    # the server's planner, by words (these sources tokenize themselves): transformers and servers pad each
+    # batch to its longest member; the token budget never binds before batch_size here
+    lengths = [len(t.split()) for t in texts]
+    for idx in plan_batches(lengths, batch_size, batch_size * max(lengths, default=1)):
         chunk = [texts[i] for i in idx]
         for v in views:
             out[v][idx] = source.encode(chunk, v)
@@ -237,10 +239,10 @@ def word_counts(corpus: Path) -> dict[str, int]:
     from collections import Counter
 
     from service.bundle.tokenizer import tokenize
-    from training.data import read_documents
+    from training.data import corpus_documents
 
     counts: Counter = Counter()
-    for doc in read_documents(corpus):
+    for doc in corpus_documents(corpus):
         for s in doc:
             counts.update(tokenize(s, lowercase=True))
     atomic_write_bytes(cache, gzip.compress(json.dumps({"key": key, "counts": counts}).encode()))

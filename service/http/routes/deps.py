@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Request, Response
+from pydantic import BaseModel
 
 from service.core.engine import Core
-from service.http.middleware import require_admin
-from service.http.schemas import ErrorBody
+from service.http.middleware import json_bytes, require_admin
+from service.http.schemas import ErrorBody, Usage
 
 
 async def get_core(request: Request) -> Core:  # async: a sync dependency would hop to a thread
@@ -24,9 +25,11 @@ async def admin_only(request: Request, core: CoreDep) -> None:
 
 AdminDep = Depends(admin_only)
 
-def usage_headers(usage: dict) -> dict[str, str]:
-    """How many inputs were split or truncated, as headers too (clients that parse only OpenAI's fields see them)."""
-    return {"X-Split-Inputs": str(usage["split_inputs"]), "X-Truncated-Inputs": str(usage["truncated_inputs"])}
+
+def json_body(body: BaseModel, usage: Usage | None = None) -> Response:
+    """``body`` (a response schema, already validated by its construction) written with the standard ``json``
+    module, as the routes always have (floats as Python writes them), with the usage headers when it has usage."""
+    return Response(json_bytes(body.model_dump()), media_type="application/json", headers=usage.headers() if usage else None)
 
 
 # Path parameters with the values "Try it out" fills in (the default index; the index the examples create).

@@ -8,17 +8,18 @@ import json
 import numpy as np
 from fastapi import APIRouter, Request, Response
 
-from service.core.engine import Encoded
+from service.core.results import Encoded
 from service.errors import ThoughtvecError
 from service.http.middleware import unless_disconnected
-from service.http.routes.deps import ERRORS, CoreDep, usage_headers
-from service.http.schemas import EmbeddingsRequest, EmbeddingsResponse
+from service.http.routes.deps import ERRORS, CoreDep
+from service.http.schemas import EmbeddingsRequest, EmbeddingsResponse, Usage
 
 router = APIRouter(tags=["embeddings"])
 
 
-def render(enc: Encoded, encoding_format: str) -> bytes:
-    """The response JSON, written by hand: this is the hot path and vectors are long."""
+def render(enc: Encoded, usage: Usage, encoding_format: str) -> bytes:
+    """:class:`EmbeddingsResponse`'s JSON, written by hand: this is the hot path and vectors are long (a
+    1000 x 1024 float list is not put through pydantic). The tests check it against the schema."""
     if not np.isfinite(enc.vectors).all():
         raise ThoughtvecError(f"model '{enc.model}' produced non-finite values")
     if encoding_format == "base64":
@@ -26,8 +27,7 @@ def render(enc: Encoded, encoding_format: str) -> bytes:
     else:
         rows = (json.dumps(r.tolist(), separators=(",", ":")) for r in enc.vectors)
     data = ",".join(f'{{"object":"embedding","embedding":{e},"index":{i}}}' for i, e in enumerate(rows))
-    usage = json.dumps(enc.usage(), separators=(",", ":"))
-    return f'{{"object":"list","data":[{data}],"model":{json.dumps(enc.model)},"usage":{usage}}}'.encode("utf-8")
+    return f'{{"object":"list","data":[{data}],"model":{json.dumps(enc.model)},"usage":{usage.model_dump_json()}}}'.encode("utf-8")
 
 
 @router.post("/v1/embeddings", response_model=EmbeddingsResponse, responses=ERRORS)
@@ -38,4 +38,5 @@ async def create_embeddings(body: EmbeddingsRequest, request: Request, core: Cor
     limit are split into sentences and pooled (or truncated, or rejected: `truncation`).
     """
     enc = await unless_disconnected(request, core.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions, body.truncation))
-    return Response(render(enc, body.encoding_format), media_type="application/json", headers=usage_headers(enc.usage()))
+    usage = Usage.of(enc.usage)
+    return Response(render(enc, usage, body.encoding_format), media_type="application/json", headers=usage.headers())

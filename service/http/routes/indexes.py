@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
-from fastapi.responses import JSONResponse
 
-from service.http.routes.deps import ERRORS, WRITE_ERRORS, AdminDep, CoreDep, DocId, IndexName, NewIndexName, usage_headers
+from service.http.routes.deps import ERRORS, WRITE_ERRORS, AdminDep, CoreDep, DocId, IndexName, NewIndexName, json_body
 from service.http.schemas import (
     AddDocumentsRequest,
     AddDocumentsResponse,
@@ -20,20 +19,21 @@ router = APIRouter(prefix="/v1/indexes", tags=["indexes"])
 
 
 @router.get("", response_model=IndexList, responses=ERRORS)
-async def list_indexes(core: CoreDep) -> dict:
+async def list_indexes(core: CoreDep) -> IndexList:
     """Every index with its stats, and any being built."""
-    return core.list_indexes()
+    return IndexList.of(core.list_indexes())
 
 
 @router.post("", status_code=201, response_model=IndexStats, responses=WRITE_ERRORS, dependencies=[AdminDep])
-async def create_index(body: CreateIndexRequest, core: CoreDep) -> dict:
+async def create_index(body: CreateIndexRequest, core: CoreDep) -> IndexStats:
     """A new empty index for one model and view, with a FAISS factory string and a metric."""
-    return await core.create_index(body)
+    return IndexStats.of(await core.create_index(name=body.name, model=body.model, view=body.view, factory=body.factory,
+                                                 metric=body.metric, normalize=body.normalize, train_size=body.train_size))
 
 
 @router.get("/{name}", response_model=IndexStats, responses=ERRORS)
-async def index_stats(name: IndexName, core: CoreDep) -> dict:
-    return core.store.stats(name)
+async def index_stats(name: IndexName, core: CoreDep) -> IndexStats:
+    return IndexStats.of(core.index_stats(name))
 
 
 @router.delete("/{name}", status_code=204, responses=WRITE_ERRORS, dependencies=[AdminDep])
@@ -44,21 +44,21 @@ async def drop_index(name: NewIndexName, core: CoreDep) -> Response:
 
 
 @router.post("/{name}/documents", response_model=AddDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
-async def add_documents(name: NewIndexName, body: AddDocumentsRequest, core: CoreDep) -> JSONResponse:
+async def add_documents(name: NewIndexName, body: AddDocumentsRequest, core: CoreDep) -> Response:
     """Embed and add documents (`text`, optional `id` and `metadata`); durable once answered.
 
     Ids must be new (409 otherwise); missing ids are generated. Long texts are split and pooled like any input.
     """
-    result = await core.add_documents(name, body)
-    return JSONResponse(result, headers=usage_headers(result["usage"]))
+    answer = AddDocumentsResponse.of(await core.add_documents(name, body.documents, body.truncation))
+    return json_body(answer, answer.usage)
 
 
 @router.post("/{name}/documents/delete", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
-async def delete_documents(name: NewIndexName, body: DeleteDocumentsRequest, core: CoreDep) -> dict:
+async def delete_documents(name: NewIndexName, body: DeleteDocumentsRequest, core: CoreDep) -> DeleteDocumentsResponse:
     """Delete documents by id; unknown ids are listed in `not_found`."""
-    return await core.delete_documents(name, body.ids)
+    return DeleteDocumentsResponse.of(await core.delete_documents(name, body.ids))
 
 
 @router.delete("/{name}/documents/{doc_id}", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
-async def delete_document(name: NewIndexName, doc_id: DocId, core: CoreDep) -> dict:
-    return await core.delete_documents(name, [doc_id])
+async def delete_document(name: NewIndexName, doc_id: DocId, core: CoreDep) -> DeleteDocumentsResponse:
+    return DeleteDocumentsResponse.of(await core.delete_documents(name, [doc_id]))

@@ -11,15 +11,15 @@ router = APIRouter(tags=["info"])
 
 
 @router.get("/info", response_model=InfoResponse, responses=ERRORS)
-async def info(core: CoreDep) -> dict:
+async def info(core: CoreDep) -> InfoResponse:
     """Models (dimensions, views, token limits), aliases, request limits, version and devices."""
-    return core.info()
+    return InfoResponse.of(core.info())
 
 
 @router.post("/tokenize", response_model=TokenizeResponse, responses=ERRORS)
-async def tokenize(body: TokenizeRequest, core: CoreDep) -> dict:
+async def tokenize(body: TokenizeRequest, core: CoreDep) -> TokenizeResponse:
     """Each text's tokens with their ids; `oov` lists the words the model does not know (they become `<unk>`).
 
     `over_limit`: the text has more tokens than the model takes at once (it would be split, truncated or rejected).
     """
-    return core.tokenize(body.input, body.model)
+    return TokenizeResponse.of(core.tokenize(body.input, body.model))

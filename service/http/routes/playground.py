@@ -7,8 +7,8 @@ from pathlib import Path
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 
-from service.http.middleware import json_bytes, unless_disconnected
-from service.http.routes.deps import ERRORS, CoreDep, IndexName
+from service.http.middleware import unless_disconnected
+from service.http.routes.deps import ERRORS, CoreDep, IndexName, json_body
 from service.http.schemas import MapRequest, MapResponse
 
 PAGE = Path(__file__).resolve().parent.parent / "static" / "playground.html"
@@ -25,4 +25,4 @@ async def playground() -> HTMLResponse:
 async def index_map(name: IndexName, body: MapRequest, request: Request, core: CoreDep) -> Response:
     """An index's documents on a 2-D plane (PCA, computed here), with `query` placed on it."""
     result = await unless_disconnected(request, core.index_map(name, body.query, body.limit, body.include))
-    return Response(json_bytes(result), media_type="application/json")
+    return json_body(MapResponse.of(result))

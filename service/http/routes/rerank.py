@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from service.http.middleware import json_bytes, unless_disconnected
-from service.http.routes.deps import ERRORS, CoreDep, usage_headers
+from service.http.middleware import unless_disconnected
+from service.http.routes.deps import ERRORS, CoreDep, json_body
 from service.http.schemas import RerankRequest, RerankResponse
 
 router = APIRouter(tags=["similarity"])
@@ -18,5 +18,8 @@ async def rerank(body: RerankRequest, request: Request, core: CoreDep) -> Respon
 
     The score is `/v1/similarity`'s cosine between the query and each document (a bi-encoder, not a cross-encoder).
     """
-    result = await unless_disconnected(request, core.rerank(body))
-    return Response(json_bytes(result), media_type="application/json", headers=usage_headers(result["usage"]))
+    result = await unless_disconnected(request, core.rerank(query=body.query, documents=body.documents, top_n=body.top_n,
+                                                            return_documents=body.return_documents, model=body.model,
+                                                            view=body.view, truncation=body.truncation))
+    answer = RerankResponse.of(result)
+    return json_body(answer, answer.usage)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from service.http.middleware import json_bytes, unless_disconnected
-from service.http.routes.deps import ERRORS, CoreDep, usage_headers
+from service.http.middleware import unless_disconnected
+from service.http.routes.deps import ERRORS, CoreDep, json_body
 from service.http.schemas import SearchRequest, SearchResponse
 
 router = APIRouter(tags=["search"])
@@ -17,5 +17,6 @@ async def search(body: SearchRequest, request: Request, core: CoreDep) -> Respon
 
     Exact search for `Flat` indexes (the default); approximate for HNSW / IVF factories.
     """
-    result = await unless_disconnected(request, core.search(body))
-    return Response(json_bytes(result), media_type="application/json", headers=usage_headers(result["usage"]))
+    result = await unless_disconnected(request, core.search(query=body.query, index=body.index, k=body.k, truncation=body.truncation))
+    answer = SearchResponse.of(result)
+    return json_body(answer, answer.usage)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from service.http.middleware import json_bytes, unless_disconnected
-from service.http.routes.deps import ERRORS, CoreDep, usage_headers
+from service.http.middleware import unless_disconnected
+from service.http.routes.deps import ERRORS, CoreDep, json_body
 from service.http.schemas import SimilarityRequest, SimilarityResponse
 
 router = APIRouter(tags=["similarity"])
@@ -17,5 +17,7 @@ async def similarity(body: SimilarityRequest, request: Request, core: CoreDep) -
 
     `score` is the cosine similarity; `relatedness` (1–5) appears when the bundle has a SICK head.
     """
-    result = await unless_disconnected(request, core.similarity(body))
-    return Response(json_bytes(result), media_type="application/json", headers=usage_headers(result["usage"]))
+    result = await unless_disconnected(request, core.similarity(pairs=body.pairs, source=body.source, targets=body.targets,
+                                                                model=body.model, view=body.view, truncation=body.truncation))
+    answer = SimilarityResponse.of(result)
+    return json_body(answer, answer.usage)

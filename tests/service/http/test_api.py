@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 
 import numpy as np
+import pytest
 
 from service.core.encoder import Encoder
 from service.bundle.heads import load
@@ -133,3 +134,15 @@ async def _cancel(batcher):
 
     batcher._task.cancel()
     await asyncio.sleep(0.01)
+
+
+def test_every_answer_is_checked_against_the_schema(client):
+    """serve_test's clients validate each documented JSON answer (tests/service/openapi_check.py); a wrong body fails."""
+    checker = client.app.state.response_checker
+    before = checker.checked
+    client.post("/v1/similarity", json={"pairs": [["the cat", "a dog"]]})
+    client.post("/v1/embeddings", json={"input": "the cat", "encoding_format": "base64"})
+    client.post("/v1/embeddings", json={"input": ""})  # 422, ErrorBody
+    assert checker.checked == before + 3
+    with pytest.raises(AssertionError, match="does not match its OpenAPI schema"):
+        checker.check("POST", "/v1/similarity", 200, b'{"object": "list", "model": "tiny", "data": [{"index": 0, "score": "high"}]}')

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from service.index.store import IndexStore
-from tests.service.conftest import free_port
+from service.tools.bench import free_port
 
 ROUNDS = int(os.environ.get("CRASH_ROUNDS", "3"))
 REPO = Path(__file__).resolve().parents[3]

@@ -29,6 +29,9 @@ def test_default_index_is_built_once_then_cached(models_dir, tmp_path, caplog):
         hit = c.post("/v1/search", json={"query": "the old man read a book", "k": 3}).json()  # no index named: the default
         assert hit["index"] == "default" and len(hit["results"][0]) == 3
         assert hit["results"][0][0]["metadata"]["source"].startswith("book")
+        # the build went through the model's batcher: its batches are in the metrics
+        batched = c.app.state.core.metrics.registry.get_sample_value("thoughtvec_batch_size_sum", {"model": "tiny"})
+        assert batched >= 50
     assert "50/50 sentences embedded" in caplog.text
     snapshot = (tmp_path / "idx" / "default" / "snapshot" / "index.faiss").stat().st_mtime_ns
     caplog.clear()

@@ -1,0 +1,195 @@
+"""What the core returns: small typed results. The HTTP layer turns them into the wire schemas.
+
+Nothing here knows JSON: vectors stay numpy arrays, absent values are ``None``, and each route
+(``service/http/routes``) decides how its answer is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens embedded (all the parts of a split input), and how many inputs were split or truncated."""
+
+    tokens: int = 0
+    split: int = 0
+    truncated: int = 0
+
+
+@dataclass(slots=True)
+class Encoded:
+    model: str
+    view: str
+    vectors: np.ndarray  # (n, dim)
+    tokens: int  # every token embedded (all parts of a split input)
+    split: int = 0  # inputs over the token limit split into sentences and pooled
+    truncated: int = 0  # inputs cut to the token (or character) limit
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(self.tokens, self.split, self.truncated)
+
+
+# -- similarity and rerank ------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class PairScore:
+    index: int
+    score: float  # cosine in [-1, 1]
+    relatedness: float | None = None  # the bundle's SICK head, when it has one
+
+
+@dataclass(frozen=True, slots=True)
+class Similarity:
+    model: str
+    view: str
+    data: list[PairScore]
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    index: int  # position in the request's documents
+    score: float
+    document: str | None = None  # only when the request asked for the documents back
+
+
+@dataclass(frozen=True, slots=True)
+class Reranked:
+    model: str
+    results: list[Ranked]  # best first
+    usage: Usage
+
+
+# -- info and tokenize ----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    id: str
+    dimension: int
+    views: dict[str, int]
+    max_input_tokens: int
+    family: str
+    default: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Info:
+    name: str
+    version: str
+    default_model: str | None
+    models: list[ModelInfo]
+    aliases: dict[str, str]
+    default_index: str
+    limits: dict[str, Any]
+    devices: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    text: str
+    id: int
+    oov: bool
+    special: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Tokenized:
+    index: int
+    tokens: list[Token]
+    oov: list[str]
+    over_limit: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Tokenization:
+    model: str
+    max_input_tokens: int
+    data: list[Tokenized]
+
+
+# -- search and indexes -----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Hit:
+    id: str
+    text: str
+    score: float | None  # None where the index gave a non-finite score
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    index: str
+    model: str
+    metric: str
+    results: list[list[Hit]]  # one list per query, best first
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    """An index's stats, from the fields of ``IndexStore.stats`` (any other key a store adds is not served)."""
+
+    name: str
+    model: str
+    view: str
+    dim: int
+    factory: str
+    metric: str
+    normalize: bool
+    documents: int
+    trained: bool
+    pending_training: int
+    train_size: int
+    created: str
+    train_error: str | None = None
+    wal_bytes: int = 0
+    gpu: bool = False
+
+    @classmethod
+    def of(cls, stats: dict[str, Any]) -> IndexStats:
+        return cls(**{f.name: stats[f.name] for f in fields(cls) if f.name in stats})
+
+
+@dataclass(frozen=True, slots=True)
+class IndexListing:
+    data: list[IndexStats]
+    building: dict[str, str]  # name -> progress
+    quarantined: dict[str, str]  # name -> why it cannot be served
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentsAdded:
+    index: str
+    ids: list[str]
+    documents: int  # in the index after the add
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentsDeleted:
+    index: str
+    deleted: list[str]
+    not_found: list[str]
+    documents: int
+
+
+@dataclass(frozen=True, slots=True)
+class MapPoint:
+    text: str
+    x: float
+    y: float
+    id: str | None = None  # None for the query
+
+
+@dataclass(frozen=True, slots=True)
+class IndexMap:
+    index: str
+    model: str
+    points: list[MapPoint]
+    query: MapPoint | None
+    explained_variance: list[float]
+    usage: Usage
