@@ -98,7 +98,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     from service.core.encoder import Encoder, available_providers
     from service.errors import ThoughtvecError
     from service.index.build import build_index, read_documents
-    from service.index.backend import open_store
+    from service.index.backend import MilvusOptions, open_store
     from service.settings import load_settings
 
     models_dir, index_dir = _settings_dirs(args.models_dir, args.index_dir)
@@ -121,7 +121,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
                          factory="Flat" if milvus else args.factory, metric=args.metric, normalize=args.normalize)
         if milvus:
             vi.config = vi.config.model_copy(update={"factory": args.factory})
-        store = open_store(settings.index_backend, index_dir=index_dir, milvus=settings.milvus_options())
+        store = open_store(settings.index_backend, index_dir=index_dir, milvus=MilvusOptions.of(settings))
         stats = store.install(vi, overwrite=args.overwrite)
         store.close()
     except (ThoughtvecError, ValueError, OSError) as e:
@@ -167,9 +167,9 @@ def cmd_index_list(args: argparse.Namespace) -> int:
 
 def _list_milvus(settings) -> int:
     from service.errors import ThoughtvecError
-    from service.index.backend import open_store
+    from service.index.backend import MilvusOptions, open_store
 
-    store = open_store("milvus", index_dir=settings.index_dir, milvus=settings.milvus_options())
+    store = open_store("milvus", index_dir=settings.index_dir, milvus=MilvusOptions.of(settings))
     try:
         stats = [store.stats(n) for n in store.names()]
     except ThoughtvecError as e:

@@ -110,12 +110,6 @@ class Settings(BaseSettings):
             raise ValueError(f"max_queue_size ({self.max_queue_size}) must be at least max_batch_size ({self.max_batch_size})")
         return self
 
-    def milvus_options(self) -> Any:
-        """The Milvus settings as the index layer takes them (``service.index.backend.MilvusOptions``)."""
-        from service.index.backend import MilvusOptions
-
-        return MilvusOptions(self.milvus_uri, self.milvus_token, self.milvus_collection_prefix, self.milvus_timeout_s, self.milvus_retries)
-
 
 def check_environment(environ: dict[str, str] | None = None) -> None:
     """Raise ``ValueError`` for a ``THOUGHTVEC_*`` variable that names no setting (a typo)."""

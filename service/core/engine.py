@@ -20,7 +20,7 @@ from service.core.encoder import available_providers
 from service.bundle.postprocess import l2_normalize
 from service.core.planner import plan_batches
 from service.errors import InputTooLong, InvalidInput, QueueFull
-from service.index.backend import open_store
+from service.index.backend import MilvusOptions, open_store
 from service.index.build import build_index, read_documents
 from service.index.store import IndexStore, new_id
 from service.index.jsonvalues import check_metadata
@@ -72,7 +72,7 @@ class Core:
         self.metrics = metrics or Metrics()
         self.registry = Registry(settings, self.metrics)
         self.store = open_store(settings.index_backend, index_dir=settings.index_dir, wal_max_bytes=settings.index_wal_max_mb * 2**20,
-                                on_size=self.metrics.index_documents, gpu=settings.prefer_cuda, milvus=settings.milvus_options())
+                                on_size=self.metrics.index_documents, gpu=settings.prefer_cuda, milvus=MilvusOptions.of(settings))
         self._tasks: list[asyncio.Task] = []
 
     # -- lifecycle -----------------------------------------------------------------------

@@ -9,13 +9,13 @@ Methods are blocking (disk, FAISS, network): call them from a worker thread.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
 from service.index.indexes import Doc, IndexConfig, VectorIndex
+from service.index.milvus_schema import MilvusOptions
 
 Backend = Literal["faiss", "milvus"]
 
@@ -41,15 +41,6 @@ class IndexBackend(Protocol):
     def add(self, name: str, docs: list[Doc], vectors: np.ndarray) -> list[str]: ...
     def delete(self, name: str, ids: list[str]) -> list[str]: ...
     def close(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class MilvusOptions:
-    uri: str = "data/milvus.db"  # a file path: Milvus Lite in this process; http://host:port: a Milvus server
-    token: str = ""
-    prefix: str = "thoughtvec_"  # collection names are <prefix><index name, escaped>
-    timeout_s: int = 5  # per call; an int: pymilvus ignores a float deadline for its own retries (75 of them, minutes)
-    retries: int = 2  # extra attempts when Milvus is unreachable, before a 503
 
 
 def open_store(backend: Backend, *, index_dir: Path, wal_max_bytes: int = 64 * 2**20,

@@ -46,9 +46,8 @@ import numpy as np
 
 from service.bundle.postprocess import l2_normalize
 from service.errors import Conflict, IndexUnavailable, InvalidInput, NotReady, StorageUnavailable, UnknownIndex
-from service.index.backend import MilvusOptions
 from service.index.indexes import Doc, IndexConfig, VectorIndex
-from service.index.milvus_schema import ID_MAX_BYTES, TEXT_MAX_BYTES, collection_name, index_name, index_params, is_lite, search_params
+from service.index.milvus_schema import ID_MAX_BYTES, MilvusOptions, TEXT_MAX_BYTES, collection_name, index_name, index_params, is_lite, search_params
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,12 @@ The search parameters are those FAISS's indexes use here (``SEARCH_PARAMS`` in i
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from service.index.factory import check_factory
 from service.index.indexes import IndexConfig
+from service.settings import Settings
 
 ID_MAX_BYTES = 1024  # UTF-8 bytes of an id: the API's ids are at most 256 characters of at most 4 bytes
 TEXT_MAX_BYTES = 65535  # Milvus's largest VARCHAR
@@ -83,3 +85,17 @@ def search_params(config: IndexConfig, k: int) -> dict[str, Any]:
     elif config.factory.startswith("HNSW"):
         params["ef"] = max(128, k)
     return {"metric_type": milvus_metric(config.metric), "params": params}
+
+
+@dataclass(frozen=True)
+class MilvusOptions:
+    uri: str = "data/milvus.db"  # a file path: Milvus Lite in this process; http://host:port: a Milvus server
+    token: str = ""
+    prefix: str = "thoughtvec_"  # collection names are <prefix><index name, escaped>
+    timeout_s: int = 5  # per call; an int: pymilvus ignores a float deadline for its own retries (75 of them, minutes)
+    retries: int = 2  # extra attempts when Milvus is unreachable, before a 503
+
+    @classmethod
+    def of(cls, settings: Settings) -> MilvusOptions:
+        """The ``milvus_*`` settings."""
+        return cls(settings.milvus_uri, settings.milvus_token, settings.milvus_collection_prefix, settings.milvus_timeout_s, settings.milvus_retries)
