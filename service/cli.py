@@ -97,8 +97,8 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 
     from service.core.encoder import Encoder, available_providers
     from service.errors import ThoughtvecError
-    from service.index.build import build_index, read_documents
     from service.index.backend import open_store
+    from service.index.build import build_index, read_documents
     from service.settings import load_settings
 
     models_dir, index_dir = _settings_dirs(args.models_dir, args.index_dir)

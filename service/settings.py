@@ -105,7 +105,7 @@ class Settings(BaseSettings):
         return dict((a.strip(), t.strip()) for a, _, t in (item.partition("=") for item in self.model_aliases))
 
     @model_validator(mode="after")
-    def _limits(self) -> "Settings":
+    def _limits(self) -> Settings:
         if self.max_queue_size < self.max_batch_size:
             raise ValueError(f"max_queue_size ({self.max_queue_size}) must be at least max_batch_size ({self.max_batch_size})")
         return self

@@ -11,8 +11,8 @@ import numpy as np
 
 from service.bundle.atomic import atomic_write_text
 from service.bundle.format import Bundle
-from service.core.encoder import Encoder
 from service.bundle.tokenizer import tokenize
+from service.core.encoder import Encoder
 from training.data import corpus_documents
 
 
@@ -145,7 +145,7 @@ def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report
         lines += ["```json", json.dumps(ck["model_config"], indent=None), "```"]
         t = ck["train_config"]
         lines += [f"Optimiser: Adam, lr {t['lr']}, batch {t['batch_size']}, gradient-norm clip {t['clip']}, seed {t['seed']}.", ""]
-    for i, ck in enumerate(cks):
+    for ck in cks:
         run_png = Path(ck["train_config"]["out"] or f"runs/{ck['variant']}") / "loss.png"
         if run_png.exists():
             name = f"loss_{ck['variant']}.png"

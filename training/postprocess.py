@@ -56,7 +56,7 @@ class DevPairs:
     tasks: dict[str, tuple[list[str], list[str], np.ndarray]]
 
     @classmethod
-    def load(cls, root: Path | None = None, check_counts: bool = True) -> "DevPairs":
+    def load(cls, root: Path | None = None, check_counts: bool = True) -> DevPairs:
         from training.evaluation import datasets
 
         out = {}

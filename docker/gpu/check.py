@@ -37,9 +37,9 @@ sys.path.insert(0, str(ROOT))
 
 import onnxruntime as ort  # noqa: E402
 
-from service.tools.bench import load_sentences  # noqa: E402
 from service.bundle.format import discover_bundles, load_bundle  # noqa: E402
 from service.core.encoder import CUDA, Encoder  # noqa: E402
+from service.tools.bench import load_sentences  # noqa: E402
 from service.tools.flops import graph_flops  # noqa: E402
 
 CPU = "CPUExecutionProvider"

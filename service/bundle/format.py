@@ -53,7 +53,7 @@ class VocabularySpec(_Strict):
     eos_id: Literal[2] = EOS_ID
 
     @model_validator(mode="after")
-    def _sizes(self) -> "VocabularySpec":
+    def _sizes(self) -> VocabularySpec:
         if self.trained_size > self.size:
             raise ValueError(f"trained_size ({self.trained_size}) exceeds size ({self.size})")
         return self
@@ -109,7 +109,7 @@ class BundleSpec(_Strict):
     training: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _references(self) -> "BundleSpec":
+    def _references(self) -> BundleSpec:
         if self.default_view not in self.views:
             raise ValueError(f"default_view '{self.default_view}' is not one of the views {sorted(self.views)}")
         for name, head in self.heads.items():

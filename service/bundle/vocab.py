@@ -34,7 +34,7 @@ class Vocabulary:
             self.index[t] = i
 
     @classmethod
-    def from_words(cls, words: Iterable[str]) -> "Vocabulary":
+    def from_words(cls, words: Iterable[str]) -> Vocabulary:
         seen = set(SPECIALS)
         out = list(SPECIALS)
         for w in words:
@@ -44,7 +44,7 @@ class Vocabulary:
         return cls(out)
 
     @classmethod
-    def load(cls, path: str | Path) -> "Vocabulary":
+    def load(cls, path: str | Path) -> Vocabulary:
         text = Path(path).read_text(encoding="utf-8")
         return cls(text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"))
 

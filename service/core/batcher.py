@@ -141,7 +141,7 @@ class Batcher:
             self._task.cancel()
             try:
                 await self._task
-            except (asyncio.CancelledError, Exception):
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - a loop that died was reported by _on_exit; stopping is quiet
                 pass
         self._fail_queued(NotReady(f"model '{self.name}' is shutting down"))
         self._executor.shutdown(wait=False, cancel_futures=True)

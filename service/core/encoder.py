@@ -55,7 +55,7 @@ def preload_cuda_libraries() -> None:
     if not _preloaded and hasattr(ort, "preload_dlls"):  # onnxruntime >= 1.21
         try:
             ort.preload_dlls(directory="")  # "": the nvidia-* packages in site-packages, else the system path
-        except Exception as e:  # a missing package only means the system libraries are used
+        except Exception as e:  # noqa: BLE001 - best effort: a missing package only means the system libraries are used
             log.debug("onnxruntime.preload_dlls: %s", e)
     _preloaded = True
 
@@ -81,7 +81,7 @@ class Encoder:
             preload_cuda_libraries()
         try:
             self.session = ort.InferenceSession(str(bundle.onnx_path), sess_options=opts, providers=wanted)
-        except Exception as e:  # onnxruntime raises its own untyped errors
+        except Exception as e:  # noqa: BLE001 - onnxruntime's errors (Fail, NoSuchFile, InvalidProtobuf…) derive from Exception alone
             raise BundleError(str(bundle.path), "onnx.file", f"ONNX Runtime cannot load it: {e}") from None
         self.providers = self.session.get_providers()
         if CUDA in wanted and CUDA not in self.providers:
@@ -100,7 +100,7 @@ class Encoder:
         return "cuda" if CUDA in self.providers else "cpu"
 
     @classmethod
-    def load(cls, path: str | os.PathLike, **kw) -> "Encoder":
+    def load(cls, path: str | os.PathLike, **kw) -> Encoder:
         return cls(load_bundle(Path(path)), **kw)
 
     # -- contract checks -------------------------------------------------------------------

@@ -15,18 +15,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from service import __version__
+from service.bundle.postprocess import l2_normalize
+from service.bundle.tokenizer import tokenize
+from service.bundle.vocab import EOS, UNK_ID
 from service.core.batcher import LOOKAHEAD, OFFLOAD_CHARS, check_count
 from service.core.encoder import available_providers
-from service.bundle.postprocess import l2_normalize
-from service.core.planner import plan_batches
-from service.errors import InputTooLong, InvalidInput, QueueFull
-from service.index.backend import open_store
-from service.index.build import build_index, read_documents
-from service.index.store import IndexStore, new_id
-from service.index.jsonvalues import check_metadata
-from service.index.indexes import Doc, Metric, gpu_count, new_config
 from service.core.longinput import Mode, pool, prepare
 from service.core.metrics import Metrics
+from service.core.planner import plan_batches
 from service.core.projection import pca_2d, project
 from service.core.registry import Model, Registry
 from service.core.results import (
@@ -50,10 +46,14 @@ from service.core.results import (
     Tokenized,
     Usage,
 )
-from service.settings import Settings
 from service.core.token_ids import read_input
-from service.bundle.tokenizer import tokenize
-from service.bundle.vocab import EOS, UNK_ID
+from service.errors import InputTooLong, InvalidInput, QueueFull
+from service.index.backend import open_store
+from service.index.build import build_index, read_documents
+from service.index.indexes import Doc, Metric, gpu_count, new_config
+from service.index.jsonvalues import check_metadata
+from service.index.store import new_id
+from service.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -12,12 +12,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from service.core.batcher import Batcher, BatchLimits, Observer
 from service.bundle.format import discover_bundles, load_bundle
-from service.core.encoder import Encoder, available_providers
-from service.errors import NotReady, UnknownModel
 from service.bundle.heads import RelatednessHead
 from service.bundle.heads import load as load_head
+from service.core.batcher import Batcher, BatchLimits, Observer
+from service.core.encoder import Encoder, available_providers
+from service.errors import NotReady, UnknownModel
 from service.settings import Settings
 
 log = logging.getLogger(__name__)

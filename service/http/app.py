@@ -15,8 +15,8 @@ from fastapi.middleware.cors import CORSMiddleware
 
 import service
 from service.core.engine import Core
-from service.http.middleware import AuthMiddleware, BodyLimitMiddleware, CatchAllMiddleware, install_error_handlers
 from service.core.metrics import Metrics, MetricsMiddleware
+from service.http.middleware import AuthMiddleware, BodyLimitMiddleware, CatchAllMiddleware, install_error_handlers
 from service.http.routes import ROUTERS
 from service.settings import Settings
 

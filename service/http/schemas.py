@@ -22,7 +22,6 @@ from service.index.factory import SCHEMA_PATTERN
 from service.index.indexes import NAME_PATTERN, Metric
 from service.index.jsonvalues import reject_lone_surrogates
 
-
 # What the core accepts, for the OpenAPI schema (the core checks it, with messages naming the field).
 TEXT = {"type": "string", "minLength": 1, "pattern": r"\S"}
 TEXTS = {"type": "array", "items": TEXT, "minItems": 1}

@@ -45,7 +45,7 @@ def read_documents(path: str | Path, limit: int | None = None) -> list[Doc]:
     opener = gzip.open if suffixes and suffixes[-1] == ".gz" else open
     docs: list[Doc] = []
     with opener(path, "rt", encoding="utf-8") as f:
-        for lineno, doc in _parse(f, kind, path):
+        for _lineno, doc in _parse(f, kind, path):
             if doc.text.strip():
                 docs.append(doc)
                 if limit is not None and len(docs) >= limit:

@@ -20,7 +20,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -302,7 +302,7 @@ class VectorIndex:
             (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
     @classmethod
-    def read_snapshot(cls, folder: Path) -> "VectorIndex":
+    def read_snapshot(cls, folder: Path) -> VectorIndex:
         meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
         if meta.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"{folder}: format_version {meta.get('format_version')!r}, expected {FORMAT_VERSION}")
@@ -355,5 +355,5 @@ def new_config(name: str, model: str, view: str, dim: int, factory: str = "Flat"
     probe = make_faiss(dim, factory, metric)
     needs_training = not probe.is_trained
     size = (train_size if train_size is not None else default_train_size(factory)) if needs_training else 0
-    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    created = datetime.now(UTC).isoformat(timespec="seconds")
     return IndexConfig(name=name, model=model, view=view, dim=dim, factory=factory, metric=metric, normalize=normalize, train_size=size, created=created)

@@ -127,7 +127,7 @@ class MilvusStore:
         log.info("milvus %s: loading collection %s (index %s)", self.uri, coll, name)
         try:
             self._connect().load_collection(coll, timeout=max(30, self.options.timeout_s))
-        except Exception as e:  # noqa: BLE001 - named in the 503
+        except Exception as e:  # named in the 503
             raise IndexUnavailable(f"index '{name}' is not loaded in Milvus at {self.uri} and could not be loaded: {_short(e)}",
                                    field="index") from e
 
@@ -164,7 +164,7 @@ class MilvusStore:
             desc = self._call("read", name, "describe_collection", self._coll(name))
         except StorageUnavailable:
             raise
-        except Exception as e:  # noqa: BLE001 - not found is the common one; anything else is named
+        except Exception as e:  # not found is the common one; anything else is named
             if not self._call("find", name, "has_collection", self._coll(name)):
                 raise UnknownIndex(f"no index '{name}'; the indexes are {self.names()}", field="index") from None
             raise IndexUnavailable(f"index '{name}' cannot be read from Milvus at {self.uri}: {_short(e)}", field="index") from e

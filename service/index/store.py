@@ -102,7 +102,7 @@ class IndexStore:
                 continue  # already in the snapshot
             try:
                 _apply(vi, header, blob)
-            except Exception as e:  # noqa: BLE001 - named in the quarantine reason
+            except Exception as e:
                 raise ValueError(f"log record {header.get('seq')} ({header.get('op')}) cannot be replayed: {type(e).__name__}: {e}") from e
             replayed += 1
         log.info("index %s: %d documents (%s, %s), %d log records replayed", vi.config.name, vi.count, vi.config.factory, vi.config.model, replayed)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from service.core.encoder import Encoder
 from service.bundle.postprocess import l2_normalize
+from service.core.encoder import Encoder
 from service.core.longinput import POOLING, Prepared, pool, prepare
 from service.settings import PACKAGE_DATA
 

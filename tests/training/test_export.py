@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap
@@ -12,12 +11,12 @@ import pytest
 
 from service.bundle.format import load_bundle
 from service.core.encoder import Encoder
+from tests.training.conftest import NAMES, OBJECTS, PLACES, tiny_config
 from training.expansion import ExpansionOptions
 from training.export import ExportOptions, export
 from training.onnx_export import PADDING_TOL, PARITY_TOL
 from training.trainer import Trainer
 from training.wordvecs import WordVectors
-from tests.training.conftest import NAMES, OBJECTS, PLACES, tiny_config
 
 MIXED = ["anna walked into the garden .", "the letter was old and small and the coat was old and small too .",
          "ben", "", "zebra saw a moon", "later fred slept in the city ."]  # fmt: skip

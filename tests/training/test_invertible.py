@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from service.core.encoder import Encoder
-from training.export import ExportOptions, export
 from service.bundle import postprocess
+from service.core.encoder import Encoder
+from tests.training.conftest import tiny_config
+from training.export import ExportOptions, export
 from training.families.invertible import Coupling, InvertibleDecoder
 from training.onnx_export import PADDING_TOL
 from training.trainer import Trainer
-from tests.training.conftest import tiny_config
 
 TINY = {"input_words": 2000, "hidden": 32, "coupling_hidden": 16}  # 2d = 64 ≥ dim_w = 50: W can have orthonormal rows
 

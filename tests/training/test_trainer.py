@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from training.trainer import Trainer
 from tests.training.conftest import tiny_config
+from training.trainer import Trainer
 
 REPO = Path(__file__).resolve().parents[2]
 

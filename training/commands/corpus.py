@@ -87,7 +87,7 @@ def _build(args: argparse.Namespace) -> int:
     )
     try:
         report = build_corpus(cfg)
-    except Exception as e:  # a SentEval file that is missing or malformed, an unwritable --out
+    except Exception as e:  # noqa: BLE001 - a SentEval file missing or malformed, an unwritable --out: one line, exit 1
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(report.summary())

@@ -24,8 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from service.bundle.format import load_bundle
     from service.bundle.errors import BundleError
+    from service.bundle.format import load_bundle
     from training.evaluation.datasets import DatasetError
     from training.postprocess import postprocess_bundle
 

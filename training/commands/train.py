@@ -14,6 +14,7 @@ import json
 import sys
 from typing import Any, get_args, get_type_hints
 
+
 def _parse_value(text: str) -> Any:
     try:
         return json.loads(text)

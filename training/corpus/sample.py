@@ -79,7 +79,7 @@ def write_sample(
     buf = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
         for source, sentence in rows:
-            gz.write(f"{source}\t{sentence}\n".encode("utf-8"))
+            gz.write(f"{source}\t{sentence}\n".encode())
     atomic_write_bytes(out, buf.getvalue())
     per_source = dict(Counter(s for s, _ in rows))
     return SampleReport(out, len(rows), len(pool), len(buf.getvalue()), per_source)

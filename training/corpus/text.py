@@ -141,11 +141,9 @@ _GUT_END = re.compile(
 
 def strip_gutenberg(text: str) -> str:
     """The text between Project Gutenberg's start and end markers (all of it if there are none)."""
-    start = None
-    for start in _GUT_START.finditer(text):
-        pass  # the last start marker: old files have the small print after a first banner
-    if start is not None:
-        text = text[start.end():]
+    starts = list(_GUT_START.finditer(text))
+    if starts:  # the last start marker: old files have the small print after a first banner
+        text = text[starts[-1].end():]
     end = _GUT_END.search(text)
     if end is not None:
         text = text[: end.start()]

@@ -40,7 +40,7 @@ _NON_PROSE_LINE = re.compile(r"^\s*(?:[*#:;|!{}]|----|__)")
 
 def remove_nested(text: str, open_: str, close: str) -> str:
     """Remove every balanced ``open_ … close`` span (templates ``{{ }}``, tables ``{| |}``)."""
-    out, depth, i, start = [], 0, 0, 0
+    out, depth, start = [], 0, 0
     pattern = re.compile(re.escape(open_) + "|" + re.escape(close))
     for m in pattern.finditer(text):
         if m.group() == open_:

@@ -65,7 +65,7 @@ def distinct_sentences(data: dict[str, datasets.Task]) -> list[str]:
 def evaluate(source: Source, views: Sequence[str], opts: RunOptions, log: Log = print) -> list[dict]:
     """Score ``source`` on ``opts.tasks`` for each view; one record per view."""
     t0 = time.perf_counter()
-    stamp = {"versions": versions(), "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}  # the code that runs
+    stamp = {"versions": versions(), "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}  # the code that runs
     data = load_data(opts.tasks, opts.data_root, opts.check_counts)
     texts = distinct_sentences(data)
     t_load = time.perf_counter() - t0

@@ -36,7 +36,7 @@ class Prepared:
         return {"vocab": self.vocab.tokens, "state": self.state}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Prepared":
+    def from_dict(cls, d: dict) -> Prepared:
         return cls(Vocabulary(d["vocab"]), d["state"])
 
 

@@ -27,7 +27,7 @@ def render(enc: Encoded, usage: Usage, encoding_format: str) -> bytes:
     else:
         rows = (json.dumps(r.tolist(), separators=(",", ":")) for r in enc.vectors)
     data = ",".join(f'{{"object":"embedding","embedding":{e},"index":{i}}}' for i, e in enumerate(rows))
-    return f'{{"object":"list","data":[{data}],"model":{json.dumps(enc.model)},"usage":{usage.model_dump_json()}}}'.encode("utf-8")
+    return f'{{"object":"list","data":[{data}],"model":{json.dumps(enc.model)},"usage":{usage.model_dump_json()}}}'.encode()
 
 
 @router.post("/v1/embeddings", response_model=EmbeddingsResponse, responses=ERRORS)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from service.core.batcher import Batcher, BatchLimits
-from service.core.planner import plan_batches
 from service.core.encoder import Encoder
+from service.core.planner import plan_batches
 from service.errors import InputTooLong, InvalidInput, QueueFull, WorkerDead
 from tests.service.conftest import SENTENCES
 

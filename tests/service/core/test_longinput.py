@@ -7,10 +7,10 @@ import logging
 import numpy as np
 import pytest
 
-from service.core.encoder import Encoder
 from service.bundle.postprocess import l2_normalize
-from service.errors import InputTooLong
+from service.core.encoder import Encoder
 from service.core.longinput import pool, prepare, sentences, windows
+from service.errors import InputTooLong
 from tests.service.http.test_auth_metrics import metric
 
 # tiny's limit is 32 tokens (with <eos>); each sentence here is well under it, together far over.

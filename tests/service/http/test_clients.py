@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.core.encoder import Encoder
 from service.bundle.postprocess import l2_normalize
+from service.core.encoder import Encoder
 from service.core.token_ids import seed_tiktoken_cache
 from tests.service.conftest import live_server, settings_for
 from tests.service.core.test_longinput import LONG, SENTS

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from service.core.encoder import Encoder
-from service.settings import Settings
 from service.core.token_ids import cl100k
+from service.settings import Settings
 
 
 @pytest.fixture(scope="module")

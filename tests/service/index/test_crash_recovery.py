@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 
 from service.index.store import IndexStore
 from service.tools.bench import free_port

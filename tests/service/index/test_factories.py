@@ -14,8 +14,8 @@ import faiss
 import numpy as np
 import pytest
 
-from service.index.store import SNAPSHOT, WAL_FILE, IndexStore
 from service.index.indexes import Doc, VectorIndex, new_config
+from service.index.store import SNAPSHOT, WAL_FILE, IndexStore
 from service.index.wal import encode_record
 from tests.service.conftest import serve_test, settings_for
 

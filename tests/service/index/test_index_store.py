@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from service.index import indexes
-from service.index.store import SNAPSHOT, WAL_FILE, IndexStore
 from service.index.indexes import Doc, new_config
+from service.index.store import SNAPSHOT, WAL_FILE, IndexStore
 from service.index.wal import encode_record, read_records
 from tests.service.conftest import SENTENCES, serve_test, settings_for
 

@@ -7,7 +7,7 @@ from service.tools.flops import graph_flops
 
 def test_counts_gru_steps_and_matmuls(tmp_path):
     """A GRU (I=6, H=4, two directions) over the embedded words, then a per-token 8x5 projection."""
-    V, I, H = 20, 6, 4
+    V, I, H = 20, 6, 4  # noqa: E741 - I, H: the input and hidden sizes, as ONNX's GRU spec names them
     inits = [numpy_helper.from_array(np.zeros((V, I), np.float32), "emb"),
              numpy_helper.from_array(np.zeros((2, 3 * H, I), np.float32), "W"),
              numpy_helper.from_array(np.zeros((2, 3 * H, H), np.float32), "R"),
