@@ -180,7 +180,9 @@ def pad_batch(seqs: list[np.ndarray], max_len: int, eos: bool, bos: bool = False
     return out, lengths
 
 
-def bucketed_batches(lengths: np.ndarray, items: np.ndarray, batch_size: int, rng: np.random.Generator, bucket: int = 100) -> list[np.ndarray]:
+def bucketed_batches(
+    lengths: np.ndarray, items: np.ndarray, batch_size: int, rng: np.random.Generator, bucket: int = 100
+) -> list[np.ndarray]:
     """Shuffle ``items``, group ``bucket`` batches' worth by length (less padding), shuffle the batches."""
     perm = items[rng.permutation(len(items))]
     batches: list[np.ndarray] = []

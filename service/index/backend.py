@@ -52,9 +52,15 @@ class MilvusOptions:
     retries: int = 2  # extra attempts when Milvus is unreachable, before a 503
 
 
-def open_store(backend: Backend, *, index_dir: Path, wal_max_bytes: int = 64 * 2**20,
-               on_size: Callable[[str, int | None], None] | None = None, gpu: bool = False,
-               milvus: MilvusOptions | None = None) -> IndexBackend:
+def open_store(
+    backend: Backend,
+    *,
+    index_dir: Path,
+    wal_max_bytes: int = 64 * 2**20,
+    on_size: Callable[[str, int | None], None] | None = None,
+    gpu: bool = False,
+    milvus: MilvusOptions | None = None,
+) -> IndexBackend:
     """The store for ``backend``: the FAISS folder ``index_dir``, or Milvus at ``milvus.uri``."""
     if backend == "milvus":
         from service.index.milvus import MilvusStore  # pymilvus is an optional extra

@@ -168,10 +168,20 @@ class VectorIndex:
     def stats(self) -> dict[str, Any]:
         c = self.config
         return {
-            "name": c.name, "model": c.model, "view": c.view, "dim": c.dim, "factory": c.factory,
-            "metric": c.metric, "normalize": c.normalize, "documents": self.count, "trained": self.trained,
-            "pending_training": len(self.pending_labels), "train_size": c.train_size, "created": c.created,
-            "train_error": self.train_error, "gpu": self.on_gpu,
+            "name": c.name,
+            "model": c.model,
+            "view": c.view,
+            "dim": c.dim,
+            "factory": c.factory,
+            "metric": c.metric,
+            "normalize": c.normalize,
+            "documents": self.count,
+            "trained": self.trained,
+            "pending_training": len(self.pending_labels),
+            "train_size": c.train_size,
+            "created": c.created,
+            "train_error": self.train_error,
+            "gpu": self.on_gpu,
         }
 
     def prepare(self, vectors: np.ndarray) -> np.ndarray:
@@ -297,7 +307,13 @@ class VectorIndex:
             with open(tmp / "docs.jsonl", "w", encoding="utf-8") as f:
                 for label, d in self.docs.items():
                     f.write(json.dumps({"label": label, "id": d.id, "text": d.text, "metadata": d.metadata}, ensure_ascii=False) + "\n")
-            state = {"documents": self.count, "seq": self.seq, "next_label": self.next_label, "tombstones": sorted(self.tombstones), "pending_labels": self.pending_labels}
+            state = {
+                "documents": self.count,
+                "seq": self.seq,
+                "next_label": self.next_label,
+                "tombstones": sorted(self.tombstones),
+                "pending_labels": self.pending_labels,
+            }
             meta = {"format_version": FORMAT_VERSION, "config": self.config.model_dump(), "state": state}
             (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
@@ -340,7 +356,9 @@ def _unwrap_ivf(idmap: faiss.IndexIDMap2) -> faiss.Index:
     stored = [faiss.rev_swig_ptr(lists.get_ids(i), n).copy() for i, n in enumerate(sizes) if n]
     ordinals = np.concatenate(stored) if stored else np.zeros(0, np.int64)
     if len(np.unique(ordinals)) != len(ordinals) or len(ordinals) != len(labels):
-        raise ValueError("an IVF snapshot written before deletes were fixed, already scrambled by a delete; rebuild the index (thoughtvec index build --overwrite) or drop it")
+        raise ValueError(
+            "an IVF snapshot written before deletes were fixed, already scrambled by a delete; rebuild the index (thoughtvec index build --overwrite) or drop it"
+        )
     rank = np.sort(ordinals)
     for i, n in enumerate(sizes):
         if n:
@@ -350,10 +368,21 @@ def _unwrap_ivf(idmap: faiss.IndexIDMap2) -> faiss.Index:
     return inner
 
 
-def new_config(name: str, model: str, view: str, dim: int, factory: str = "Flat", metric: Metric = "cosine", normalize: bool = True, train_size: int | None = None) -> IndexConfig:
+def new_config(
+    name: str,
+    model: str,
+    view: str,
+    dim: int,
+    factory: str = "Flat",
+    metric: Metric = "cosine",
+    normalize: bool = True,
+    train_size: int | None = None,
+) -> IndexConfig:
     """An index config, checking the factory string with FAISS now rather than at the first add."""
     probe = make_faiss(dim, factory, metric)
     needs_training = not probe.is_trained
     size = (train_size if train_size is not None else default_train_size(factory)) if needs_training else 0
     created = datetime.now(UTC).isoformat(timespec="seconds")
-    return IndexConfig(name=name, model=model, view=view, dim=dim, factory=factory, metric=metric, normalize=normalize, train_size=size, created=created)
+    return IndexConfig(
+        name=name, model=model, view=view, dim=dim, factory=factory, metric=metric, normalize=normalize, train_size=size, created=created
+    )

@@ -82,8 +82,10 @@ def main(argv: list[str] | None = None) -> None:
     q = _embed(enc, prepare(enc, sents, ["q"] * len(sents), "truncate", eos), len(sents), POOLING)
     split = prepare(enc, texts, fields, "split", eos)
     over = sum(len(enc.token_ids(t)) > enc.max_tokens for t in texts)
-    print(f"{args.model.name}, {args.part}: {len(psg)} passages of {args.sentences} sentences ({over} over the "
-          f"{enc.max_tokens}-token limit), {len(sents)} sentence queries")
+    print(
+        f"{args.model.name}, {args.part}: {len(psg)} passages of {args.sentences} sentences ({over} over the "
+        f"{enc.max_tokens}-token limit), {len(sents)} sentence queries"
+    )
     print("| pooling | accuracy@1 | MRR |\n|---|---|---|")
     for how in POOLINGS:
         acc, mrr = score(q, owner, _embed(enc, split, len(texts), how))

@@ -32,7 +32,9 @@ def runs(toy_corpus, tmp_path_factory):
 
 def _vectors():
     rng = np.random.default_rng(0)
-    words = NAMES + OBJECTS + PLACES + "the a walked into saw there was old and small took home later slept in .".split() + ["zebra", "moon"]
+    words = (
+        NAMES + OBJECTS + PLACES + "the a walked into saw there was old and small took home later slept in .".split() + ["zebra", "moon"]
+    )
     return WordVectors(words, rng.standard_normal((len(words), 4)).astype(np.float32), "synthetic-4d")
 
 
@@ -99,7 +101,7 @@ def test_bundle_encodes_without_torch(bundles):
         import sys
         sys.modules["torch"] = None  # any import of torch now fails
         from service.core.encoder import Encoder
-        v = Encoder.load({str(bundles / 'combine-skip')!r}).encode(["the cat sat ."])
+        v = Encoder.load({str(bundles / "combine-skip")!r}).encode(["the cat sat ."])
         assert v.shape == (1, 48), v.shape
         assert "training" not in sys.modules
         print("ok")

@@ -76,8 +76,14 @@ def test_views_shapes_padding_and_card(trained):
     enc = Encoder.load(trained / "bundle")
     dz = 2 * TINY["hidden"]
     assert {n: v.dim for n, v in enc.spec.views.items()} == {
-        "ensemble": dz, "en": dz, "de": dz, "de-sif": dz,
-        "ensemble-supervised": 6 * dz, "en-supervised": 3 * dz, "de-supervised": 3 * dz}
+        "ensemble": dz,
+        "en": dz,
+        "de": dz,
+        "de-sif": dz,
+        "ensemble-supervised": 6 * dz,
+        "en-supervised": 3 * dz,
+        "de-supervised": 3 * dz,
+    }
     assert enc.spec.default_view == "ensemble"
     mixed = ["anna walked into the garden .", "the letter was old and small and the coat was old and small too", "ben", "", "qwertyuiop"]
     for view in enc.spec.views:

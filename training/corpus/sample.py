@@ -34,8 +34,7 @@ class SampleReport:
 
     def summary(self) -> str:
         parts = ", ".join(f"{k} {v:,}" for k, v in self.per_source.items())
-        return (f"sample: {self.sentences:,} of {self.eligible:,} eligible sentences -> {self.path} "
-                f"({self.bytes / 1e6:.2f} MB): {parts}")
+        return f"sample: {self.sentences:,} of {self.eligible:,} eligible sentences -> {self.path} ({self.bytes / 1e6:.2f} MB): {parts}"
 
 
 def corpus_sentences(corpus: Path) -> Iterator[tuple[str, str]]:
@@ -66,8 +65,13 @@ def eligible(corpus: Path, sources: tuple[str, ...], min_tokens: int, max_tokens
 
 
 def write_sample(
-    corpus: Path, out: Path, size: int = 50_000, seed: int = 0,
-    sources: tuple[str, ...] = PUBLIC_DOMAIN, min_tokens: int = 5, max_tokens: int = 40,
+    corpus: Path,
+    out: Path,
+    size: int = 50_000,
+    seed: int = 0,
+    sources: tuple[str, ...] = PUBLIC_DOMAIN,
+    min_tokens: int = 5,
+    max_tokens: int = 40,
 ) -> SampleReport:
     """Write the sample; raises ``FileNotFoundError`` if the corpus was not built."""
     for name in ("corpus.txt", "documents.jsonl"):

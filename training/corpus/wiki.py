@@ -19,9 +19,23 @@ from training.corpus.text import RawDocument
 # Sections that hold no running prose; everything under them (down to the next heading of the
 # same or a higher level) is skipped.
 SKIP_SECTIONS = {
-    "references", "external links", "see also", "notes", "further reading", "bibliography",
-    "sources", "citations", "footnotes", "works", "publications", "discography", "filmography",
-    "notes and references", "references and notes", "selected works", "gallery",
+    "references",
+    "external links",
+    "see also",
+    "notes",
+    "further reading",
+    "bibliography",
+    "sources",
+    "citations",
+    "footnotes",
+    "works",
+    "publications",
+    "discography",
+    "filmography",
+    "notes and references",
+    "references and notes",
+    "selected works",
+    "gallery",
 }
 
 _DROP_WITH_CONTENT = re.compile(
@@ -45,7 +59,7 @@ def remove_nested(text: str, open_: str, close: str) -> str:
     for m in pattern.finditer(text):
         if m.group() == open_:
             if depth == 0:
-                out.append(text[start:m.start()])
+                out.append(text[start : m.start()])
             depth += 1
         elif depth:
             depth -= 1

@@ -284,4 +284,3 @@ async def test_a_large_request_is_admitted_like_a_small_one(encoder):
     assert (await large).vectors.shape == (4, 8)
     await asyncio.gather(running, small)
     await b.stop()
-

@@ -33,7 +33,13 @@ def test_official_openai_client(server, models_dir):
     assert res.usage.prompt_tokens == sum(len(enc.token_ids(s)) for s in SENTENCES[:3])
     single = client.embeddings.create(model="tiny", input="the cat sat", encoding_format="float")
     assert len(single.data[0].embedding) == 8
-    assert {m.id for m in client.models.list()} == {"tiny", "tiny2", "text-embedding-ada-002", "text-embedding-3-small", "text-embedding-3-large"}
+    assert {m.id for m in client.models.list()} == {
+        "tiny",
+        "tiny2",
+        "text-embedding-ada-002",
+        "text-embedding-3-small",
+        "text-embedding-3-large",
+    }
     with pytest.raises(openai.NotFoundError, match="no model 'nope'"):
         client.embeddings.create(model="nope", input="x")
     with pytest.raises(openai.UnprocessableEntityError, match=r"input\[1\] is empty"):
@@ -51,7 +57,9 @@ def test_vectors_do_not_depend_on_batching_under_concurrency(server, models_dir)
 
     async def run():
         async with httpx.AsyncClient(base_url=base, timeout=20) as c:
-            return await asyncio.gather(*(c.post("/v1/embeddings", json={"model": "tiny", "input": r, "encoding_format": "base64"}) for r in requests))
+            return await asyncio.gather(
+                *(c.post("/v1/embeddings", json={"model": "tiny", "input": r, "encoding_format": "base64"}) for r in requests)
+            )
 
     answers = asyncio.run(run())
     for req, r in zip(requests, answers):
@@ -74,8 +82,11 @@ def slow_down(app, seconds: float) -> None:
         time.sleep(seconds)
         return run(batch, view)
 
-    model.batcher.backend = type("Slow", (), {"run_ids": staticmethod(slow), "token_ids": model.encoder.token_ids,
-                                              "fit": model.encoder.fit, "dim": model.encoder.dim})()
+    model.batcher.backend = type(
+        "Slow",
+        (),
+        {"run_ids": staticmethod(slow), "token_ids": model.encoder.token_ids, "fit": model.encoder.fit, "dim": model.encoder.dim},
+    )()
 
 
 def test_overfilled_queue_answers_429(models_dir, tmp_path):
@@ -109,7 +120,10 @@ def test_requests_of_clients_that_left_are_dropped(models_dir, tmp_path):
                 await asyncio.sleep(0.1)  # the worker is busy with the first request
                 body = b'{"model": "tiny", "input": ["a dog", "the man"]}'
                 sock = socket.create_connection(("127.0.0.1", port))
-                sock.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+                sock.sendall(
+                    b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                    % (len(body), body)
+                )
                 await asyncio.sleep(0.1)
                 sock.close()  # the client goes away while its sentences wait
                 return await first
