@@ -19,6 +19,8 @@ ENV_PREFIX = "THOUGHTVEC_"
 # THOUGHTVEC_* variables that other commands read (README: corpus and evaluation); not typos of a setting.
 OTHER_COMMANDS_VARIABLES = frozenset({"THOUGHTVEC_SENTEVAL", "THOUGHTVEC_CACHE"})
 PACKAGE_DATA = Path(__file__).resolve().parent / "index" / "data"
+# What happens to a text over the model's token limit; the one definition (core, HTTP schemas and settings use it).
+Truncation = Literal["split", "truncate", "reject"]
 
 # Lists come from the environment as comma-separated strings, not JSON.
 CsvList = Annotated[list[str], NoDecode]
@@ -82,7 +84,7 @@ class Settings(BaseSettings):
         2048, ge=1, description="texts per request (embeddings input, similarity texts, search queries, documents added)"
     )
     max_input_chars: int = Field(20_000, ge=1, description="characters per text")
-    truncation: Literal["split", "truncate", "reject"] = Field(
+    truncation: Truncation = Field(
         "split",
         description="text over the bundle's max_input_tokens: `split` into sentences (windows for a sentence still too long), embed each, pool (mean of unit vectors); `truncate` to the limit; or `reject` (413). Requests may override it (`truncation` field). Over max_input_chars: 413 unless `truncate`",
     )

@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails
 
 from service.bundle.atomic import atomic_dir, atomic_write_text
 from service.bundle.errors import BundleError
 from service.bundle.tokenizer import TOKENIZER_KIND
 from service.bundle.vocab import EOS_ID, PAD_ID, UNK_ID, Vocabulary
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 BUNDLE_FILE = "bundle.json"
 INPUT_NAMES = ("input_ids", "lengths")
 
@@ -144,7 +145,7 @@ class Bundle:
         return f"Bundle({self.spec.name!r}, family={self.spec.family!r}, views={list(self.spec.views)})"
 
 
-def _loc(err: dict) -> str:
+def _loc(err: ErrorDetails) -> str:
     return ".".join(str(p) for p in err["loc"]) or "bundle.json"
 
 

@@ -24,10 +24,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import Final
 
 __all__ = ["tokenize", "normalize_text", "TOKENIZER_KIND"]
 
-TOKENIZER_KIND = "basic-ptb-v1"
+TOKENIZER_KIND: Final = "basic-ptb-v1"  # Final: bundle.json's tokenizer.kind is this literal
 
 # Typographic characters NFKC leaves alone, mapped to what SentEval's PTB files contain.
 _TRANSLATE = str.maketrans(

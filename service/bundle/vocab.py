@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Final
 
 from service.bundle.atomic import atomic_write_text
 
 PAD, UNK, EOS = "<pad>", "<unk>", "<eos>"
 SPECIALS = (PAD, UNK, EOS)
-PAD_ID, UNK_ID, EOS_ID = 0, 1, 2
+# Final: bundle.json's pad_id/unk_id/eos_id are these literals
+PAD_ID: Final = 0
+UNK_ID: Final = 1
+EOS_ID: Final = 2
 
 
 class Vocabulary:

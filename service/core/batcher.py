@@ -35,6 +35,7 @@ import numpy as np
 
 from service.core.planner import MAX_BATCH_SIZE, MAX_BATCH_TOKENS, plan_batches
 from service.errors import InvalidInput, NotReady, QueueFull, TooManyInputs, WorkerDead
+from service.settings import Truncation
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ class Backend(Protocol):
 
     def token_ids(self, text: str) -> list[int]: ...
 
-    def fit(self, ids: list[int], truncation: str = "reject", field: str = "input") -> list[int]: ...
+    def fit(self, ids: list[int], truncation: Truncation = "reject", field: str = "input") -> list[int]: ...
 
     def run_ids(self, batch: Sequence[Sequence[int]], view: str | None = None) -> np.ndarray: ...
 
@@ -164,7 +165,7 @@ class Batcher:
         self._report_depth()
 
     # -- admission -----------------------------------------------------------------------
-    def _admit(self, texts: Sequence[str], truncation: str, fields: Sequence[str]) -> list[list[int]]:
+    def _admit(self, texts: Sequence[str], truncation: Truncation, fields: Sequence[str]) -> list[list[int]]:
         out = []
         for text, fld in zip(texts, fields):
             ids = self.backend.fit(self.backend.token_ids(text), truncation, field=fld)
@@ -173,7 +174,9 @@ class Batcher:
             out.append(ids)
         return out
 
-    async def embed(self, texts: Sequence[str], view: str, *, truncation: str = "reject", fields: Sequence[str] | None = None) -> Embedded:
+    async def embed(
+        self, texts: Sequence[str], view: str, *, truncation: Truncation = "reject", fields: Sequence[str] | None = None
+    ) -> Embedded:
         """Raw vectors for ``texts`` (one view). Raises the domain errors of admission or of the run."""
         if self._death is not None or (self._task is not None and self._task.done()):
             raise WorkerDead(f"the batcher of model '{self.name}' is not running", field="model")

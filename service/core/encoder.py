@@ -13,7 +13,6 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import onnxruntime as ort
@@ -25,10 +24,10 @@ from service.bundle.tokenizer import tokenize
 from service.core.longinput import pool, prepare
 from service.core.planner import plan_batches
 from service.errors import BundleError, InputTooLong, UnknownView
+from service.settings import Truncation
 
 log = logging.getLogger(__name__)
 
-Truncation = Literal["split", "reject", "truncate"]
 # Padded tokens per run on the bulk paths: with the default 128 inputs, any batch of inputs up to 256 tokens.
 BULK_BATCH_TOKENS = 128 * 256
 
@@ -177,8 +176,8 @@ class Encoder:
             return {v: np.zeros((0, s.dim), np.float32) for v, s in specs.items()}
         lengths = np.fromiter((len(s) for s in batch), dtype=np.int64, count=len(batch))
         ids = np.full((len(batch), max(1, int(lengths.max()))), self.spec.vocabulary.pad_id, dtype=np.int64)
-        for i, s in enumerate(batch):
-            ids[i, : len(s)] = s
+        for i, row in enumerate(batch):
+            ids[i, : len(row)] = row
         names = list(dict.fromkeys(s.output for s in specs.values()))  # views may share an output
         outs = dict(zip(names, self.session.run(names, {"input_ids": ids, "lengths": lengths})))
         res = {}

@@ -20,7 +20,7 @@ from service.bundle.tokenizer import tokenize
 from service.bundle.vocab import EOS, UNK_ID
 from service.core.batcher import LOOKAHEAD, OFFLOAD_CHARS, check_count
 from service.core.encoder import available_providers
-from service.core.longinput import Mode, pool, prepare
+from service.core.longinput import pool, prepare
 from service.core.metrics import Metrics
 from service.core.planner import plan_batches
 from service.core.projection import pca_2d, project
@@ -53,7 +53,7 @@ from service.index.build import build_index, read_documents
 from service.index.indexes import Doc, Metric, gpu_count, new_config
 from service.index.jsonvalues import check_metadata
 from service.index.store import new_id
-from service.settings import Settings
+from service.settings import Settings, Truncation
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,12 @@ class Core:
 
     def start_background(self) -> None:
         task = asyncio.get_running_loop().create_task(self.start(), name="thoughtvec-start")
-        task.add_done_callback(lambda t: t.cancelled() or t.exception() is None or log.error("start-up failed: %r", t.exception()))
+
+        def report(t: asyncio.Task) -> None:
+            if not t.cancelled() and t.exception() is not None:
+                log.error("start-up failed: %r", t.exception())
+
+        task.add_done_callback(report)
         self._tasks.append(task)
 
     async def stop(self) -> None:
@@ -194,11 +199,11 @@ class Core:
         return ok, body
 
     # -- shared checks ---------------------------------------------------------------------
-    def mode(self, requested: str | None) -> Mode:
+    def mode(self, requested: Truncation | None) -> Truncation:
         """The request's truncation mode, else the server's."""
-        return requested or self.settings.truncation  # type: ignore[return-value]
+        return requested or self.settings.truncation
 
-    def texts(self, items: Sequence[Any], fields: Sequence[str], mode: str | None = None) -> list[str]:
+    def texts(self, items: Sequence[Any], fields: Sequence[str], mode: Truncation | None = None) -> list[str]:
         """Check each text: a string, not blank, within ``max_input_chars`` (cut only under truncation=truncate)."""
         limit = self.settings.max_input_chars
         mode = self.mode(mode)
@@ -216,7 +221,7 @@ class Core:
         return out
 
     async def encode(
-        self, model: Model, view: str, texts: list[str], fields: list[str], normalize: bool = True, mode: str | None = None
+        self, model: Model, view: str, texts: list[str], fields: list[str], normalize: bool = True, mode: Truncation | None = None
     ) -> Encoded:
         """Vectors for checked texts: long ones split (and pooled), truncated or rejected as ``mode`` says."""
         enc, mode = model.encoder, self.mode(mode)
@@ -244,7 +249,7 @@ class Core:
         view: str | None,
         normalize: bool,
         dimensions: int | None = None,
-        truncation: str | None = None,
+        truncation: Truncation | None = None,
     ) -> Encoded:
         """OpenAI's input forms: a string, a list of strings, a list of token ids, a list of lists of token ids."""
         model = self.registry.get(model_name)
@@ -330,7 +335,7 @@ class Core:
         targets: list[Any] | None = None,
         model: str | None = None,
         view: str | None = None,
-        truncation: str | None = None,
+        truncation: Truncation | None = None,
     ) -> Similarity:
         """Cosine (and relatedness) for ``pairs``, or for ``source`` against each of ``targets``."""
         m = self.registry.get(model)
@@ -340,7 +345,7 @@ class Core:
         return Similarity(m.name, view, data, enc.usage)
 
     async def score(
-        self, model: Model, view: str, pairs: Sequence[tuple[Any, Any]], fields: Sequence[tuple[str, str]], mode: str | None = None
+        self, model: Model, view: str, pairs: Sequence[tuple[Any, Any]], fields: Sequence[tuple[str, str]], mode: Truncation | None = None
     ) -> tuple[list[PairScore], Encoded]:
         """The scoring core of similarity and rerank: a score (and relatedness) per pair, and the usage."""
         unique: dict[str, int] = {}  # each distinct text is embedded once
@@ -359,7 +364,7 @@ class Core:
         enc = await self.encode(model, view, texts, ufields, normalize=False, mode=mode)
         unit = l2_normalize(enc.vectors)
         cos = np.clip(np.einsum("nd,nd->n", unit[a], unit[b]), -1.0, 1.0)  # rounding can step past 1
-        if model.head is None:
+        if model.head is None or model.head_view is None:  # the registry loads them together
             return [PairScore(i, float(c)) for i, c in enumerate(cos)], enc
         hv = enc.vectors
         if model.head_view != view:
@@ -377,7 +382,7 @@ class Core:
         return_documents: bool = False,
         model: str | None = None,
         view: str | None = None,
-        truncation: str | None = None,
+        truncation: Truncation | None = None,
     ) -> Reranked:
         """Documents ordered by cosine similarity to the query (infinity's and Cohere's shape)."""
         m = self.registry.get(model)
@@ -392,9 +397,10 @@ class Core:
         return Reranked(m.name, results, enc.usage)
 
     # -- search --------------------------------------------------------------------------
-    def _query(self, query: Any, dim: int, name: str) -> tuple[list[str] | None, np.ndarray | None]:
+    def _query(self, query: Any, dim: int, name: str) -> list[str] | np.ndarray:
+        """The query's texts, or its vector as a (1, dim) float32 array."""
         if isinstance(query, str):
-            return [query], None
+            return [query]
         if not isinstance(query, list) or not query:
             raise InvalidInput("query must be a text, a non-empty list of texts, or a vector of numbers", field="query")
         if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in query):
@@ -404,19 +410,21 @@ class Core:
                 vec = np.asarray(query, np.float32)[None, :]
             if not np.isfinite(vec).all():
                 raise InvalidInput("query has a value that is not a finite float32", field="query")
-            return None, vec
+            return vec
         check_count(len(query), self.settings.max_inputs, "query")
-        return query, None
+        return query
 
-    async def search(self, *, query: Any, index: str | None = None, k: int = 10, truncation: str | None = None) -> SearchResult:
+    async def search(self, *, query: Any, index: str | None = None, k: int = 10, truncation: Truncation | None = None) -> SearchResult:
         """``k`` neighbours of each query (a text, texts, or a vector) in ``index`` (default: the server's)."""
         name = index or self.settings.default_index
         config = self.store.config(name)
         if not 1 <= k <= self.settings.max_k:
             raise InvalidInput(f"k is {k}; it must be between 1 and {self.settings.max_k}", field="k")
-        texts, vectors = self._query(query, config.dim, name)
-        counts = Usage()
-        if texts is not None:
+        texts_or_vector = self._query(query, config.dim, name)
+        if isinstance(texts_or_vector, np.ndarray):
+            vectors, counts = texts_or_vector, Usage()
+        else:
+            texts = texts_or_vector
             fields = ["query"] if isinstance(query, str) else [f"query[{i}]" for i in range(len(texts))]
             model = self.registry.get(config.model, field_name="index")
             enc = await self.encode(model, config.view, self.texts(texts, fields, truncation), fields, normalize=False, mode=truncation)
@@ -450,7 +458,7 @@ class Core:
         await asyncio.get_running_loop().run_in_executor(None, self.store.create, config)
         return self.index_stats(name)
 
-    async def add_documents(self, name: str, docs: Sequence[NewDocument], truncation: str | None = None) -> DocumentsAdded:
+    async def add_documents(self, name: str, docs: Sequence[NewDocument], truncation: Truncation | None = None) -> DocumentsAdded:
         """Embed ``docs`` and add them; ids missing are generated. Durable once returned."""
         config = self.store.config(name)
         check_count(len(docs), self.settings.max_inputs, "documents")

@@ -68,8 +68,13 @@ def tiktoken_source() -> str:
     import tiktoken_ext.openai_public as public
 
     seen: list[str] = []
+
+    def record(path: str, **kw: Any) -> dict[bytes, int]:  # stands in for the download: notes where from
+        seen.append(path)
+        return {}
+
     real = public.load_tiktoken_bpe
-    public.load_tiktoken_bpe = lambda path, **kw: seen.append(path) or {}  # type: ignore[assignment]
+    public.load_tiktoken_bpe = record
     try:
         public.cl100k_base()
     finally:

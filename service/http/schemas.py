@@ -17,10 +17,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
-from service.core import results
+from service.core import results as core  # not "results": two response models have a field of that name
 from service.index.factory import SCHEMA_PATTERN
 from service.index.indexes import NAME_PATTERN, Metric
 from service.index.jsonvalues import reject_lone_surrogates
+from service.settings import Truncation
 
 # What the core accepts, for the OpenAPI schema (the core checks it, with messages naming the field).
 TEXT = {"type": "string", "minLength": 1, "pattern": r"\S"}
@@ -55,7 +56,6 @@ def _examples(*examples: dict, **schema: Any) -> ConfigDict:
     return ConfigDict(extra="forbid", json_schema_extra={"examples": list(examples), **schema})
 
 
-Truncation = Literal["split", "truncate", "reject"] | None
 TRUNCATION = Field(
     None,
     description="text over the bundle's token limit: `split` into sentences and pool, `truncate`, "
@@ -79,7 +79,7 @@ class EmbeddingsRequest(_Req):
     user: str | None = Field(None, description="accepted for OpenAI compatibility; ignored")
     view: str | None = Field(None, description="the bundle's view; default: the bundle's default view")
     normalize: bool = Field(True, description="L2-normalise the vectors")
-    truncation: Truncation = TRUNCATION
+    truncation: Truncation | None = TRUNCATION
 
 
 class Embedding(BaseModel):
@@ -95,7 +95,7 @@ class Usage(BaseModel):
     truncated_inputs: int = Field(0, description="inputs cut to the limit (also header X-Truncated-Inputs)")
 
     @classmethod
-    def of(cls, u: results.Usage) -> Usage:
+    def of(cls, u: core.Usage) -> Usage:
         return cls(prompt_tokens=u.tokens, total_tokens=u.tokens, split_inputs=u.split, truncated_inputs=u.truncated)
 
     def headers(self) -> dict[str, str]:
@@ -127,7 +127,7 @@ class SimilarityRequest(_Req):
     )
     source: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, NULL]})] = Field(None, description="one text compared with every target")
     targets: Annotated[list[Any] | None, WithJsonSchema({"anyOf": [TEXTS, NULL]})] = None
-    truncation: Truncation = TRUNCATION
+    truncation: Truncation | None = TRUNCATION
 
 
 # -- rerank (infinity's and Cohere's shape) --------------------------------------------------
@@ -146,7 +146,7 @@ class RerankRequest(_Req):
     return_documents: bool = Field(False, description="include each document's text in its result")
     model: str | None = None
     view: str | None = None
-    truncation: Truncation = TRUNCATION
+    truncation: Truncation | None = TRUNCATION
 
 
 class RerankResult(BaseModel):
@@ -162,7 +162,7 @@ class RerankResponse(BaseModel):
     usage: Usage
 
     @classmethod
-    def of(cls, r: results.Reranked) -> RerankResponse:
+    def of(cls, r: core.Reranked) -> RerankResponse:
         return cls(
             model=r.model,
             results=[RerankResult(index=x.index, relevance_score=x.score, document=x.document) for x in r.results],
@@ -184,7 +184,7 @@ class SimilarityResponse(BaseModel):
     usage: Usage
 
     @classmethod
-    def of(cls, r: results.Similarity) -> SimilarityResponse:
+    def of(cls, r: core.Similarity) -> SimilarityResponse:
         return cls(
             model=r.model,
             view=r.view,
@@ -214,7 +214,7 @@ class InfoResponse(BaseModel):
     devices: dict[str, Any]
 
     @classmethod
-    def of(cls, i: results.Info) -> InfoResponse:
+    def of(cls, i: core.Info) -> InfoResponse:
         models = [
             InfoModel(
                 id=m.id, dimension=m.dimension, views=m.views, max_input_tokens=m.max_input_tokens, family=m.family, default=m.default
@@ -263,7 +263,7 @@ class TokenizeResponse(BaseModel):
     data: list[Tokenized]
 
     @classmethod
-    def of(cls, t: results.Tokenization) -> TokenizeResponse:
+    def of(cls, t: core.Tokenization) -> TokenizeResponse:
         data = [
             Tokenized(
                 index=x.index,
@@ -287,7 +287,7 @@ class SearchRequest(_Req):
         description="a text, a list of texts, or a vector (list of numbers)"
     )
     k: int = Field(10, description="neighbours per query (1..max_k)", json_schema_extra={"minimum": 1})
-    truncation: Truncation = TRUNCATION
+    truncation: Truncation | None = TRUNCATION
 
 
 class Hit(BaseModel):
@@ -309,7 +309,7 @@ class SearchResponse(BaseModel):
     usage: Usage
 
     @classmethod
-    def of(cls, r: results.SearchResult) -> SearchResponse:
+    def of(cls, r: core.SearchResult) -> SearchResponse:
         hits = [[Hit(id=h.id, text=h.text, score=h.score, metadata=h.metadata) for h in row] for row in r.results]
         return cls(index=r.index, model=r.model, metric=r.metric, results=hits, usage=Usage.of(r.usage))
 
@@ -348,7 +348,7 @@ class AddDocumentsRequest(_Req):
         }
     )
     documents: list[DocumentIn] = Field(json_schema_extra={"minItems": 1})
-    truncation: Truncation = TRUNCATION
+    truncation: Truncation | None = TRUNCATION
 
 
 class MapRequest(_Req):
@@ -365,7 +365,7 @@ class MapPoint(BaseModel):
     y: float
 
     @classmethod
-    def of(cls, p: results.MapPoint) -> MapPoint:
+    def of(cls, p: core.MapPoint) -> MapPoint:
         return cls(id=p.id, text=p.text, x=p.x, y=p.y)
 
 
@@ -378,7 +378,7 @@ class MapResponse(BaseModel):
     usage: Usage
 
     @classmethod
-    def of(cls, m: results.IndexMap) -> MapResponse:
+    def of(cls, m: core.IndexMap) -> MapResponse:
         return cls(
             index=m.index,
             model=m.model,
@@ -412,7 +412,7 @@ class IndexStats(BaseModel):
     gpu: bool = False
 
     @classmethod
-    def of(cls, s: results.IndexStats) -> IndexStats:
+    def of(cls, s: core.IndexStats) -> IndexStats:
         return cls(
             name=s.name,
             model=s.model,
@@ -441,7 +441,7 @@ class IndexList(BaseModel):
     )
 
     @classmethod
-    def of(cls, listing: results.IndexListing) -> IndexList:
+    def of(cls, listing: core.IndexListing) -> IndexList:
         return cls(data=[IndexStats.of(s) for s in listing.data], building=listing.building, quarantined=listing.quarantined)
 
 
@@ -452,7 +452,7 @@ class AddDocumentsResponse(BaseModel):
     usage: Usage
 
     @classmethod
-    def of(cls, a: results.DocumentsAdded) -> AddDocumentsResponse:
+    def of(cls, a: core.DocumentsAdded) -> AddDocumentsResponse:
         return cls(index=a.index, ids=a.ids, documents=a.documents, usage=Usage.of(a.usage))
 
 
@@ -463,7 +463,7 @@ class DeleteDocumentsResponse(BaseModel):
     documents: int
 
     @classmethod
-    def of(cls, d: results.DocumentsDeleted) -> DeleteDocumentsResponse:
+    def of(cls, d: core.DocumentsDeleted) -> DeleteDocumentsResponse:
         return cls(index=d.index, deleted=d.deleted, not_found=d.not_found, documents=d.documents)
 
 

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import faiss
 import numpy as np
@@ -161,9 +161,9 @@ class VectorIndex:
         """The index to search: the GPU copy (fresh) where there is one and k fits the GPU's limit."""
         if not self.gpu_wanted or k > GPU_MAX_K:
             return self.index
-        if (self.gpu_index is None or self.gpu_stale) and not self._copy_to_gpu():
-            return self.index
-        return self.gpu_index
+        if self.gpu_index is None or self.gpu_stale:
+            self._copy_to_gpu()  # where it fails, gpu_index is None: the CPU index is searched
+        return self.gpu_index if self.gpu_index is not None else self.index
 
     def stats(self) -> dict[str, Any]:
         c = self.config
@@ -279,18 +279,23 @@ class VectorIndex:
                 if len(self.tombstones) * 4 > self.index.ntotal:
                     self._rebuild_without_tombstones()
             else:
-                self.index.remove_ids(np.asarray(labels, np.int64))
+                # faiss's stubs give Index.remove_ids an IDSelector only; its Python wrapper also takes an id array
+                self.index.remove_ids(np.asarray(labels, np.int64))  # type: ignore[arg-type]
                 self.gpu_stale = True  # GPU indexes cannot remove ids: copy the CPU one again
         return found
 
+    def _idmap(self) -> faiss.IndexIDMap2:
+        """The index of a family without native ids: ``make_faiss`` wraps those in an ``IndexIDMap2``."""
+        return cast(faiss.IndexIDMap2, self.index)
+
     def _faiss_labels(self) -> np.ndarray:
         """The labels in an ``IndexIDMap2``, in FAISS's storage order."""
-        return faiss.vector_to_array(self.index.id_map)
+        return faiss.vector_to_array(self._idmap().id_map)
 
     def _rebuild_without_tombstones(self) -> None:
         """A fresh HNSW graph over the live vectors (HNSW stores them exactly: ``HNSW<M>[,Flat]`` only)."""
         labels = self._faiss_labels()
-        x = faiss.downcast_index(self.index.index).reconstruct_n(0, self.index.ntotal)  # (ntotal, dim)
+        x = faiss.downcast_index(self._idmap().index).reconstruct_n(0, self.index.ntotal)  # (ntotal, dim)
         keep = ~np.isin(labels, np.fromiter(self.tombstones, np.int64, len(self.tombstones)))
         fresh = make_faiss(self.config.dim, self.config.factory, self.config.metric)
         _set_search_params(fresh, faiss.ParameterSpace())
@@ -351,6 +356,8 @@ def _unwrap_ivf(idmap: faiss.IndexIDMap2) -> faiss.Index:
     inner = faiss.clone_index(faiss.downcast_index(idmap.index))  # owned here; the map frees its own
     ivf = faiss.extract_index_ivf(inner)
     lists = ivf.invlists
+    if lists is None:  # an IVF always has them; a file without would be damaged
+        raise ValueError("an IVF snapshot without inverted lists; rebuild the index (thoughtvec index build --overwrite) or drop it")
     labels = faiss.vector_to_array(idmap.id_map)
     sizes = [lists.list_size(i) for i in range(ivf.nlist)]
     stored = [faiss.rev_swig_ptr(lists.get_ids(i), n).copy() for i, n in enumerate(sizes) if n]

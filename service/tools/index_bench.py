@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from service.index.backend import MilvusOptions, open_store
+from service.index.backend import Backend, MilvusOptions, open_store
 from service.index.indexes import Doc, new_config
 
 
@@ -30,7 +30,7 @@ def unit(n: int, dim: int, seed: int) -> np.ndarray:
 
 
 def run_one(backend: str, x: np.ndarray, q: np.ndarray, batch: int, k: int, uri: str, folder: Path) -> dict:
-    kind = "faiss" if backend == "faiss" else "milvus"
+    kind: Backend = "faiss" if backend == "faiss" else "milvus"
     milvus = MilvusOptions(uri=str(folder / "bench.db") if backend == "milvus-lite" else uri, prefix="bench_", timeout_s=60)
     store = open_store(kind, index_dir=folder / "faiss", milvus=milvus)
     store.load_all()
