@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: serve test install-serve install-dev install-browser clean
+.PHONY: serve test lint install-serve install-dev install-browser clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +28,14 @@ serve: install-serve
 install-browser:
 	command -v chromedriver >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver; }
 
-test: install-dev
+# ruff (lint + format check) and mypy on service/, as configured in pyproject.toml; `make test` runs it first.
+lint: install-dev
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+
+test: install-dev lint
 	$(PY) -m pytest -q
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -18,8 +18,11 @@ log = logging.getLogger(__name__)
 def register(subparsers: argparse._SubParsersAction) -> None:
     from service.settings import add_cli_flags
 
-    serve = subparsers.add_parser("serve", help="run the HTTP API on the bundles under models/",
-                                  description="Run the HTTP API. Every setting is a flag here and a THOUGHTVEC_* variable.")
+    serve = subparsers.add_parser(
+        "serve",
+        help="run the HTTP API on the bundles under models/",
+        description="Run the HTTP API. Every setting is a flag here and a THOUGHTVEC_* variable.",
+    )
     serve.add_argument("--settings-table", action="store_true", help="print the settings table (Markdown) and exit")
     add_cli_flags(serve)
     serve.set_defaults(func=cmd_serve)
@@ -79,8 +82,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     logging.getLogger().setLevel(settings.log_level.upper())
     log.info("http://%s:%d  (docs at /docs)", settings.host, settings.port)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level,
-                access_log=settings.access_log, workers=1)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        access_log=settings.access_log,
+        workers=1,
+    )
     return 0
 
 
@@ -97,8 +106,8 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 
     from service.core.encoder import Encoder, available_providers
     from service.errors import ThoughtvecError
-    from service.index.build import build_index, read_documents
     from service.index.backend import MilvusOptions, open_store
+    from service.index.build import build_index, read_documents
     from service.settings import load_settings
 
     models_dir, index_dir = _settings_dirs(args.models_dir, args.index_dir)
@@ -117,8 +126,17 @@ def cmd_index_build(args: argparse.Namespace) -> int:
             return encoder.encode(texts, view, normalize=False, truncation="split", batch_size=args.batch_size)
 
         # Milvus builds its own index from the raw vectors: embed into an exact (Flat) one, then copy them over
-        vi = build_index(encode, args.name, docs, model=encoder.name, view=view, dim=encoder.dim(view),
-                         factory="Flat" if milvus else args.factory, metric=args.metric, normalize=args.normalize)
+        vi = build_index(
+            encode,
+            args.name,
+            docs,
+            model=encoder.name,
+            view=view,
+            dim=encoder.dim(view),
+            factory="Flat" if milvus else args.factory,
+            metric=args.metric,
+            normalize=args.normalize,
+        )
         if milvus:
             vi.config = vi.config.model_copy(update={"factory": args.factory})
         store = open_store(settings.index_backend, index_dir=index_dir, milvus=MilvusOptions.of(settings))
@@ -128,8 +146,10 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         print(f"thoughtvec index build: {getattr(e, 'message', e)}", file=sys.stderr)
         return 1
     where = f"Milvus at {settings.milvus_uri}" if milvus else index_dir / args.name
-    print(f"index '{args.name}': {stats['documents']} documents, {stats['factory']} {stats['metric']}, "
-          f"model {stats['model']}/{stats['view']} (dim {stats['dim']}) -> {where}")
+    print(
+        f"index '{args.name}': {stats['documents']} documents, {stats['factory']} {stats['metric']}, "
+        f"model {stats['model']}/{stats['view']} (dim {stats['dim']}) -> {where}"
+    )
     return 0
 
 
@@ -152,8 +172,17 @@ def cmd_index_list(args: argparse.Namespace) -> int:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         c, st = meta["config"], meta["state"]
         wal = meta_path.parent.parent / "wal.log"
-        rows.append((c["name"], f"{c['model']}/{c['view']}", str(c["dim"]), c["factory"], c["metric"],
-                     str(st.get("documents", "?")), str(wal.stat().st_size if wal.exists() else 0)))
+        rows.append(
+            (
+                c["name"],
+                f"{c['model']}/{c['view']}",
+                str(c["dim"]),
+                c["factory"],
+                c["metric"],
+                str(st.get("documents", "?")),
+                str(wal.stat().st_size if wal.exists() else 0),
+            )
+        )
     if not rows:
         print(f"no indexes in {index_dir}")
         return 0
@@ -202,8 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     register(sub)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S"
+    )
     return int(args.func(args) or 0)
 
 

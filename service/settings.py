@@ -19,6 +19,8 @@ ENV_PREFIX = "THOUGHTVEC_"
 # THOUGHTVEC_* variables that other commands read (README: corpus and evaluation); not typos of a setting.
 OTHER_COMMANDS_VARIABLES = frozenset({"THOUGHTVEC_SENTEVAL", "THOUGHTVEC_CACHE"})
 PACKAGE_DATA = Path(__file__).resolve().parent / "index" / "data"
+# What happens to a text over the model's token limit; the one definition (core, HTTP schemas and settings use it).
+Truncation = Literal["split", "truncate", "reject"]
 
 # Lists come from the environment as comma-separated strings, not JSON.
 CsvList = Annotated[list[str], NoDecode]
@@ -34,32 +36,58 @@ class Settings(BaseSettings):
     port: int = Field(8000, ge=0, le=65535, description="port uvicorn binds")
     models_dir: Path = Field(Path("models"), description="folder of bundles; every bundle in it is served")
     index_dir: Path = Field(Path("data/indexes"), description="folder where search indexes persist")
-    default_model: str | None = Field(None, description="model used when a request names none; unset = first of model_preference that is loaded, else the first bundle by name")
-    model_aliases: CsvList = Field(["text-embedding-ada-002=default", "text-embedding-3-small=default", "text-embedding-3-large=default"],
-                                   description="comma-separated `alias=bundle` names a request's `model` may use (`=default`: the default model); listed in /v1/models. Empty: only bundle names")
-    model_preference: CsvList = Field(["invertible-linear", "invertible-bijection", "bi-skip", "combine-skip", "mean-max-aae", "uni-skip"], description="comma-separated bundle names tried in order for the default model (the default order is by the dev cosine Spearman of each bundle's default view, docs/RESULTS.md's 'Choices made on dev')")
+    default_model: str | None = Field(
+        None,
+        description="model used when a request names none; unset = first of model_preference that is loaded, else the first bundle by name",
+    )
+    model_aliases: CsvList = Field(
+        ["text-embedding-ada-002=default", "text-embedding-3-small=default", "text-embedding-3-large=default"],
+        description="comma-separated `alias=bundle` names a request's `model` may use (`=default`: the default model); listed in /v1/models. Empty: only bundle names",
+    )
+    model_preference: CsvList = Field(
+        ["invertible-linear", "invertible-bijection", "bi-skip", "combine-skip", "mean-max-aae", "uni-skip"],
+        description="comma-separated bundle names tried in order for the default model (the default order is by the dev cosine Spearman of each bundle's default view, docs/RESULTS.md's 'Choices made on dev')",
+    )
 
     # -- the default search index --------------------------------------------------------
     default_index: str = Field("default", pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$", description="name of the index built on first start")
-    build_default_index: bool = Field(True, description="build the default index on first start when the sample and the default model exist")
-    search_sample: Path = Field(PACKAGE_DATA / "search_sample.tsv.gz", description="gzip TSV `source<TAB>sentence` the default index is built from")
+    build_default_index: bool = Field(
+        True, description="build the default index on first start when the sample and the default model exist"
+    )
+    search_sample: Path = Field(
+        PACKAGE_DATA / "search_sample.tsv.gz", description="gzip TSV `source<TAB>sentence` the default index is built from"
+    )
     default_index_max_docs: int = Field(50_000, gt=0, description="sentences taken from the sample")
 
     # -- dynamic batching ----------------------------------------------------------------
     max_batch_size: int = Field(32, ge=1, le=4096, description="sentences per ONNX run (1 switches batching off)")
     max_batch_tokens: int = Field(8192, ge=1, description="padded tokens per ONNX run (batch size x longest input)")
-    max_wait_ms: float = Field(2.0, ge=0, le=1000, description="longest wait for more sentences once one has arrived (a lone request does not wait while waiting has not paid off)")
+    max_wait_ms: float = Field(
+        2.0,
+        ge=0,
+        le=1000,
+        description="longest wait for more sentences once one has arrived (a lone request does not wait while waiting has not paid off)",
+    )
     max_queue_size: int = Field(2048, ge=1, description="sentences waiting per model before requests get 429")
     retry_after_s: int = Field(1, ge=1, description="Retry-After seconds sent with 429 and 503")
-    ort_threads: int = Field(0, ge=0, description="ONNX Runtime intra-op threads per model (0 = cores - 1, at least 1: one core stays with the HTTP loop)")
-    ort_spinning: bool = Field(False, description="let ONNX Runtime's idle threads spin; off leaves the cores to the HTTP loop between batches")
+    ort_threads: int = Field(
+        0, ge=0, description="ONNX Runtime intra-op threads per model (0 = cores - 1, at least 1: one core stays with the HTTP loop)"
+    )
+    ort_spinning: bool = Field(
+        False, description="let ONNX Runtime's idle threads spin; off leaves the cores to the HTTP loop between batches"
+    )
     prefer_cuda: bool = Field(True, description="use CUDAExecutionProvider / GPU FAISS when present")
     warmup: bool = Field(True, description="run each model on a few inputs before /ready turns true")
 
     # -- request limits ------------------------------------------------------------------
-    max_inputs: int = Field(2048, ge=1, description="texts per request (embeddings input, similarity texts, search queries, documents added)")
+    max_inputs: int = Field(
+        2048, ge=1, description="texts per request (embeddings input, similarity texts, search queries, documents added)"
+    )
     max_input_chars: int = Field(20_000, ge=1, description="characters per text")
-    truncation: Literal["split", "truncate", "reject"] = Field("split", description="text over the bundle's max_input_tokens: `split` into sentences (windows for a sentence still too long), embed each, pool (mean of unit vectors); `truncate` to the limit; or `reject` (413). Requests may override it (`truncation` field). Over max_input_chars: 413 unless `truncate`")
+    truncation: Truncation = Field(
+        "split",
+        description="text over the bundle's max_input_tokens: `split` into sentences (windows for a sentence still too long), embed each, pool (mean of unit vectors); `truncate` to the limit; or `reject` (413). Requests may override it (`truncation` field). Over max_input_chars: 413 unless `truncate`",
+    )
     max_k: int = Field(1000, ge=1, description="largest k a search may ask for")
     max_body_bytes: int = Field(16 * 2**20, ge=1024, description="largest request body in bytes (413 beyond)")
     max_metadata_bytes: int = Field(4096, ge=0, description="UTF-8 JSON size of one document's metadata")
@@ -72,12 +100,26 @@ class Settings(BaseSettings):
 
     # -- indexes -------------------------------------------------------------------------
     index_wal_max_mb: int = Field(64, ge=1, description="an index's write-ahead log is folded into a fresh snapshot past this size")
-    index_backend: Literal["faiss", "milvus"] = Field("faiss", description="where indexes live: `faiss` (this process's memory, persisted under index_dir) or `milvus` (at milvus_uri, shared by every replica pointed at it; needs the `milvus` extra)")
-    milvus_uri: str = Field("data/milvus.db", description="with index_backend=milvus: a file path runs Milvus Lite inside this process (one process per file); `http://host:port` is a Milvus standalone or cluster")
+    index_backend: Literal["faiss", "milvus"] = Field(
+        "faiss",
+        description="where indexes live: `faiss` (this process's memory, persisted under index_dir) or `milvus` (at milvus_uri, shared by every replica pointed at it; needs the `milvus` extra)",
+    )
+    milvus_uri: str = Field(
+        "data/milvus.db",
+        description="with index_backend=milvus: a file path runs Milvus Lite inside this process (one process per file); `http://host:port` is a Milvus standalone or cluster",
+    )
     milvus_token: str = Field("", description="Milvus credentials (`user:password` or an API key); empty = none")
-    milvus_collection_prefix: str = Field("thoughtvec_", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", description="Milvus collections are named `<prefix><index name>`: deployments sharing one Milvus keep apart by prefix")
-    milvus_timeout_s: int = Field(5, ge=1, le=600, description="deadline of one Milvus call, in whole seconds (pymilvus bounds its own retries only by an int)")
-    milvus_retries: int = Field(2, ge=0, le=10, description="extra attempts of a Milvus call that found it unreachable, before a 503 `storage_unavailable`")
+    milvus_collection_prefix: str = Field(
+        "thoughtvec_",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$",
+        description="Milvus collections are named `<prefix><index name>`: deployments sharing one Milvus keep apart by prefix",
+    )
+    milvus_timeout_s: int = Field(
+        5, ge=1, le=600, description="deadline of one Milvus call, in whole seconds (pymilvus bounds its own retries only by an int)"
+    )
+    milvus_retries: int = Field(
+        2, ge=0, le=10, description="extra attempts of a Milvus call that found it unreachable, before a 503 `storage_unavailable`"
+    )
 
     # -- logging -------------------------------------------------------------------------
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="server log level")
@@ -105,7 +147,7 @@ class Settings(BaseSettings):
         return dict((a.strip(), t.strip()) for a, _, t in (item.partition("=") for item in self.model_aliases))
 
     @model_validator(mode="after")
-    def _limits(self) -> "Settings":
+    def _limits(self) -> Settings:
         if self.max_queue_size < self.max_batch_size:
             raise ValueError(f"max_queue_size ({self.max_queue_size}) must be at least max_batch_size ({self.max_batch_size})")
         return self

@@ -71,7 +71,8 @@ def test_relatedness_head_scores_in_range(committed):
 def test_every_bundle_has_its_evaluation(committed):
     name, enc = committed
     assert (ROOT / "docs" / "results" / f"{name}__{enc.spec.default_view}.json").exists(), (
-        f"run: thoughtvec eval --bundle models/{name} --save-head")
+        f"run: thoughtvec eval --bundle models/{name} --save-head"
+    )
 
 
 def test_serving_does_not_import_torch():

@@ -30,8 +30,16 @@ ALLOWED: dict[str, set[str]] = {
     "service.core": {"service", "service.bundle", "service.errors", "service.settings", "service.index"},
     "service.http": {"service", "service.bundle", "service.errors", "service.settings", "service.index", "service.core"},
     "service.tools": {"service", "service.bundle", "service.errors", "service.settings", "service.index", "service.core"},
-    "service.cli": {"service", "service.bundle", "service.errors", "service.settings", "service.index", "service.core",
-                    "service.http", "service.tools"},
+    "service.cli": {
+        "service",
+        "service.bundle",
+        "service.errors",
+        "service.settings",
+        "service.index",
+        "service.core",
+        "service.http",
+        "service.tools",
+    },
     "training": {"service.bundle", "service.core"},
     "thoughtvec": {"training", "service.cli"},
 }
@@ -150,13 +158,16 @@ def test_bundle_imports_nothing_else_of_ours():
             assert all(t.startswith("service.bundle") for t, _ in imports(name) if ours(t)), name
 
 
-@pytest.mark.parametrize("src, target, message", [
-    ("service.index.build", "service.core.encoder", "service.index -> service.core"),
-    ("service.core.engine", "service.http.schemas", "service.core -> service.http"),
-    ("service.bundle.format", "service.errors", "service.bundle -> service.errors"),
-    ("training.trainer", "service.index.store", "training -> service.index"),
-    ("service.core.encoder", "torch", "never imports training or torch"),
-])
+@pytest.mark.parametrize(
+    "src, target, message",
+    [
+        ("service.index.build", "service.core.encoder", "service.index -> service.core"),
+        ("service.core.engine", "service.http.schemas", "service.core -> service.http"),
+        ("service.bundle.format", "service.errors", "service.bundle -> service.errors"),
+        ("training.trainer", "service.index.store", "training -> service.index"),
+        ("service.core.encoder", "torch", "never imports training or torch"),
+    ],
+)
 def test_a_wrong_arrow_is_caught(src, target, message):
     graph = our_graph()
     graph[src] = [*graph[src], (target, 1)]

@@ -23,7 +23,9 @@ FAMILY_DEFAULTS: dict[str, Any] = {"batch_size": 128, "lr": 1e-3, "clip": 10.0, 
 
 @dataclass
 class TrainConfig:
-    variant: str = _setting("uni-skip", "what to train: uni-skip, bi-skip, mean-max-aae, mean-aae, max-aae, invertible-linear, invertible-bijection")
+    variant: str = _setting(
+        "uni-skip", "what to train: uni-skip, bi-skip, mean-max-aae, mean-aae, max-aae, invertible-linear, invertible-bijection"
+    )
     corpus: str = _setting("data/corpus/corpus.txt", "corpus file from `thoughtvec corpus build`")
     out: str = _setting("", "run folder (empty: runs/<variant>)")
     epochs: float = _setting(1.0, "passes over the corpus")
@@ -35,8 +37,10 @@ class TrainConfig:
     holdout: int = _setting(2000, "sentences held out for validation (whole documents)")
     eval_every: int = _setting(1000, "validate every N steps")
     eval_batches: int = _setting(20, "held-out batches per validation")
-    early_stop: int | None = _setting(None, "stop after N validations without improvement; 0: never "
-                                            "(default: the family's; AAE: 3, on reconstruction accuracy; others: never)")
+    early_stop: int | None = _setting(
+        None,
+        "stop after N validations without improvement; 0: never (default: the family's; AAE: 3, on reconstruction accuracy; others: never)",
+    )
     log_every: int = _setting(50, "append to train_log.jsonl every N steps")
     checkpoint_every: int = _setting(1000, "write checkpoint.pt every N steps (and every --checkpoint-minutes)")
     checkpoint_minutes: float = _setting(10.0, "write checkpoint.pt at least this often")
@@ -47,8 +51,12 @@ class TrainConfig:
     model: dict[str, Any] = field(default_factory=dict, metadata={"help": "family config overrides (--set KEY=VALUE, or [model])"})
 
     def __post_init__(self) -> None:
-        for name, ok, what in (("batch_size", lambda v: v >= 1, "at least 1"), ("lr", lambda v: v > 0, "above 0"),
-                               ("clip", lambda v: v > 0, "above 0"), ("early_stop", lambda v: v >= 0, "0 (never) or more")):
+        for name, ok, what in (
+            ("batch_size", lambda v: v >= 1, "at least 1"),
+            ("lr", lambda v: v > 0, "above 0"),
+            ("clip", lambda v: v > 0, "above 0"),
+            ("early_stop", lambda v: v >= 0, "0 (never) or more"),
+        ):
             value = getattr(self, name)
             if value is not None and not ok(value):
                 raise ValueError(f"{name} is {value}; it must be {what} (leave it out for the family's default)")
@@ -67,4 +75,3 @@ class TrainConfig:
 
     def run_dir(self) -> Path:
         return Path(self.out or f"runs/{self.variant}")
-

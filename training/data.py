@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,7 +59,7 @@ class TokenCorpus:
     digest: str  # sha1 of the corpus file, for provenance
 
     @classmethod
-    def load(cls, path: str | Path, limit_sentences: int | None = None) -> "TokenCorpus":
+    def load(cls, path: str | Path, limit_sentences: int | None = None) -> TokenCorpus:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"corpus file {path} not found; build it with `thoughtvec corpus build`")
@@ -80,7 +80,7 @@ class TokenCorpus:
         return cls(words, np.asarray(offsets, np.int64), np.asarray(docs, np.int32), str(path), digest)
 
     @classmethod
-    def from_documents(cls, documents: list[list[str]], source: str = "<memory>") -> "TokenCorpus":
+    def from_documents(cls, documents: list[list[str]], source: str = "<memory>") -> TokenCorpus:
         """Build from in-memory documents (tests)."""
         words: list[str] = []
         offsets = [0]
@@ -107,7 +107,7 @@ class TokenCorpus:
             "tokens": len(self.words),
         }
 
-    def encode(self, vocab: Vocabulary) -> "IdCorpus":
+    def encode(self, vocab: Vocabulary) -> IdCorpus:
         ids = np.asarray(vocab.ids(self.words), dtype=np.int32)
         return IdCorpus(ids, self.offsets, self.doc)
 
@@ -180,7 +180,9 @@ def pad_batch(seqs: list[np.ndarray], max_len: int, eos: bool, bos: bool = False
     return out, lengths
 
 
-def bucketed_batches(lengths: np.ndarray, items: np.ndarray, batch_size: int, rng: np.random.Generator, bucket: int = 100) -> list[np.ndarray]:
+def bucketed_batches(
+    lengths: np.ndarray, items: np.ndarray, batch_size: int, rng: np.random.Generator, bucket: int = 100
+) -> list[np.ndarray]:
     """Shuffle ``items``, group ``bucket`` batches' worth by length (less padding), shuffle the batches."""
     perm = items[rng.permutation(len(items))]
     batches: list[np.ndarray] = []

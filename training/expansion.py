@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from service.bundle.vocab import SPECIALS, Vocabulary
 from training.wordvecs import WordVectors

@@ -54,7 +54,9 @@ def _order_parts(family, variant: str, cks: list[dict], paths: list[Path]) -> li
         return cks
     by_variant = {c["variant"]: c for c in cks}
     if sorted(by_variant) != sorted(parts) or len(cks) != len(parts):
-        raise ValueError(f"{variant} is built from one checkpoint each of {list(parts)}; got {[str(p) for p in paths]} ({[c['variant'] for c in cks]})")
+        raise ValueError(
+            f"{variant} is built from one checkpoint each of {list(parts)}; got {[str(p) for p in paths]} ({[c['variant'] for c in cks]})"
+        )
     first = cks[0]["prepared"]["vocab"]
     if any(c["prepared"]["vocab"] != first for c in cks[1:]):
         raise ValueError(f"{variant}: the checkpoints were trained with different vocabularies")

@@ -11,12 +11,14 @@ import numpy as np
 
 from service.bundle.atomic import atomic_write_text
 from service.bundle.format import Bundle
-from service.core.encoder import Encoder
 from service.bundle.tokenizer import tokenize
+from service.core.encoder import Encoder
 from training.data import corpus_documents
 
 
-def neighbour_examples(encoder: Encoder, corpus: str, sample: int, views: list[str], queries: int = 5, seed: int = 7) -> dict[str, list[tuple[str, str, float]]]:
+def neighbour_examples(
+    encoder: Encoder, corpus: str, sample: int, views: list[str], queries: int = 5, seed: int = 7
+) -> dict[str, list[tuple[str, str, float]]]:
     """Per view, (query, nearest other corpus sentence, cosine) for ``queries`` random queries among
     ``sample`` corpus sentences of 6–30 tokens, as in the skip-thought paper's Table 2. The sample
     is drawn and encoded once for all views."""
@@ -39,8 +41,9 @@ def neighbour_examples(encoder: Encoder, corpus: str, sample: int, views: list[s
 
 def views_table(spec) -> list[str]:
     """The card's ``## Views`` section (heading, table) for a bundle spec."""
-    return (["## Views", "", "| view | dim | pooling | description |", "|---|---:|---|---|"]
-            + [f"| `{n}` | {v.dim} | {v.pooling} | {v.description} |" for n, v in spec.views.items()])
+    return ["## Views", "", "| view | dim | pooling | description |", "|---|---:|---|---|"] + [
+        f"| `{n}` | {v.dim} | {v.pooling} | {v.description} |" for n, v in spec.views.items()
+    ]
 
 
 def set_card_section(card: Path, heading: str, body: str) -> None:
@@ -86,12 +89,16 @@ def corpus_composition(corpus_path: str) -> str:
     pd_share = sum(v["tokens"] for v in src.values() if v.get("public_domain")) / total
     other = sorted(((k, v) for k, v in src.items() if not v.get("public_domain")), key=lambda kv: -kv[1]["tokens"])
     parts = [f"{k} {100 * v['tokens'] / total:.1f} % ({v['licence'].split(';')[0]})" for k, v in other]
-    text = (f"Not all of it is public domain: public-domain texts are {100 * pd_share:.0f} % of the tokens; the rest is "
-            f"under other terms, mostly for research use: {', '.join(parts)}.")
+    text = (
+        f"Not all of it is public domain: public-domain texts are {100 * pd_share:.0f} % of the tokens; the rest is "
+        f"under other terms, mostly for research use: {', '.join(parts)}."
+    )
     if "imdb" in src:
-        text += (f" IMDB movie reviews ({100 * src['imdb']['tokens'] / total:.0f} % of the tokens) are in-domain for SentEval's "
-                 "MR, SST-2, CR and SUBJ (movie and product reviews, subjectivity of movie text): those scores may gain "
-                 "from it; the sentences of the evaluation sets themselves were removed from the corpus.")
+        text += (
+            f" IMDB movie reviews ({100 * src['imdb']['tokens'] / total:.0f} % of the tokens) are in-domain for SentEval's "
+            "MR, SST-2, CR and SUBJ (movie and product reviews, subjectivity of movie text): those scores may gain "
+            "from it; the sentences of the evaluation sets themselves were removed from the corpus."
+        )
     return text
 
 
@@ -133,7 +140,12 @@ def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report
     lines += ["", "## Data", "", f"Trained on `{c['path']}` (sha1 `{c['sha1'][:12]}`): {c['sentences']:,} sentences, "
               f"{c['documents']:,} documents, {c['tokens']:,} tokens — the default corpus of `thoughtvec corpus build` "
               "(see the README's corpus section). " + corpus_composition(c["path"]), ""]  # fmt: skip
-    lines += ["## Training", "", "| part | steps | epochs | wall time | device | final loss | validation |", "|---|---:|---:|---:|---|---:|---|"]
+    lines += [
+        "## Training",
+        "",
+        "| part | steps | epochs | wall time | device | final loss | validation |",
+        "|---|---:|---:|---:|---|---:|---|",
+    ]
     for ck in cks:
         f = run_summary(ck)
         val = ", ".join(f"{k} {v:.4f}" for k, v in (f.get("validation") or {}).items())
@@ -145,7 +157,7 @@ def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report
         lines += ["```json", json.dumps(ck["model_config"], indent=None), "```"]
         t = ck["train_config"]
         lines += [f"Optimiser: Adam, lr {t['lr']}, batch {t['batch_size']}, gradient-norm clip {t['clip']}, seed {t['seed']}.", ""]
-    for i, ck in enumerate(cks):
+    for ck in cks:
         run_png = Path(ck["train_config"]["out"] or f"runs/{ck['variant']}") / "loss.png"
         if run_png.exists():
             name = f"loss_{ck['variant']}.png"
@@ -155,12 +167,16 @@ def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report
     for ck in cks:
         f = run_summary(ck)
         if not ck.get("final"):
-            devs.append(f"{ck['variant']} was exported from an unfinished run's checkpoint at step {ck['progress']['step']:,} "
-                        f"({f['epochs']:.2f} epochs; see the held-out validation in the training log).")
+            devs.append(
+                f"{ck['variant']} was exported from an unfinished run's checkpoint at step {ck['progress']['step']:,} "
+                f"({f['epochs']:.2f} epochs; see the held-out validation in the training log)."
+            )
         elif f.get("epochs", 1.0) < 0.99:
-            devs.append(f"{ck['variant']} saw {f['epochs']:.2f} of one epoch ({ck['progress']['step']:,} steps, "
-                        f"{f.get('wall_time_s', 0) / 3600:.2f} h): training stopped at the run's time or step limit, "
-                        "so the batches were a random part of the whole corpus.")
+            devs.append(
+                f"{ck['variant']} saw {f['epochs']:.2f} of one epoch ({ck['progress']['step']:,} steps, "
+                f"{f.get('wall_time_s', 0) / 3600:.2f} h): training stopped at the run's time or step limit, "
+                "so the batches were a random part of the whole corpus."
+            )
     if devs:
         lines += ["## Deviations from the paper", ""] + [f"- {d}" for d in devs] + [""]
     for title, md in family.card_sections(cfgs, report, bundle.path):

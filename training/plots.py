@@ -55,7 +55,7 @@ def plot_loss_curve(log_path: str | Path, png_path: str | Path, title: str) -> b
     return True
 
 
-def plot_memory_attention(rows: list[tuple[list[str], "object"]], png_path: str | Path) -> None:
+def plot_memory_attention(rows: list[tuple[list[str], object]], png_path: str | Path) -> None:
     """Figure 2 of the mean-max AAE paper: per decoding step, attention to the mean and max slots."""
     plt = _figure()
     fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 0.28 * max(len(t) for t, _ in rows) + 1.2))

@@ -37,7 +37,6 @@ NPZ = "postprocess.npz"
 RAW = "-raw"
 
 
-
 def corpus_sample(corpus: str | Path, n: int, seed: int = 0) -> list[str]:
     """``n`` sentences drawn uniformly from a corpus file (one sentence per line, blank lines between documents)."""
     from training.data import corpus_documents
@@ -56,7 +55,7 @@ class DevPairs:
     tasks: dict[str, tuple[list[str], list[str], np.ndarray]]
 
     @classmethod
-    def load(cls, root: Path | None = None, check_counts: bool = True) -> "DevPairs":
+    def load(cls, root: Path | None = None, check_counts: bool = True) -> DevPairs:
         from training.evaluation import datasets
 
         out = {}
@@ -114,8 +113,7 @@ def choose(fit_on: np.ndarray, dev_raw: np.ndarray, dev: DevPairs, view: str,
         table.append({"center": center, "k": k, **scores})
     top = max(r["dev"] for r in table)
     pick = next(r for r in table if r["dev"] >= top - MIN_GAIN)  # the simplest within MIN_GAIN of the best
-    return Choice(view, pick["center"], pick["k"], {n: pick[n] for n in (*dev.tasks, "dev")}, raw, table,
-                  maps[pick["center"]][pick["k"]])
+    return Choice(view, pick["center"], pick["k"], {n: pick[n] for n in (*dev.tasks, "dev")}, raw, table, maps[pick["center"]][pick["k"]])
 
 
 # what a run appends to a view's description ("; mean and top 3 principal components removed"), also
@@ -164,10 +162,15 @@ def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int =
         maps[name] = c.map
         views[f"{name}{RAW}"] = {**v, "description": f"{v.get('description', '')} (raw: without post-processing)".strip()}
         what = c.describe()
-        note = (f"{what}, estimated on {len(texts):,} training-corpus sentences; chosen on STS-B/SICK dev "
-                f"(cosine Spearman {raw_dev:.3f} raw -> {c.scores['dev']:.3f})")
-        views[name] = {**v, "description": f"{v.get('description', '')}; {what}".lstrip("; "),
-                       "postprocess": {"file": NPZ, "key": name, "center": c.center, "components": c.k, "note": note}}
+        note = (
+            f"{what}, estimated on {len(texts):,} training-corpus sentences; chosen on STS-B/SICK dev "
+            f"(cosine Spearman {raw_dev:.3f} raw -> {c.scores['dev']:.3f})"
+        )
+        views[name] = {
+            **v,
+            "description": f"{v.get('description', '')}; {what}".lstrip("; "),
+            "postprocess": {"file": NPZ, "key": name, "center": c.center, "components": c.k, "note": note},
+        }
         for head in spec.get("heads", {}).values():
             if head["view"] == name:  # the head was trained on the raw vectors
                 head["view"] = f"{name}{RAW}"
@@ -197,15 +200,21 @@ def _card_section(bundle_dir: Path, choices: list[Choice], n: int) -> None:
     card = bundle_dir / "MODEL_CARD.md"
     if not card.is_file() or not choices:
         return
-    lines = [f"Written by `thoughtvec postprocess`: for each cosine view, the mean and the top k principal components "
-             f"are estimated on {n:,} sentences drawn from the training corpus, and the simplest candidate within "
-             f"{MIN_GAIN} of the best mean cosine Spearman on the **dev** splits of STS-B and SICK-R is kept (in bold; no "
-             "test data is read). The unprocessed output stays available as `<view>-raw`. The default view is the "
-             "cosine view best on the same dev pairs.", "",
-             "| view | centre | k | STS-B dev | SICK-R dev | mean |", "|---|---|---:|---:|---:|---:|"]
+    lines = [
+        f"Written by `thoughtvec postprocess`: for each cosine view, the mean and the top k principal components "
+        f"are estimated on {n:,} sentences drawn from the training corpus, and the simplest candidate within "
+        f"{MIN_GAIN} of the best mean cosine Spearman on the **dev** splits of STS-B and SICK-R is kept (in bold; no "
+        "test data is read). The unprocessed output stays available as `<view>-raw`. The default view is the "
+        "cosine view best on the same dev pairs.",
+        "",
+        "| view | centre | k | STS-B dev | SICK-R dev | mean |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for c in choices:
         for r in c.table:
             mark = "**" if (r["center"], r["k"]) == (c.center, c.k) else ""
-            lines.append(f"| `{c.view}` | {'yes' if r['center'] else 'no'} | {r['k']} | {mark}{r['STS-B']:.4f}{mark} | "
-                         f"{mark}{r['SICK-R']:.4f}{mark} | {mark}{r['dev']:.4f}{mark} |")
+            lines.append(
+                f"| `{c.view}` | {'yes' if r['center'] else 'no'} | {r['k']} | {mark}{r['STS-B']:.4f}{mark} | "
+                f"{mark}{r['SICK-R']:.4f}{mark} | {mark}{r['dev']:.4f}{mark} |"
+            )
     set_card_section(card, "## Post-processing", "\n".join(lines))

@@ -14,8 +14,9 @@ def git_commit(*paths: str) -> str | None:
     try:
         git = ["git", "-C", str(REPO)]
         sha = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5).stdout.strip()
-        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no", "--", *paths],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no", "--", *paths], capture_output=True, text=True, timeout=5
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return sha + ("-dirty" if dirty else "") if sha else None

@@ -200,8 +200,7 @@ class Trainer:
             "model": self.model.state_dict(),
             "optimizer": self.opt.state_dict(),
             "progress": dataclasses.asdict(self.progress),
-            "rng": {"torch": torch.get_rng_state(),
-                    "cuda": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None},
+            "rng": {"torch": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None},
             "corpus": self.corpus.stats(),
             "git_commit": git_commit() or "unknown",
             "final": final,
@@ -239,15 +238,25 @@ class Trainer:
             self._trim_log()
         elif self.dist.main:
             (self.run / "train_log.jsonl").unlink(missing_ok=True)
-            atomic_write_text(self.run / "config.json", json.dumps({"train": dataclasses.asdict(t), "model": dataclasses.asdict(self.mcfg)}, indent=2))
+            atomic_write_text(
+                self.run / "config.json", json.dumps({"train": dataclasses.asdict(t), "model": dataclasses.asdict(self.mcfg)}, indent=2)
+            )
         stop = Stop()
 
         def on_signal(signum, _frame):
             stop.reason = signum
 
         old = signal.signal(signal.SIGTERM, on_signal)
-        log.info("%s: %d training examples, %d held out, %d steps/epoch, %d steps in all, %d process(es), device %s",
-                 t.variant, len(self.train_c), len(self.held_c), self.steps_per_epoch, self.total_steps, self.dist.world, self.device)
+        log.info(
+            "%s: %d training examples, %d held out, %d steps/epoch, %d steps in all, %d process(es), device %s",
+            t.variant,
+            len(self.train_c),
+            len(self.held_c),
+            self.steps_per_epoch,
+            self.total_steps,
+            self.dist.world,
+            self.device,
+        )
         try:
             self._loop(stop)
         except KeyboardInterrupt:
@@ -265,7 +274,11 @@ class Trainer:
         return self.ckpt_path
 
     def _final(self) -> dict:
-        entries = [json.loads(ln) for ln in (self.run / "train_log.jsonl").read_text().splitlines()] if (self.run / "train_log.jsonl").exists() else []
+        entries = (
+            [json.loads(ln) for ln in (self.run / "train_log.jsonl").read_text().splitlines()]
+            if (self.run / "train_log.jsonl").exists()
+            else []
+        )
         losses = [e["loss"] for e in entries if "loss" in e][-20:]
         evals = [e["eval"] for e in entries if "eval" in e]
         return {
@@ -282,8 +295,15 @@ class Trainer:
 
     def _loop(self, stop: Stop) -> None:
         t, p, fam = self.tcfg, self.progress, self.family
-        bar = tqdm(total=self.total_steps, initial=p.step, disable=not self.dist.main, dynamic_ncols=True,
-                   mininterval=1.0 if os.isatty(2) else 30.0, desc=t.variant, unit="step")
+        bar = tqdm(
+            total=self.total_steps,
+            initial=p.step,
+            disable=not self.dist.main,
+            dynamic_ncols=True,
+            mininterval=1.0 if os.isatty(2) else 30.0,
+            desc=t.variant,
+            unit="step",
+        )
         started, last_ck, window = time.time() - p.seconds, time.time(), Window()
         self.model.train()
         while p.step < self.total_steps:
@@ -307,8 +327,13 @@ class Trainer:
                 bar.update(1)
                 if p.step % t.log_every == 0 or p.step == self.total_steps:
                     dt = max(time.time() - window.started, 1e-9)
-                    entry = {"step": p.step, "epoch": round(p.step / self.steps_per_epoch, 4), "loss": window.loss / window.steps,
-                             "tokens_per_s": window.tokens / dt, "seconds": round(p.seconds, 1)}
+                    entry = {
+                        "step": p.step,
+                        "epoch": round(p.step / self.steps_per_epoch, 4),
+                        "loss": window.loss / window.steps,
+                        "tokens_per_s": window.tokens / dt,
+                        "seconds": round(p.seconds, 1),
+                    }
                     self._log(entry)
                     bar.set_postfix(loss=f"{entry['loss']:.3f}", tok_s=f"{entry['tokens_per_s']:.0f}")
                     window = Window()

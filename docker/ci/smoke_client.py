@@ -36,8 +36,7 @@ class Check(Exception):
 
 def call(port: int, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method, headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
             return r.status, _json(r.read())
@@ -85,14 +84,18 @@ def search_top(port: int, index: str, query: str, k: int = 3) -> list[dict]:
 def before(port: int, state: Path, index_wait_s: float) -> None:
     models = ok(port, "GET", "/v1/models")
     default = next(m for m in models["data"] if m["default"])
-    print(f"models: {[m['id'] for m in models['data']]} (default {default['id']}, dim {default['dimension']}, "
-          f"providers {default['providers']}); devices: {models.get('devices')}")
+    print(
+        f"models: {[m['id'] for m in models['data']]} (default {default['id']}, dim {default['dimension']}, "
+        f"providers {default['providers']}); devices: {models.get('devices')}"
+    )
 
     texts = [DOCS[0]["text"], DOCS[1]["text"]]
     emb = ok(port, "POST", "/v1/embeddings", {"input": texts})
     vecs = [d["embedding"] for d in emb["data"]]
     print(f"POST /v1/embeddings: {len(vecs)} vectors of {len(vecs[0])} floats, usage {emb['usage']}")
-    expect(len(vecs) == 2 and all(len(v) == default["dimension"] for v in vecs), "embeddings: one vector per input, of the model's dimension")
+    expect(
+        len(vecs) == 2 and all(len(v) == default["dimension"] for v in vecs), "embeddings: one vector per input, of the model's dimension"
+    )
     expect(all(abs(math.sqrt(sum(x * x for x in v)) - 1) < 1e-4 for v in vecs), "embeddings: L2-normalised")
 
     sim = ok(port, "POST", "/v1/similarity", {"pairs": [[texts[0], texts[0]], texts]})
@@ -119,8 +122,10 @@ def after(port: int, state: Path) -> None:
     print(f"GET /v1/indexes/{INDEX}: {stats['documents']} documents, wal_bytes {stats['wal_bytes']}")
     expect(stats["documents"] == saved["documents"], f"index '{INDEX}' kept its {saved['documents']} documents across the restart")
     hits = search_top(port, INDEX, DOCS[3]["text"], k=2)
-    expect(hits[0]["id"] == saved["top"]["id"] and abs(hits[0]["score"] - saved["top"]["score"]) < 1e-5,
-           "search after the restart: same top hit, same score")
+    expect(
+        hits[0]["id"] == saved["top"]["id"] and abs(hits[0]["score"] - saved["top"]["score"]) < 1e-5,
+        "search after the restart: same top hit, same score",
+    )
     expect(ok(port, "GET", "/ready")["indexes"].get("default") == "ready", "default index loaded from the volume, not rebuilt")
 
 
@@ -130,8 +135,10 @@ def replica(port: int, state: Path) -> None:
     code, answer = call(port, "POST", f"/v1/indexes/{INDEX}/documents", {"documents": [{"text": "the dog sat", "id": "new"}]})
     print(f"POST /v1/indexes/{INDEX}/documents on the read-only replica: {code} {json.dumps(answer)[:160]}")
     expect(code >= 400, "read-only replica: an index write is refused")
-    expect(ok(port, "GET", f"/v1/indexes/{INDEX}")["documents"] == json.loads(state.read_text())["documents"],
-           "read-only replica: the refused write changed nothing")
+    expect(
+        ok(port, "GET", f"/v1/indexes/{INDEX}")["documents"] == json.loads(state.read_text())["documents"],
+        "read-only replica: the refused write changed nothing",
+    )
 
 
 def main() -> int:

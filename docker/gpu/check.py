@@ -37,9 +37,9 @@ sys.path.insert(0, str(ROOT))
 
 import onnxruntime as ort  # noqa: E402
 
-from service.tools.bench import load_sentences  # noqa: E402
 from service.bundle.format import discover_bundles, load_bundle  # noqa: E402
 from service.core.encoder import CUDA, Encoder  # noqa: E402
+from service.tools.bench import load_sentences  # noqa: E402
 from service.tools.flops import graph_flops  # noqa: E402
 
 CPU = "CPUExecutionProvider"
@@ -47,8 +47,12 @@ CPU = "CPUExecutionProvider"
 
 def gpu_name() -> str:
     try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=30).stdout.strip()
+        return subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return "no nvidia-smi"
 
@@ -69,7 +73,9 @@ def placement(bundle_dir: Path, ids: list[list[int]]) -> dict[str, list[str]]:
     out: dict[str, set[str]] = {}
     for e in events:
         if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time"):
-            out.setdefault(e["args"].get("provider", "?"), set()).add(e["args"].get("op_name", "?") + ":" + e["name"][: -len("_kernel_time")])
+            out.setdefault(e["args"].get("provider", "?"), set()).add(
+                e["args"].get("op_name", "?") + ":" + e["name"][: -len("_kernel_time")]
+            )
     return {k: sorted(v) for k, v in out.items()}
 
 
@@ -85,13 +91,17 @@ def parity(gpu: Encoder, cpu: Encoder, texts: list[str]) -> dict[str, dict[str, 
     for v in views:
         cos = np.sum(a[v] * b[v], 1)  # both L2-normalised
         nonzero = np.linalg.norm(b[v], axis=1) > 0
-        out[v] = {"min_cosine": float(cos[nonzero].min()), "max_abs_diff": float(np.abs(a[v] - b[v]).max()),
-                  "padding_max_abs_diff": float(np.abs(alone[v] - padded[v]).max())}
+        out[v] = {
+            "min_cosine": float(cos[nonzero].min()),
+            "max_abs_diff": float(np.abs(a[v] - b[v]).max()),
+            "padding_max_abs_diff": float(np.abs(alone[v] - padded[v]).max()),
+        }
     return out
 
 
-def throughput(enc: Encoder, texts: list[str], batches: list[int], seconds: float, flops_per_token: float,
-               flops_per_sentence: float) -> list[dict]:
+def throughput(
+    enc: Encoder, texts: list[str], batches: list[int], seconds: float, flops_per_token: float, flops_per_sentence: float
+) -> list[dict]:
     rows = []
     ids_all = [enc.fit(enc.token_ids(t), "truncate") for t in texts]
     for b in batches:
@@ -157,8 +167,14 @@ def main() -> int:
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     texts = load_sentences(None, 4000)
-    report: dict = {"gpu": gpu_name(), "onnxruntime": ort.__version__, "providers": ort.get_available_providers(),
-                    "python": platform.python_version(), "cpus": os.cpu_count(), "bundles": {}}
+    report: dict = {
+        "gpu": gpu_name(),
+        "onnxruntime": ort.__version__,
+        "providers": ort.get_available_providers(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "bundles": {},
+    }
     print(f"# GPU check: {report['gpu']}; onnxruntime {ort.__version__} {report['providers']}; {os.cpu_count()} CPUs\n", flush=True)
     batches = [int(b) for b in args.batches.split(",")]
     for bundle_dir in discover_bundles(args.models_dir):
@@ -168,13 +184,21 @@ def main() -> int:
         name = gpu.name
         ids = [gpu.fit(gpu.token_ids(t), "truncate") for t in texts[:64]]
         fl = graph_flops(gpu.bundle.onnx_path)
-        r = {"providers": gpu.providers, "device": gpu.device, "placement": placement(bundle_dir, ids),
-             "parity": parity(gpu, cpu, texts[:512]), "flops": fl}
+        r = {
+            "providers": gpu.providers,
+            "device": gpu.device,
+            "placement": placement(bundle_dir, ids),
+            "parity": parity(gpu, cpu, texts[:512]),
+            "flops": fl,
+        }
         r["throughput"] = throughput(gpu, texts, batches, args.seconds, fl["per_token"], fl["per_sentence"])
         report["bundles"][name] = r
         on_cpu = r["placement"].get(CPU, [])
-        print(f"## {name}: session providers {gpu.providers}; nodes on CUDA {len(r['placement'].get(CUDA, []))}, "
-              f"on CPU {len(on_cpu)} {on_cpu[:8]}", flush=True)
+        print(
+            f"## {name}: session providers {gpu.providers}; nodes on CUDA {len(r['placement'].get(CUDA, []))}, "
+            f"on CPU {len(on_cpu)} {on_cpu[:8]}",
+            flush=True,
+        )
         print("| view | min cosine GPU vs CPU | max abs diff | padding max abs diff (GPU) |\n|---|---:|---:|---:|")
         for v, q in r["parity"].items():
             print(f"| `{v}` | {q['min_cosine']:.6f} | {q['max_abs_diff']:.2e} | {q['padding_max_abs_diff']:.2e} |")
@@ -186,9 +210,11 @@ def main() -> int:
         (args.out / "check.json").write_text(json.dumps(report, indent=1))
     f = faiss_search(args.faiss_dim, args.faiss_vectors, 2000, 10)
     report["faiss"] = f
-    print(f"## FAISS IndexFlatIP, {f['vectors']:,} × {f['dim']}, k={f['k']}, {f['queries']} queries (faiss {f['faiss']}):"
-          f" CPU ({f['cpu_threads']} threads) {f['cpu_qps']:.0f} queries/s; GPUs visible to FAISS: {f['gpus']}"
-          + (f"; GPU {f['gpu_qps']:.0f} queries/s (top-1 agrees {f['gpu_top1_agrees']:.3f})" if f["gpus"] else ""))
+    print(
+        f"## FAISS IndexFlatIP, {f['vectors']:,} × {f['dim']}, k={f['k']}, {f['queries']} queries (faiss {f['faiss']}):"
+        f" CPU ({f['cpu_threads']} threads) {f['cpu_qps']:.0f} queries/s; GPUs visible to FAISS: {f['gpus']}"
+        + (f"; GPU {f['gpu_qps']:.0f} queries/s (top-1 agrees {f['gpu_top1_agrees']:.3f})" if f["gpus"] else "")
+    )
     (args.out / "check.json").write_text(json.dumps(report, indent=1))
     return 0
 

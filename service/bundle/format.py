@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails
 
 from service.bundle.atomic import atomic_dir, atomic_write_text
 from service.bundle.errors import BundleError
 from service.bundle.tokenizer import TOKENIZER_KIND
 from service.bundle.vocab import EOS_ID, PAD_ID, UNK_ID, Vocabulary
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 BUNDLE_FILE = "bundle.json"
 INPUT_NAMES = ("input_ids", "lengths")
 
@@ -53,7 +54,7 @@ class VocabularySpec(_Strict):
     eos_id: Literal[2] = EOS_ID
 
     @model_validator(mode="after")
-    def _sizes(self) -> "VocabularySpec":
+    def _sizes(self) -> VocabularySpec:
         if self.trained_size > self.size:
             raise ValueError(f"trained_size ({self.trained_size}) exceeds size ({self.size})")
         return self
@@ -109,7 +110,7 @@ class BundleSpec(_Strict):
     training: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _references(self) -> "BundleSpec":
+    def _references(self) -> BundleSpec:
         if self.default_view not in self.views:
             raise ValueError(f"default_view '{self.default_view}' is not one of the views {sorted(self.views)}")
         for name, head in self.heads.items():
@@ -144,7 +145,7 @@ class Bundle:
         return f"Bundle({self.spec.name!r}, family={self.spec.family!r}, views={list(self.spec.views)})"
 
 
-def _loc(err: dict) -> str:
+def _loc(err: ErrorDetails) -> str:
     return ".".join(str(p) for p in err["loc"]) or "bundle.json"
 
 
@@ -174,9 +175,11 @@ def load_bundle(path: str | Path) -> Bundle:
         raise BundleError(where, BUNDLE_FILE, f"not valid JSON: {e}") from None
     spec = parse_spec(data, where)
 
-    for field, name in [("vocabulary.file", spec.vocabulary.file), ("onnx.file", spec.onnx.file)] + [
-        (f"heads.{k}.file", h.file) for k, h in spec.heads.items()
-    ] + [(f"views.{k}.postprocess.file", v.postprocess.file) for k, v in spec.views.items() if v.postprocess]:
+    for field, name in (
+        [("vocabulary.file", spec.vocabulary.file), ("onnx.file", spec.onnx.file)]
+        + [(f"heads.{k}.file", h.file) for k, h in spec.heads.items()]
+        + [(f"views.{k}.postprocess.file", v.postprocess.file) for k, v in spec.views.items() if v.postprocess]
+    ):
         if Path(name).name != name:
             raise BundleError(where, field, f"must be a file name inside the bundle, got {name!r}")
         if not (path / name).is_file():
@@ -190,7 +193,9 @@ def load_bundle(path: str | Path) -> Bundle:
     return Bundle(path, spec, vocab)
 
 
-def write_bundle(dest: str | Path, spec: BundleSpec, vocab: Vocabulary, onnx_bytes: bytes, extra_files: dict[str, bytes] | None = None) -> Bundle:
+def write_bundle(
+    dest: str | Path, spec: BundleSpec, vocab: Vocabulary, onnx_bytes: bytes, extra_files: dict[str, bytes] | None = None
+) -> Bundle:
     """Write a bundle folder atomically (a crash leaves the previous bundle in place), then load it back."""
     dest = Path(dest)
     if spec.vocabulary.size != len(vocab):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,11 @@ class RelatednessHead:
             raise ValueError(f"the feature size must be 2·dim, got {feat}")
         if (self.W_hidden is None) != (self.b_hidden is None):
             raise ValueError("W_hidden and b_hidden come together")
-        if self.W_hidden is not None and (self.W_hidden.shape[1] != self.W.shape[0] or self.b_hidden.shape != (self.W.shape[0],)):
+        if (
+            self.W_hidden is not None
+            and self.b_hidden is not None
+            and (self.W_hidden.shape[1] != self.W.shape[0] or self.b_hidden.shape != (self.W.shape[0],))
+        ):
             raise ValueError(f"hidden layer {self.W_hidden.shape} does not feed W {self.W.shape}")
         for name in ("mean", "scale"):
             arr = getattr(self, name)
@@ -102,7 +107,9 @@ def save(path: str | Path, head: RelatednessHead) -> None:
         if getattr(head, name) is not None:
             arrays[name] = getattr(head, name)
     buf = io.BytesIO()
-    np.savez(buf, **{k: np.asarray(v, np.float32) if k not in ("format", "normalize") else v for k, v in arrays.items()})
+    # Any: mypy checks a **dict's values against savez's allow_pickle: bool as well
+    stored: dict[str, Any] = {k: np.asarray(v, np.float32) if k not in ("format", "normalize") else v for k, v in arrays.items()}
+    np.savez(buf, **stored)
     atomic_write_bytes(path, buf.getvalue())
 
 
@@ -119,6 +126,11 @@ def load(path: str | Path) -> RelatednessHead:
             raise ValueError(f"{path}: unknown arrays {sorted(unknown)}")
         get = lambda k: np.asarray(z[k], np.float64) if k in keys else None  # noqa: E731
         return RelatednessHead(
-            W=get("W"), b=get("b"), normalize=bool(z["normalize"]) if "normalize" in keys else False,
-            mean=get("mean"), scale=get("scale"), W_hidden=get("W_hidden"), b_hidden=get("b_hidden"),
+            W=np.asarray(z["W"], np.float64),
+            b=np.asarray(z["b"], np.float64),
+            normalize=bool(z["normalize"]) if "normalize" in keys else False,
+            mean=get("mean"),
+            scale=get("scale"),
+            W_hidden=get("W_hidden"),
+            b_hidden=get("b_hidden"),
         )

@@ -77,5 +77,7 @@ def load(path: str | Path, key: str, dim: int, k: int, where: str, field: str) -
     except (OSError, ValueError, KeyError) as e:
         raise BundleError(where, field, f"cannot read map {key!r} from {Path(path).name}: {e}") from None
     if mean.shape != (dim,) or comps.shape != (k, dim) or not (np.isfinite(mean).all() and np.isfinite(comps).all()):
-        raise BundleError(where, field, f"map {key!r} has mean {mean.shape} and components {comps.shape}; expected ({dim},) and ({k}, {dim}), finite")
+        raise BundleError(
+            where, field, f"map {key!r} has mean {mean.shape} and components {comps.shape}; expected ({dim},) and ({k}, {dim}), finite"
+        )
     return Postprocess(mean, comps)

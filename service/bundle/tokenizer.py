@@ -24,21 +24,39 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import Final
 
 __all__ = ["tokenize", "normalize_text", "TOKENIZER_KIND"]
 
-TOKENIZER_KIND = "basic-ptb-v1"
+TOKENIZER_KIND: Final = "basic-ptb-v1"  # Final: bundle.json's tokenizer.kind is this literal
 
 # Typographic characters NFKC leaves alone, mapped to what SentEval's PTB files contain.
 _TRANSLATE = str.maketrans(
     {
-        "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "`": "'",
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u201b": "'",
+        "\u2032": "'",
+        "`": "'",
         "\u00b4": "'",
-        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
-        "\u00ab": '"', "\u00bb": '"',
-        "\u2013": "--", "\u2014": "--", "\u2015": "--", "\u2212": "-", "\u2010": "-", "\u2011": "-",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u201f": '"',
+        "\u2033": '"',
+        "\u00ab": '"',
+        "\u00bb": '"',
+        "\u2013": "--",
+        "\u2014": "--",
+        "\u2015": "--",
+        "\u2212": "-",
+        "\u2010": "-",
+        "\u2011": "-",
         "\u2026": "...",
-        "\u00a0": " ", "\u200b": "", "\ufeff": "",
+        "\u00a0": " ",
+        "\u200b": "",
+        "\ufeff": "",
     }
 )
 

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Final
 
 from service.bundle.atomic import atomic_write_text
 
 PAD, UNK, EOS = "<pad>", "<unk>", "<eos>"
 SPECIALS = (PAD, UNK, EOS)
-PAD_ID, UNK_ID, EOS_ID = 0, 1, 2
+# Final: bundle.json's pad_id/unk_id/eos_id are these literals
+PAD_ID: Final = 0
+UNK_ID: Final = 1
+EOS_ID: Final = 2
 
 
 class Vocabulary:
@@ -34,7 +38,7 @@ class Vocabulary:
             self.index[t] = i
 
     @classmethod
-    def from_words(cls, words: Iterable[str]) -> "Vocabulary":
+    def from_words(cls, words: Iterable[str]) -> Vocabulary:
         seen = set(SPECIALS)
         out = list(SPECIALS)
         for w in words:
@@ -44,7 +48,7 @@ class Vocabulary:
         return cls(out)
 
     @classmethod
-    def load(cls, path: str | Path) -> "Vocabulary":
+    def load(cls, path: str | Path) -> Vocabulary:
         text = Path(path).read_text(encoding="utf-8")
         return cls(text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"))
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from service.core.planner import MAX_BATCH_SIZE, MAX_BATCH_TOKENS, plan_batches
 from service.errors import InvalidInput, NotReady, QueueFull, TooManyInputs, WorkerDead
+from service.settings import Truncation
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ class Backend(Protocol):
 
     def token_ids(self, text: str) -> list[int]: ...
 
-    def fit(self, ids: list[int], truncation: str = "reject", field: str = "input") -> list[int]: ...
+    def fit(self, ids: list[int], truncation: Truncation = "reject", field: str = "input") -> list[int]: ...
 
     def run_ids(self, batch: Sequence[Sequence[int]], view: str | None = None) -> np.ndarray: ...
 
@@ -141,7 +142,7 @@ class Batcher:
             self._task.cancel()
             try:
                 await self._task
-            except (asyncio.CancelledError, Exception):
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - a loop that died was reported by _on_exit; stopping is quiet
                 pass
         self._fail_queued(NotReady(f"model '{self.name}' is shutting down"))
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -164,7 +165,7 @@ class Batcher:
         self._report_depth()
 
     # -- admission -----------------------------------------------------------------------
-    def _admit(self, texts: Sequence[str], truncation: str, fields: Sequence[str]) -> list[list[int]]:
+    def _admit(self, texts: Sequence[str], truncation: Truncation, fields: Sequence[str]) -> list[list[int]]:
         out = []
         for text, fld in zip(texts, fields):
             ids = self.backend.fit(self.backend.token_ids(text), truncation, field=fld)
@@ -173,7 +174,9 @@ class Batcher:
             out.append(ids)
         return out
 
-    async def embed(self, texts: Sequence[str], view: str, *, truncation: str = "reject", fields: Sequence[str] | None = None) -> Embedded:
+    async def embed(
+        self, texts: Sequence[str], view: str, *, truncation: Truncation = "reject", fields: Sequence[str] | None = None
+    ) -> Embedded:
         """Raw vectors for ``texts`` (one view). Raises the domain errors of admission or of the run."""
         if self._death is not None or (self._task is not None and self._task.done()):
             raise WorkerDead(f"the batcher of model '{self.name}' is not running", field="model")
@@ -284,7 +287,11 @@ class Batcher:
             if vecs.shape[0] != len(batch):
                 raise RuntimeError(f"backend returned {vecs.shape[0]} rows for {len(batch)} inputs")
         except asyncio.CancelledError:  # the worker is stopping or was killed: nobody may hang on this batch
-            error = NotReady(f"model '{self.name}' is shutting down") if self._stopping else WorkerDead(f"the batcher of model '{self.name}' stopped")
+            error = (
+                NotReady(f"model '{self.name}' is shutting down")
+                if self._stopping
+                else WorkerDead(f"the batcher of model '{self.name}' stopped")
+            )
             for it in batch:
                 if not it.job.future.done():
                     it.job.future.set_exception(error)

@@ -13,7 +13,6 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import onnxruntime as ort
@@ -25,10 +24,10 @@ from service.bundle.tokenizer import tokenize
 from service.core.longinput import pool, prepare
 from service.core.planner import plan_batches
 from service.errors import BundleError, InputTooLong, UnknownView
+from service.settings import Truncation
 
 log = logging.getLogger(__name__)
 
-Truncation = Literal["split", "reject", "truncate"]
 # Padded tokens per run on the bulk paths: with the default 128 inputs, any batch of inputs up to 256 tokens.
 BULK_BATCH_TOKENS = 128 * 256
 
@@ -55,7 +54,7 @@ def preload_cuda_libraries() -> None:
     if not _preloaded and hasattr(ort, "preload_dlls"):  # onnxruntime >= 1.21
         try:
             ort.preload_dlls(directory="")  # "": the nvidia-* packages in site-packages, else the system path
-        except Exception as e:  # a missing package only means the system libraries are used
+        except Exception as e:  # noqa: BLE001 - best effort: a missing package only means the system libraries are used
             log.debug("onnxruntime.preload_dlls: %s", e)
     _preloaded = True
 
@@ -63,8 +62,14 @@ def preload_cuda_libraries() -> None:
 class Encoder:
     """One loaded bundle with its ONNX Runtime session."""
 
-    def __init__(self, bundle: Bundle, *, providers: Sequence[str] | None = None, threads: int | None = None,
-                 session_config: dict[str, str] | None = None):
+    def __init__(
+        self,
+        bundle: Bundle,
+        *,
+        providers: Sequence[str] | None = None,
+        threads: int | None = None,
+        session_config: dict[str, str] | None = None,
+    ):
         self.bundle = bundle
         self.spec = bundle.spec
         self.vocab = bundle.vocab
@@ -81,14 +86,17 @@ class Encoder:
             preload_cuda_libraries()
         try:
             self.session = ort.InferenceSession(str(bundle.onnx_path), sess_options=opts, providers=wanted)
-        except Exception as e:  # onnxruntime raises its own untyped errors
+        except Exception as e:  # noqa: BLE001 - onnxruntime's errors (Fail, NoSuchFile, InvalidProtobuf…) derive from Exception alone
             raise BundleError(str(bundle.path), "onnx.file", f"ONNX Runtime cannot load it: {e}") from None
         self.providers = self.session.get_providers()
         if CUDA in wanted and CUDA not in self.providers:
             # ONNX Runtime falls back to the CPU silently when the CUDA provider's libraries do not
             # load (no driver, CUDA or cuDNN of another major version): say so, loudly, once per model.
-            log.warning("%s: CUDAExecutionProvider was asked for but did not load (CUDA/cuDNN libraries missing or of "
-                        "another version); this model runs on the CPU", bundle.spec.name)
+            log.warning(
+                "%s: CUDAExecutionProvider was asked for but did not load (CUDA/cuDNN libraries missing or of "
+                "another version); this model runs on the CPU",
+                bundle.spec.name,
+            )
         self._check_graph()
         self.postprocess = {name: postprocess.load(self.bundle.file(v.postprocess.file), v.postprocess.key, v.dim,
                                                    v.postprocess.components, str(bundle.path), f"views.{name}.postprocess")
@@ -100,7 +108,7 @@ class Encoder:
         return "cuda" if CUDA in self.providers else "cpu"
 
     @classmethod
-    def load(cls, path: str | os.PathLike, **kw) -> "Encoder":
+    def load(cls, path: str | os.PathLike, **kw) -> Encoder:
         return cls(load_bundle(Path(path)), **kw)
 
     # -- contract checks -------------------------------------------------------------------
@@ -131,9 +139,7 @@ class Encoder:
         if name is None:
             return self.spec.default_view
         if name not in self.spec.views:
-            raise UnknownView(
-                f"model '{self.name}' has no view '{name}'; its views are {sorted(self.spec.views)}", field="view"
-            )
+            raise UnknownView(f"model '{self.name}' has no view '{name}'; its views are {sorted(self.spec.views)}", field="view")
         return name
 
     def dim(self, view: str | None = None) -> int:
@@ -170,8 +176,8 @@ class Encoder:
             return {v: np.zeros((0, s.dim), np.float32) for v, s in specs.items()}
         lengths = np.fromiter((len(s) for s in batch), dtype=np.int64, count=len(batch))
         ids = np.full((len(batch), max(1, int(lengths.max()))), self.spec.vocabulary.pad_id, dtype=np.int64)
-        for i, s in enumerate(batch):
-            ids[i, : len(s)] = s
+        for i, row in enumerate(batch):
+            ids[i, : len(row)] = row
         names = list(dict.fromkeys(s.output for s in specs.values()))  # views may share an output
         outs = dict(zip(names, self.session.run(names, {"input_ids": ids, "lengths": lengths})))
         res = {}
@@ -192,8 +198,9 @@ class Encoder:
     ) -> np.ndarray:
         """Vectors for ``texts`` in order, in batches planned as the server plans them (by length)."""
         name = self.view(view)
-        return self.encode_views(texts, [name], normalize=normalize, truncation=truncation, batch_size=batch_size,
-                                 max_batch_tokens=max_batch_tokens)[name]
+        return self.encode_views(
+            texts, [name], normalize=normalize, truncation=truncation, batch_size=batch_size, max_batch_tokens=max_batch_tokens
+        )[name]
 
     def encode_views(
         self,

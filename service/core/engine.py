@@ -15,18 +15,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from service import __version__
+from service.bundle.postprocess import l2_normalize
+from service.bundle.tokenizer import tokenize
+from service.bundle.vocab import EOS, UNK_ID
 from service.core.batcher import LOOKAHEAD, OFFLOAD_CHARS, check_count
 from service.core.encoder import available_providers
-from service.bundle.postprocess import l2_normalize
-from service.core.planner import plan_batches
-from service.errors import InputTooLong, InvalidInput, QueueFull
-from service.index.backend import MilvusOptions, open_store
-from service.index.build import build_index, read_documents
-from service.index.store import IndexStore, new_id
-from service.index.jsonvalues import check_metadata
-from service.index.indexes import Doc, Metric, gpu_count, new_config
-from service.core.longinput import Mode, pool, prepare
+from service.core.longinput import pool, prepare
 from service.core.metrics import Metrics
+from service.core.planner import plan_batches
 from service.core.projection import pca_2d, project
 from service.core.registry import Model, Registry
 from service.core.results import (
@@ -50,10 +46,14 @@ from service.core.results import (
     Tokenized,
     Usage,
 )
-from service.settings import Settings
 from service.core.token_ids import read_input
-from service.bundle.tokenizer import tokenize
-from service.bundle.vocab import EOS, UNK_ID
+from service.errors import InputTooLong, InvalidInput, QueueFull
+from service.index.backend import MilvusOptions, open_store
+from service.index.build import build_index, read_documents
+from service.index.indexes import Doc, Metric, gpu_count, new_config
+from service.index.jsonvalues import check_metadata
+from service.index.store import new_id
+from service.settings import Settings, Truncation
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,14 @@ class Core:
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.registry = Registry(settings, self.metrics)
-        self.store = open_store(settings.index_backend, index_dir=settings.index_dir, wal_max_bytes=settings.index_wal_max_mb * 2**20,
-                                on_size=self.metrics.index_documents, gpu=settings.prefer_cuda, milvus=MilvusOptions.of(settings))
+        self.store = open_store(
+            settings.index_backend,
+            index_dir=settings.index_dir,
+            wal_max_bytes=settings.index_wal_max_mb * 2**20,
+            on_size=self.metrics.index_documents,
+            gpu=settings.prefer_cuda,
+            milvus=MilvusOptions.of(settings),
+        )
         self._tasks: list[asyncio.Task] = []
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -102,8 +108,14 @@ class Core:
         store.building[name] = "reading the sample"
         try:
             docs = await loop.run_in_executor(None, read_documents, s.search_sample, s.default_index_max_docs)
-            log.info("building default index '%s' from %d sentences of %s with %s (cached in %s afterwards)",
-                     name, len(docs), s.search_sample, model.name, s.index_dir)
+            log.info(
+                "building default index '%s' from %d sentences of %s with %s (cached in %s afterwards)",
+                name,
+                len(docs),
+                s.search_sample,
+                model.name,
+                s.index_dir,
+            )
 
             def progress(done: int, total: int) -> None:
                 store.building[name] = f"{done}/{total} sentences embedded"
@@ -112,8 +124,9 @@ class Core:
                 return asyncio.run_coroutine_threadsafe(self.embed_bulk(model, view, texts), loop).result()
 
             view = model.encoder.view(None)
-            vi = await loop.run_in_executor(None, lambda: build_index(encode, name, docs, model=model.name, view=view,
-                                                                      dim=model.encoder.dim(view), progress=progress))
+            vi = await loop.run_in_executor(
+                None, lambda: build_index(encode, name, docs, model=model.name, view=view, dim=model.encoder.dim(view), progress=progress)
+            )
             store.building[name] = "writing"
             await loop.run_in_executor(None, store.install, vi)
             log.info("default index '%s' ready: %d documents", name, vi.count)
@@ -148,7 +161,12 @@ class Core:
 
     def start_background(self) -> None:
         task = asyncio.get_running_loop().create_task(self.start(), name="thoughtvec-start")
-        task.add_done_callback(lambda t: t.cancelled() or t.exception() is None or log.error("start-up failed: %r", t.exception()))
+
+        def report(t: asyncio.Task) -> None:
+            if not t.cancelled() and t.exception() is not None:
+                log.error("start-up failed: %r", t.exception())
+
+        task.add_done_callback(report)
         self._tasks.append(task)
 
     async def stop(self) -> None:
@@ -165,21 +183,27 @@ class Core:
     def devices(self) -> dict:
         """What runs where: ONNX Runtime's providers on this machine, FAISS's GPUs and whether indexes use them."""
         gpus = gpu_count()
-        return {"onnxruntime_providers": available_providers(self.settings.prefer_cuda), "faiss_gpus": gpus,
-                "indexes_on_gpu": bool(gpus and self.settings.prefer_cuda)}
+        return {
+            "onnxruntime_providers": available_providers(self.settings.prefer_cuda),
+            "faiss_gpus": gpus,
+            "indexes_on_gpu": bool(gpus and self.settings.prefer_cuda),
+        }
 
     def readiness(self) -> tuple[bool, dict]:
         ok, body = self.registry.readiness()
-        body["indexes"] = ({n: "ready" for n in self.store.names()} | {n: f"building: {p}" for n, p in self.store.building.items()}
-                           | {n: f"quarantined: {why}" for n, why in self.store.quarantined.items()})
+        body["indexes"] = (
+            {n: "ready" for n in self.store.names()}
+            | {n: f"building: {p}" for n, p in self.store.building.items()}
+            | {n: f"quarantined: {why}" for n, why in self.store.quarantined.items()}
+        )
         return ok, body
 
     # -- shared checks ---------------------------------------------------------------------
-    def mode(self, requested: str | None) -> Mode:
+    def mode(self, requested: Truncation | None) -> Truncation:
         """The request's truncation mode, else the server's."""
-        return requested or self.settings.truncation  # type: ignore[return-value]
+        return requested or self.settings.truncation
 
-    def texts(self, items: Sequence[Any], fields: Sequence[str], mode: str | None = None) -> list[str]:
+    def texts(self, items: Sequence[Any], fields: Sequence[str], mode: Truncation | None = None) -> list[str]:
         """Check each text: a string, not blank, within ``max_input_chars`` (cut only under truncation=truncate)."""
         limit = self.settings.max_input_chars
         mode = self.mode(mode)
@@ -196,8 +220,9 @@ class Core:
             out.append(item)
         return out
 
-    async def encode(self, model: Model, view: str, texts: list[str], fields: list[str], normalize: bool = True,
-                     mode: str | None = None) -> Encoded:
+    async def encode(
+        self, model: Model, view: str, texts: list[str], fields: list[str], normalize: bool = True, mode: Truncation | None = None
+    ) -> Encoded:
         """Vectors for checked texts: long ones split (and pooled), truncated or rejected as ``mode`` says."""
         enc, mode = model.encoder, self.mode(mode)
         model.batcher.check_room()  # before tokenizing: under overload a 429 must be cheap
@@ -217,8 +242,15 @@ class Core:
         return Encoded(model.name, view, l2_normalize(vecs) if normalize else vecs, tokens, prep.split, prep.truncated)
 
     # -- embeddings ----------------------------------------------------------------------
-    async def embeddings(self, raw_input: Any, model_name: str | None, view: str | None, normalize: bool,
-                         dimensions: int | None = None, truncation: str | None = None) -> Encoded:
+    async def embeddings(
+        self,
+        raw_input: Any,
+        model_name: str | None,
+        view: str | None,
+        normalize: bool,
+        dimensions: int | None = None,
+        truncation: Truncation | None = None,
+    ) -> Encoded:
         """OpenAI's input forms: a string, a list of strings, a list of token ids, a list of lists of token ids."""
         model = self.registry.get(model_name)
         view = model.encoder.view(view)
@@ -226,18 +258,39 @@ class Core:
         check_count(len(items), self.settings.max_inputs, "input")
         dim = model.encoder.dim(view)
         if dimensions is not None and dimensions != dim:
-            raise InvalidInput(f"dimensions is {dimensions}; model '{model.name}' view '{view}' has {dim} (vectors are not shortened)", field="dimensions")
+            raise InvalidInput(
+                f"dimensions is {dimensions}; model '{model.name}' view '{view}' has {dim} (vectors are not shortened)", field="dimensions"
+            )
         return await self.encode(model, view, self.texts(items, fields, truncation), fields, normalize, truncation)
 
     # -- what is served, and how a text is seen ------------------------------------------
     def info(self) -> Info:
         """Models, aliases, limits, version and devices in one answer (TEI's and infinity's /info)."""
         reg, s = self.registry, self.settings
-        models = [ModelInfo(n, m.encoder.dim(), {v: m.encoder.dim(v) for v in m.encoder.spec.views}, m.encoder.max_tokens,
-                            m.encoder.spec.family, n == reg.default_model)
-                  for n, m in sorted(reg.models.items())]
-        limits = {k: getattr(s, k) for k in ("truncation", "max_inputs", "max_input_chars", "max_k", "max_body_bytes",
-                                             "max_batch_size", "max_batch_tokens", "max_queue_size")}
+        models = [
+            ModelInfo(
+                n,
+                m.encoder.dim(),
+                {v: m.encoder.dim(v) for v in m.encoder.spec.views},
+                m.encoder.max_tokens,
+                m.encoder.spec.family,
+                n == reg.default_model,
+            )
+            for n, m in sorted(reg.models.items())
+        ]
+        limits = {
+            k: getattr(s, k)
+            for k in (
+                "truncation",
+                "max_inputs",
+                "max_input_chars",
+                "max_k",
+                "max_body_bytes",
+                "max_batch_size",
+                "max_batch_tokens",
+                "max_queue_size",
+            )
+        }
         return Info("thoughtvec", __version__, reg.default_model, models, reg.aliases(), s.default_index, limits, self.devices())
 
     def tokenize(self, raw_input: Any, model_name: str | None) -> Tokenization:
@@ -257,7 +310,9 @@ class Core:
         return Tokenization(model.name, spec.max_input_tokens, data)
 
     # -- similarity ----------------------------------------------------------------------
-    def _pairs(self, pairs: list[Any] | None, source: Any, targets: list[Any] | None) -> tuple[list[tuple[Any, Any]], list[tuple[str, str]]]:
+    def _pairs(
+        self, pairs: list[Any] | None, source: Any, targets: list[Any] | None
+    ) -> tuple[list[tuple[Any, Any]], list[tuple[str, str]]]:
         """The pairs and the field name of each side, from either request form."""
         if pairs is not None and (source is not None or targets is not None):
             raise InvalidInput("send either pairs, or source and targets, not both", field="pairs")
@@ -272,8 +327,16 @@ class Core:
         check_count(len(targets), self.settings.max_inputs, "targets")
         return [(source, t) for t in targets], [("source", f"targets[{i}]") for i in range(len(targets))]
 
-    async def similarity(self, *, pairs: list[Any] | None = None, source: Any = None, targets: list[Any] | None = None,
-                         model: str | None = None, view: str | None = None, truncation: str | None = None) -> Similarity:
+    async def similarity(
+        self,
+        *,
+        pairs: list[Any] | None = None,
+        source: Any = None,
+        targets: list[Any] | None = None,
+        model: str | None = None,
+        view: str | None = None,
+        truncation: Truncation | None = None,
+    ) -> Similarity:
         """Cosine (and relatedness) for ``pairs``, or for ``source`` against each of ``targets``."""
         m = self.registry.get(model)
         view = m.encoder.view(view)
@@ -281,8 +344,9 @@ class Core:
         data, enc = await self.score(m, view, texts, fields, truncation)
         return Similarity(m.name, view, data, enc.usage)
 
-    async def score(self, model: Model, view: str, pairs: Sequence[tuple[Any, Any]], fields: Sequence[tuple[str, str]],
-                    mode: str | None = None) -> tuple[list[PairScore], Encoded]:
+    async def score(
+        self, model: Model, view: str, pairs: Sequence[tuple[Any, Any]], fields: Sequence[tuple[str, str]], mode: Truncation | None = None
+    ) -> tuple[list[PairScore], Encoded]:
         """The scoring core of similarity and rerank: a score (and relatedness) per pair, and the usage."""
         unique: dict[str, int] = {}  # each distinct text is embedded once
         ufields: list[str] = []
@@ -300,7 +364,7 @@ class Core:
         enc = await self.encode(model, view, texts, ufields, normalize=False, mode=mode)
         unit = l2_normalize(enc.vectors)
         cos = np.clip(np.einsum("nd,nd->n", unit[a], unit[b]), -1.0, 1.0)  # rounding can step past 1
-        if model.head is None:
+        if model.head is None or model.head_view is None:  # the registry loads them together
             return [PairScore(i, float(c)) for i, c in enumerate(cos)], enc
         hv = enc.vectors
         if model.head_view != view:
@@ -309,8 +373,17 @@ class Core:
         related = model.head.predict(hv[a], hv[b])
         return [PairScore(i, float(c), float(r)) for i, (c, r) in enumerate(zip(cos, related))], enc
 
-    async def rerank(self, *, query: Any, documents: list[Any], top_n: int | None = None, return_documents: bool = False,
-                     model: str | None = None, view: str | None = None, truncation: str | None = None) -> Reranked:
+    async def rerank(
+        self,
+        *,
+        query: Any,
+        documents: list[Any],
+        top_n: int | None = None,
+        return_documents: bool = False,
+        model: str | None = None,
+        view: str | None = None,
+        truncation: Truncation | None = None,
+    ) -> Reranked:
         """Documents ordered by cosine similarity to the query (infinity's and Cohere's shape)."""
         m = self.registry.get(model)
         view = m.encoder.view(view)
@@ -324,9 +397,10 @@ class Core:
         return Reranked(m.name, results, enc.usage)
 
     # -- search --------------------------------------------------------------------------
-    def _query(self, query: Any, dim: int, name: str) -> tuple[list[str] | None, np.ndarray | None]:
+    def _query(self, query: Any, dim: int, name: str) -> list[str] | np.ndarray:
+        """The query's texts, or its vector as a (1, dim) float32 array."""
         if isinstance(query, str):
-            return [query], None
+            return [query]
         if not isinstance(query, list) or not query:
             raise InvalidInput("query must be a text, a non-empty list of texts, or a vector of numbers", field="query")
         if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in query):
@@ -336,19 +410,21 @@ class Core:
                 vec = np.asarray(query, np.float32)[None, :]
             if not np.isfinite(vec).all():
                 raise InvalidInput("query has a value that is not a finite float32", field="query")
-            return None, vec
+            return vec
         check_count(len(query), self.settings.max_inputs, "query")
-        return query, None
+        return query
 
-    async def search(self, *, query: Any, index: str | None = None, k: int = 10, truncation: str | None = None) -> SearchResult:
+    async def search(self, *, query: Any, index: str | None = None, k: int = 10, truncation: Truncation | None = None) -> SearchResult:
         """``k`` neighbours of each query (a text, texts, or a vector) in ``index`` (default: the server's)."""
         name = index or self.settings.default_index
         config = self.store.config(name)
         if not 1 <= k <= self.settings.max_k:
             raise InvalidInput(f"k is {k}; it must be between 1 and {self.settings.max_k}", field="k")
-        texts, vectors = self._query(query, config.dim, name)
-        counts = Usage()
-        if texts is not None:
+        texts_or_vector = self._query(query, config.dim, name)
+        if isinstance(texts_or_vector, np.ndarray):
+            vectors, counts = texts_or_vector, Usage()
+        else:
+            texts = texts_or_vector
             fields = ["query"] if isinstance(query, str) else [f"query[{i}]" for i in range(len(texts))]
             model = self.registry.get(config.model, field_name="index")
             enc = await self.encode(model, config.view, self.texts(texts, fields, truncation), fields, normalize=False, mode=truncation)
@@ -361,8 +437,17 @@ class Core:
     def index_stats(self, name: str) -> IndexStats:
         return IndexStats.of(self.store.stats(name))
 
-    async def create_index(self, *, name: str, model: str | None = None, view: str | None = None, factory: str = "Flat",
-                           metric: Metric = "cosine", normalize: bool = True, train_size: int | None = None) -> IndexStats:
+    async def create_index(
+        self,
+        *,
+        name: str,
+        model: str | None = None,
+        view: str | None = None,
+        factory: str = "Flat",
+        metric: Metric = "cosine",
+        normalize: bool = True,
+        train_size: int | None = None,
+    ) -> IndexStats:
         """A new empty index for one model's view."""
         m = self.registry.get(model)
         view = m.encoder.view(view)
@@ -373,7 +458,7 @@ class Core:
         await asyncio.get_running_loop().run_in_executor(None, self.store.create, config)
         return self.index_stats(name)
 
-    async def add_documents(self, name: str, docs: Sequence[NewDocument], truncation: str | None = None) -> DocumentsAdded:
+    async def add_documents(self, name: str, docs: Sequence[NewDocument], truncation: Truncation | None = None) -> DocumentsAdded:
         """Embed ``docs`` and add them; ids missing are generated. Durable once returned."""
         config = self.store.config(name)
         check_count(len(docs), self.settings.max_inputs, "documents")

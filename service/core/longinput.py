@@ -22,9 +22,8 @@ import numpy as np
 
 from service.bundle.postprocess import l2_normalize
 from service.errors import InputTooLong, InvalidInput
+from service.settings import Truncation
 
-Mode = Literal["split", "truncate", "reject"]
-MODES: tuple[str, ...] = ("split", "truncate", "reject")
 Pooling = Literal["mean-unit", "mean-raw", "token-weighted", "max"]
 POOLING: Pooling = "mean-unit"  # measured: docs/POOLING.md
 
@@ -37,7 +36,7 @@ class Tokens(Protocol):
 
     def token_ids(self, text: str) -> list[int]: ...
 
-    def fit(self, ids: list[int], truncation: str = "reject", field: str = "input") -> list[int]: ...
+    def fit(self, ids: list[int], truncation: Truncation = "reject", field: str = "input") -> list[int]: ...
 
 
 @dataclass
@@ -60,7 +59,7 @@ def _punkt():
 
 def sentences(text: str) -> list[str]:
     """Punkt sentences of ``text``, line breaks included as boundaries (chunkers keep them)."""
-    out = []
+    out: list[str] = []
     for block in text.splitlines():
         if block.strip():
             out.extend(s for s in _punkt().tokenize(block) if s.strip())
@@ -85,8 +84,9 @@ def split_parts(enc: Tokens, text: str, eos: int | None = None) -> list[list[int
     return [p for p in parts if p]
 
 
-def prepare(enc: Tokens, texts: Sequence[str], fields: Sequence[str], mode: Mode, eos: int | None = None,
-            allow_empty: bool = False) -> Prepared:
+def prepare(
+    enc: Tokens, texts: Sequence[str], fields: Sequence[str], mode: Truncation, eos: int | None = None, allow_empty: bool = False
+) -> Prepared:
     """Token-id parts for ``texts``; raises :class:`InputTooLong` under ``reject``, :class:`InvalidInput` for no
     tokens (unless ``allow_empty``: offline encoding, where an empty text has its defined vector)."""
     out = Prepared()
@@ -101,8 +101,10 @@ def prepare(enc: Tokens, texts: Sequence[str], fields: Sequence[str], mode: Mode
             parts = [enc.fit(ids, "truncate", field=fld)]
             out.truncated += 1
         else:
-            raise InputTooLong(f"{fld} has {len(ids)} tokens; the limit is {enc.max_tokens} "
-                               "(send truncation: split or truncate to embed it anyway)", field=fld)
+            raise InputTooLong(
+                f"{fld} has {len(ids)} tokens; the limit is {enc.max_tokens} (send truncation: split or truncate to embed it anyway)",
+                field=fld,
+            )
         if not parts and allow_empty:
             parts = [ids]  # a long text of only dropped characters: encoded as it tokenizes
         if not allow_empty and (not parts or not parts[0] or (eos is not None and parts == [[eos]])):

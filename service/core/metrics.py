@@ -26,18 +26,36 @@ class Metrics:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter("thoughtvec_requests_total", "HTTP requests", ["route", "method", "status"], registry=r)
-        self.latency = Histogram("thoughtvec_request_seconds", "HTTP request latency", ["route", "method", "status"], buckets=LATENCY_BUCKETS, registry=r)
-        self.queue_wait = Histogram("thoughtvec_queue_wait_seconds", "time from admission to the start of a request's last batch", ["model"], buckets=LATENCY_BUCKETS, registry=r)
+        self.latency = Histogram(
+            "thoughtvec_request_seconds", "HTTP request latency", ["route", "method", "status"], buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.queue_wait = Histogram(
+            "thoughtvec_queue_wait_seconds",
+            "time from admission to the start of a request's last batch",
+            ["model"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self.batch_size = Histogram("thoughtvec_batch_size", "sentences per ONNX run", ["model"], buckets=SIZE_BUCKETS, registry=r)
-        self.batch_tokens = Histogram("thoughtvec_batch_tokens", "padded tokens per ONNX run (batch x longest)", ["model"], buckets=TOKEN_BUCKETS, registry=r)
-        self.inference = Histogram("thoughtvec_inference_seconds", "ONNX Runtime time per batch", ["model"], buckets=LATENCY_BUCKETS, registry=r)
+        self.batch_tokens = Histogram(
+            "thoughtvec_batch_tokens", "padded tokens per ONNX run (batch x longest)", ["model"], buckets=TOKEN_BUCKETS, registry=r
+        )
+        self.inference = Histogram(
+            "thoughtvec_inference_seconds", "ONNX Runtime time per batch", ["model"], buckets=LATENCY_BUCKETS, registry=r
+        )
         self.depth = Gauge("thoughtvec_queue_depth", "sentences waiting", ["model"], registry=r)
-        self.dropped_total = Counter("thoughtvec_dropped_sentences_total", "queued sentences dropped because the client went away", ["model"], registry=r)
+        self.dropped_total = Counter(
+            "thoughtvec_dropped_sentences_total", "queued sentences dropped because the client went away", ["model"], registry=r
+        )
         self.index_size = Gauge("thoughtvec_index_documents", "documents in a search index", ["index"], registry=r)
         self.inputs = Counter("thoughtvec_inputs_total", "texts embedded (a split text counts once)", ["model"], registry=r)
-        self.sentences = Counter("thoughtvec_sentences_total", "sentences (parts) embedded: a split text counts each part", ["model"], registry=r)
+        self.sentences = Counter(
+            "thoughtvec_sentences_total", "sentences (parts) embedded: a split text counts each part", ["model"], registry=r
+        )
         self.tokens = Counter("thoughtvec_tokens_total", "tokens embedded (the usage the API reports)", ["model"], registry=r)
-        self.long_inputs = Counter("thoughtvec_long_inputs_total", "texts over the token limit, by what was done", ["model", "action"], registry=r)
+        self.long_inputs = Counter(
+            "thoughtvec_long_inputs_total", "texts over the token limit, by what was done", ["model", "action"], registry=r
+        )
 
     def routes_known(self, routes: list[tuple[str, str]]) -> None:
         """Create each route's 200 series at zero: a rate over a route nobody called yet is 0, not absent."""

@@ -12,12 +12,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from service.core.batcher import Batcher, BatchLimits, Observer
 from service.bundle.format import discover_bundles, load_bundle
-from service.core.encoder import Encoder, available_providers
-from service.errors import NotReady, UnknownModel
 from service.bundle.heads import RelatednessHead
 from service.bundle.heads import load as load_head
+from service.core.batcher import Batcher, BatchLimits, Observer
+from service.core.encoder import Encoder, available_providers
+from service.errors import NotReady, UnknownModel
 from service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -64,12 +64,22 @@ class Model:
     def describe(self, default: bool) -> dict:
         spec = self.encoder.spec
         return {
-            "id": spec.name, "object": "model", "created": 0, "owned_by": "thoughtvec",
-            "name": spec.name, "family": spec.family, "variant": spec.variant, "description": spec.description,
-            "dimension": spec.views[spec.default_view].dim, "default_view": spec.default_view,
+            "id": spec.name,
+            "object": "model",
+            "created": 0,
+            "owned_by": "thoughtvec",
+            "name": spec.name,
+            "family": spec.family,
+            "variant": spec.variant,
+            "description": spec.description,
+            "dimension": spec.views[spec.default_view].dim,
+            "default_view": spec.default_view,
             "views": {k: {"dim": v.dim, "pooling": v.pooling, "description": v.description} for k, v in spec.views.items()},
-            "max_input_tokens": spec.max_input_tokens, "relatedness_head": self.head is not None,
-            "providers": self.encoder.providers, "default": default, "training": spec.training,
+            "max_input_tokens": spec.max_input_tokens,
+            "relatedness_head": self.head is not None,
+            "providers": self.encoder.providers,
+            "default": default,
+            "training": spec.training,
         }
 
 
@@ -90,8 +100,12 @@ class Registry:
         bundle = load_bundle(path)
         providers = available_providers(self.settings.prefer_cuda)
         spin = "1" if self.settings.ort_spinning else "0"
-        encoder = Encoder(bundle, providers=providers, threads=self.settings.ort_threads or default_ort_threads(),
-                          session_config={"session.intra_op.allow_spinning": spin, "session.inter_op.allow_spinning": spin})
+        encoder = Encoder(
+            bundle,
+            providers=providers,
+            threads=self.settings.ort_threads or default_ort_threads(),
+            session_config={"session.intra_op.allow_spinning": spin, "session.inter_op.allow_spinning": spin},
+        )
         head, head_view = None, None
         spec = bundle.spec.heads.get("relatedness")
         if spec is not None:
@@ -99,8 +113,15 @@ class Registry:
             head_view = spec.view
             if head.dim != bundle.spec.views[head_view].dim:
                 raise ValueError(f"heads.relatedness expects dim {head.dim}, view '{head_view}' has {bundle.spec.views[head_view].dim}")
-        log.info("loaded %s (%s/%s, views %s, providers %s%s)", bundle.name, bundle.spec.family, bundle.spec.variant,
-                 list(bundle.spec.views), encoder.providers, ", relatedness head" if head else "")
+        log.info(
+            "loaded %s (%s/%s, views %s, providers %s%s)",
+            bundle.name,
+            bundle.spec.family,
+            bundle.spec.variant,
+            list(bundle.spec.views),
+            encoder.providers,
+            ", relatedness head" if head else "",
+        )
         return Model(encoder, Batcher(bundle.name, encoder, self._limits(), self.observer), head, head_view)
 
     async def load_all(self) -> None:
@@ -161,7 +182,10 @@ class Registry:
         """The model called ``name`` (``None``: the default); 404 if unknown, 503 while loading."""
         name = self.resolve(name) if name else self.default_model
         if name is None:
-            raise NotReady("no model is loaded yet" if not self.started else f"no models are served (none under {self.settings.models_dir})", field=field_name)
+            raise NotReady(
+                "no model is loaded yet" if not self.started else f"no models are served (none under {self.settings.models_dir})",
+                field=field_name,
+            )
         model = self.models.get(name)
         if model is None:
             if not self.started and (not self.discovered or name in self.discovered) and name not in self.failed:
@@ -174,7 +198,11 @@ class Registry:
 
     def readiness(self) -> tuple[bool, dict]:
         """(ready, body): ready when every discovered bundle is loaded or failed, each loaded one warmed and its worker alive."""
-        pending = [n for n in self.discovered if n not in self.failed and not any(m.encoder.bundle.path.name == n and m.warmed for m in self.models.values())]
+        pending = [
+            n
+            for n in self.discovered
+            if n not in self.failed and not any(m.encoder.bundle.path.name == n and m.warmed for m in self.models.values())
+        ]
         dead = [n for n, m in self.models.items() if m.warmed and not m.batcher.alive]
         models = {n: ("dead worker" if n in dead else "ready" if m.warmed else "warming up") for n, m in self.models.items()}
         ok = self.started and not pending and not dead and bool(self.models)

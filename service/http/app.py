@@ -15,8 +15,8 @@ from fastapi.middleware.cors import CORSMiddleware
 
 import service
 from service.core.engine import Core
-from service.http.middleware import AuthMiddleware, BodyLimitMiddleware, CatchAllMiddleware, install_error_handlers
 from service.core.metrics import Metrics, MetricsMiddleware
+from service.http.middleware import AuthMiddleware, BodyLimitMiddleware, CatchAllMiddleware, install_error_handlers
 from service.http.routes import ROUTERS
 from service.settings import Settings
 
@@ -53,8 +53,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await core.stop()
 
     # docs_url/redoc_url off: service.http.routes.docs serves both pages with local assets (no CDN)
-    app = FastAPI(title="thoughtvec", version=service.__version__, description=DESCRIPTION, lifespan=lifespan,
-                  docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title="thoughtvec", version=service.__version__, description=DESCRIPTION, lifespan=lifespan, docs_url=None, redoc_url=None
+    )
     app.state.core = core
     app.state.settings = settings
     for router in ROUTERS:
@@ -68,7 +69,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     if settings.cors_origins:
         app.add_middleware(
-            CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "DELETE"],
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["Authorization", "Content-Type"],
         )
     app.add_middleware(MetricsMiddleware, metrics=metrics)

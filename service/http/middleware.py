@@ -32,8 +32,9 @@ T = TypeVar("T")
 HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
 
 
-def error_response(status: int, code: str, message: str, field: str | None = None, headers: dict[str, str] | None = None,
-                   request_id: str | None = None) -> JSONResponse:
+def error_response(
+    status: int, code: str, message: str, field: str | None = None, headers: dict[str, str] | None = None, request_id: str | None = None
+) -> JSONResponse:
     body = {"code": code, "message": message, "field": field} | ({"request_id": request_id} if request_id else {})
     return JSONResponse({"error": body}, status_code=status, headers=headers)
 
@@ -101,7 +102,9 @@ def install_error_handlers(app, settings: Settings) -> None:
         headers = getattr(exc, "headers", None)
         if exc.status_code == 405:  # Starlette names the methods of the first matching route only
             headers = (headers or {}) | {"Allow": ", ".join(allowed_methods(request))}
-        message = f"no route {request.method} {request.url.path}" if exc.status_code == 404 and exc.detail == "Not Found" else str(exc.detail)
+        message = (
+            f"no route {request.method} {request.url.path}" if exc.status_code == 404 and exc.detail == "Not Found" else str(exc.detail)
+        )
         return error_response(exc.status_code, code, message, "body" if exc.status_code == 413 else None, headers)
 
 
@@ -109,8 +112,11 @@ def allowed_methods(request: Request) -> list[str]:
     """Every method some route takes at this path (Starlette's 405 names only the first route's)."""
     from starlette.routing import Match
 
-    return [m for m in ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
-            if any(route.matches({**request.scope, "method": m})[0] == Match.FULL for route in request.app.routes)]
+    return [
+        m
+        for m in ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+        if any(route.matches({**request.scope, "method": m})[0] == Match.FULL for route in request.app.routes)
+    ]
 
 
 def parse_problem(cause: BaseException) -> str:
@@ -151,8 +157,13 @@ class CatchAllMiddleware:
             log.exception("request %s: %s %r failed", rid, scope.get("method"), scope.get("path"))
             if started:
                 raise
-            response = error_response(500, "internal_error", f"unexpected server error; the log has the details under request id {rid}",
-                                      headers={"X-Request-Id": rid}, request_id=rid)
+            response = error_response(
+                500,
+                "internal_error",
+                f"unexpected server error; the log has the details under request id {rid}",
+                headers={"X-Request-Id": rid},
+                request_id=rid,
+            )
             await response(scope, receive, send)
 
 

@@ -17,11 +17,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
-from service.core import results
+from service.core import results as core  # not "results": two response models have a field of that name
 from service.index.factory import SCHEMA_PATTERN
 from service.index.indexes import NAME_PATTERN, Metric
 from service.index.jsonvalues import reject_lone_surrogates
-
+from service.settings import Truncation
 
 # What the core accepts, for the OpenAPI schema (the core checks it, with messages naming the field).
 TEXT = {"type": "string", "minLength": 1, "pattern": r"\S"}
@@ -56,24 +56,30 @@ def _examples(*examples: dict, **schema: Any) -> ConfigDict:
     return ConfigDict(extra="forbid", json_schema_extra={"examples": list(examples), **schema})
 
 
-Truncation = Literal["split", "truncate", "reject"] | None
-TRUNCATION = Field(None, description="text over the bundle's token limit: `split` into sentences and pool, `truncate`, "
-                                     "or `reject` (413); default: the server's `truncation` setting")
+TRUNCATION = Field(
+    None,
+    description="text over the bundle's token limit: `split` into sentences and pool, `truncate`, "
+    "or `reject` (413); default: the server's `truncation` setting",
+)
 
 
 # -- embeddings (OpenAI-compatible) -----------------------------------------------------------
 class EmbeddingsRequest(_Req):
-    model_config = _examples({"input": ["the cat sat on the mat .", "a dog ran in the park ."], "model": "invertible-linear"},
-                             {"input": "one sentence ."}, {"input": [[1820, 8415, 7731, 389, 279, 5634, 662]], "model": "text-embedding-3-small"})
+    model_config = _examples(
+        {"input": ["the cat sat on the mat .", "a dog ran in the park ."], "model": "invertible-linear"},
+        {"input": "one sentence ."},
+        {"input": [[1820, 8415, 7731, 389, 279, 5634, 662]], "model": "text-embedding-3-small"},
+    )
     input: Annotated[str | list[Any], WithJsonSchema({"anyOf": [TEXT, TEXTS, TOKEN_IDS, TOKEN_ID_LISTS]})] = Field(
-        description="a string, a list of strings, a list of cl100k token ids, or a list of lists of them")
+        description="a string, a list of strings, a list of cl100k token ids, or a list of lists of them"
+    )
     model: str | None = Field(None, description="bundle name; default: the server's default model")
     encoding_format: Literal["float", "base64"] = Field("float", description="`base64`: little-endian float32 bytes")
     dimensions: int | None = Field(None, description="accepted for OpenAI compatibility; must equal the view's dimension")
     user: str | None = Field(None, description="accepted for OpenAI compatibility; ignored")
     view: str | None = Field(None, description="the bundle's view; default: the bundle's default view")
     normalize: bool = Field(True, description="L2-normalise the vectors")
-    truncation: Truncation = TRUNCATION
+    truncation: Truncation | None = TRUNCATION
 
 
 class Embedding(BaseModel):
@@ -89,7 +95,7 @@ class Usage(BaseModel):
     truncated_inputs: int = Field(0, description="inputs cut to the limit (also header X-Truncated-Inputs)")
 
     @classmethod
-    def of(cls, u: results.Usage) -> Usage:
+    def of(cls, u: core.Usage) -> Usage:
         return cls(prompt_tokens=u.tokens, total_tokens=u.tokens, split_inputs=u.split, truncated_inputs=u.truncated)
 
     def headers(self) -> dict[str, str]:
@@ -106,29 +112,41 @@ class EmbeddingsResponse(BaseModel):
 
 # -- similarity ---------------------------------------------------------------------------
 class SimilarityRequest(_Req):
-    model_config = _examples({"pairs": [["a man is playing a guitar .", "a person plays an instrument ."]]},
-                             {"source": "the cat sat on the mat .", "targets": ["a cat is sitting .", "stocks fell sharply ."]},
-                             oneOf=[{"required": ["pairs"], "properties": {"pairs": {"type": "array"}}},
-                                    {"required": ["source", "targets"], "properties": {"source": {"type": "string"}, "targets": {"type": "array"}}}])
+    model_config = _examples(
+        {"pairs": [["a man is playing a guitar .", "a person plays an instrument ."]]},
+        {"source": "the cat sat on the mat .", "targets": ["a cat is sitting .", "stocks fell sharply ."]},
+        oneOf=[
+            {"required": ["pairs"], "properties": {"pairs": {"type": "array"}}},
+            {"required": ["source", "targets"], "properties": {"source": {"type": "string"}, "targets": {"type": "array"}}},
+        ],
+    )
     model: str | None = None
     view: str | None = None
-    pairs: Annotated[list[Any] | None, WithJsonSchema({"anyOf": [PAIRS, NULL]})] = Field(None, description="[[a, b], ...]; or send source and targets")
+    pairs: Annotated[list[Any] | None, WithJsonSchema({"anyOf": [PAIRS, NULL]})] = Field(
+        None, description="[[a, b], ...]; or send source and targets"
+    )
     source: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, NULL]})] = Field(None, description="one text compared with every target")
     targets: Annotated[list[Any] | None, WithJsonSchema({"anyOf": [TEXTS, NULL]})] = None
-    truncation: Truncation = TRUNCATION
+    truncation: Truncation | None = TRUNCATION
 
 
 # -- rerank (infinity's and Cohere's shape) --------------------------------------------------
 class RerankRequest(_Req):
-    model_config = _examples({"query": "where do cats sleep ?", "documents": ["the cat slept on the sofa .", "stocks fell sharply .",
-                                                                            "a dog barked at the mailman ."], "top_n": 2, "return_documents": True})
+    model_config = _examples(
+        {
+            "query": "where do cats sleep ?",
+            "documents": ["the cat slept on the sofa .", "stocks fell sharply .", "a dog barked at the mailman ."],
+            "top_n": 2,
+            "return_documents": True,
+        }
+    )
     query: Text = Field(description="the text documents are ranked against")
     documents: Texts = Field(description="texts to rank")
     top_n: int | None = Field(None, description="return only the best n; default: all", json_schema_extra={"minimum": 1})
     return_documents: bool = Field(False, description="include each document's text in its result")
     model: str | None = None
     view: str | None = None
-    truncation: Truncation = TRUNCATION
+    truncation: Truncation | None = TRUNCATION
 
 
 class RerankResult(BaseModel):
@@ -144,9 +162,12 @@ class RerankResponse(BaseModel):
     usage: Usage
 
     @classmethod
-    def of(cls, r: results.Reranked) -> RerankResponse:
-        return cls(model=r.model, results=[RerankResult(index=x.index, relevance_score=x.score, document=x.document) for x in r.results],
-                   usage=Usage.of(r.usage))
+    def of(cls, r: core.Reranked) -> RerankResponse:
+        return cls(
+            model=r.model,
+            results=[RerankResult(index=x.index, relevance_score=x.score, document=x.document) for x in r.results],
+            usage=Usage.of(r.usage),
+        )
 
 
 class PairScore(BaseModel):
@@ -163,9 +184,13 @@ class SimilarityResponse(BaseModel):
     usage: Usage
 
     @classmethod
-    def of(cls, r: results.Similarity) -> SimilarityResponse:
-        return cls(model=r.model, view=r.view, data=[PairScore(index=p.index, score=p.score, relatedness=p.relatedness) for p in r.data],
-                   usage=Usage.of(r.usage))
+    def of(cls, r: core.Similarity) -> SimilarityResponse:
+        return cls(
+            model=r.model,
+            view=r.view,
+            data=[PairScore(index=p.index, score=p.score, relatedness=p.relatedness) for p in r.data],
+            usage=Usage.of(r.usage),
+        )
 
 
 # -- info and tokenize ----------------------------------------------------------------------
@@ -189,17 +214,30 @@ class InfoResponse(BaseModel):
     devices: dict[str, Any]
 
     @classmethod
-    def of(cls, i: results.Info) -> InfoResponse:
-        models = [InfoModel(id=m.id, dimension=m.dimension, views=m.views, max_input_tokens=m.max_input_tokens, family=m.family,
-                            default=m.default) for m in i.models]
-        return cls(name=i.name, version=i.version, default_model=i.default_model, models=models, aliases=i.aliases,
-                   default_index=i.default_index, limits=i.limits, devices=i.devices)
+    def of(cls, i: core.Info) -> InfoResponse:
+        models = [
+            InfoModel(
+                id=m.id, dimension=m.dimension, views=m.views, max_input_tokens=m.max_input_tokens, family=m.family, default=m.default
+            )
+            for m in i.models
+        ]
+        return cls(
+            name=i.name,
+            version=i.version,
+            default_model=i.default_model,
+            models=models,
+            aliases=i.aliases,
+            default_index=i.default_index,
+            limits=i.limits,
+            devices=i.devices,
+        )
 
 
 class TokenizeRequest(_Req):
     model_config = _examples({"input": "The quick brown fox jumps over the lazy zorblax."})
     input: Annotated[str | list[Any], WithJsonSchema({"anyOf": [TEXT, TEXTS, TOKEN_IDS, TOKEN_ID_LISTS]})] = Field(
-        description="a string or a list of strings (or cl100k token ids, as /v1/embeddings)")
+        description="a string or a list of strings (or cl100k token ids, as /v1/embeddings)"
+    )
     model: str | None = None
 
 
@@ -225,27 +263,40 @@ class TokenizeResponse(BaseModel):
     data: list[Tokenized]
 
     @classmethod
-    def of(cls, t: results.Tokenization) -> TokenizeResponse:
-        data = [Tokenized(index=x.index, tokens=[Token(text=k.text, id=k.id, oov=k.oov, special=k.special) for k in x.tokens],
-                          count=len(x.tokens), oov=x.oov, over_limit=x.over_limit) for x in t.data]
+    def of(cls, t: core.Tokenization) -> TokenizeResponse:
+        data = [
+            Tokenized(
+                index=x.index,
+                tokens=[Token(text=k.text, id=k.id, oov=k.oov, special=k.special) for k in x.tokens],
+                count=len(x.tokens),
+                oov=x.oov,
+                over_limit=x.over_limit,
+            )
+            for x in t.data
+        ]
         return cls(model=t.model, max_input_tokens=t.max_input_tokens, data=data)
 
 
 # -- search -------------------------------------------------------------------------------
 class SearchRequest(_Req):
-    model_config = _examples({"query": "the king rode into battle .", "k": 3}, {"index": "default", "query": ["love and marriage", "a storm at sea"], "k": 2})
+    model_config = _examples(
+        {"query": "the king rode into battle .", "k": 3}, {"index": "default", "query": ["love and marriage", "a storm at sea"], "k": 2}
+    )
     index: str | None = Field(None, description="index name; default: the server's default index")
     query: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, TEXTS, {"type": "array", "items": {"type": "number"}, "minItems": 1}]})] = Field(
-        description="a text, a list of texts, or a vector (list of numbers)")
+        description="a text, a list of texts, or a vector (list of numbers)"
+    )
     k: int = Field(10, description="neighbours per query (1..max_k)", json_schema_extra={"minimum": 1})
-    truncation: Truncation = TRUNCATION
+    truncation: Truncation | None = TRUNCATION
 
 
 class Hit(BaseModel):
     id: str
     text: str
-    score: float | None = Field(description="cosine / inner product (higher is nearer) or squared L2 distance (lower is nearer); "
-                                            "null where the index gave no finite score")
+    score: float | None = Field(
+        description="cosine / inner product (higher is nearer) or squared L2 distance (lower is nearer); "
+        "null where the index gave no finite score"
+    )
     metadata: dict[str, Any] | None = _absent_if_none(description="the document's metadata, when it has any")
 
 
@@ -258,7 +309,7 @@ class SearchResponse(BaseModel):
     usage: Usage
 
     @classmethod
-    def of(cls, r: results.SearchResult) -> SearchResponse:
+    def of(cls, r: core.SearchResult) -> SearchResponse:
         hits = [[Hit(id=h.id, text=h.text, score=h.score, metadata=h.metadata) for h in row] for row in r.results]
         return cls(index=r.index, model=r.model, metric=r.metric, results=hits, usage=Usage.of(r.usage))
 
@@ -269,7 +320,13 @@ class CreateIndexRequest(_Req):
     name: str = Field(pattern=NAME_PATTERN)
     model: str | None = Field(None, description="default: the server's default model")
     view: str | None = None
-    factory: str = Field("Flat", min_length=1, max_length=200, json_schema_extra={"pattern": SCHEMA_PATTERN}, description="a supported FAISS factory string: Flat, PQ16, SQ8, HNSW32, IVF256,Flat, IVF256,PQ16, PCA64,IVF256,SQ8 ... (README: Indexes)")
+    factory: str = Field(
+        "Flat",
+        min_length=1,
+        max_length=200,
+        json_schema_extra={"pattern": SCHEMA_PATTERN},
+        description="a supported FAISS factory string: Flat, PQ16, SQ8, HNSW32, IVF256,Flat, IVF256,PQ16, PCA64,IVF256,SQ8 ... (README: Indexes)",
+    )
     metric: Metric = "cosine"
     normalize: bool = Field(True, description="L2-normalise document vectors (always on for cosine)")
     train_size: int | None = Field(None, ge=1, description="vectors to buffer before training IVF/PQ; default ~39 per list")
@@ -282,10 +339,16 @@ class DocumentIn(_Req):
 
 
 class AddDocumentsRequest(_Req):
-    model_config = _examples({"documents": [{"text": "the meeting moved to friday .", "id": "n1", "metadata": {"tag": "work"}},
-                                            {"text": "buy milk and bread ."}]})
+    model_config = _examples(
+        {
+            "documents": [
+                {"text": "the meeting moved to friday .", "id": "n1", "metadata": {"tag": "work"}},
+                {"text": "buy milk and bread ."},
+            ]
+        }
+    )
     documents: list[DocumentIn] = Field(json_schema_extra={"minItems": 1})
-    truncation: Truncation = TRUNCATION
+    truncation: Truncation | None = TRUNCATION
 
 
 class MapRequest(_Req):
@@ -302,7 +365,7 @@ class MapPoint(BaseModel):
     y: float
 
     @classmethod
-    def of(cls, p: results.MapPoint) -> MapPoint:
+    def of(cls, p: core.MapPoint) -> MapPoint:
         return cls(id=p.id, text=p.text, x=p.x, y=p.y)
 
 
@@ -315,10 +378,15 @@ class MapResponse(BaseModel):
     usage: Usage
 
     @classmethod
-    def of(cls, m: results.IndexMap) -> MapResponse:
-        return cls(index=m.index, model=m.model, points=[MapPoint.of(p) for p in m.points],
-                   query=MapPoint.of(m.query) if m.query is not None else None, explained_variance=m.explained_variance,
-                   usage=Usage.of(m.usage))
+    def of(cls, m: core.IndexMap) -> MapResponse:
+        return cls(
+            index=m.index,
+            model=m.model,
+            points=[MapPoint.of(p) for p in m.points],
+            query=MapPoint.of(m.query) if m.query is not None else None,
+            explained_variance=m.explained_variance,
+            usage=Usage.of(m.usage),
+        )
 
 
 class DeleteDocumentsRequest(_Req):
@@ -344,20 +412,36 @@ class IndexStats(BaseModel):
     gpu: bool = False
 
     @classmethod
-    def of(cls, s: results.IndexStats) -> IndexStats:
-        return cls(name=s.name, model=s.model, view=s.view, dim=s.dim, factory=s.factory, metric=s.metric, normalize=s.normalize,
-                   documents=s.documents, trained=s.trained, pending_training=s.pending_training, train_size=s.train_size,
-                   created=s.created, train_error=s.train_error, wal_bytes=s.wal_bytes, gpu=s.gpu)
+    def of(cls, s: core.IndexStats) -> IndexStats:
+        return cls(
+            name=s.name,
+            model=s.model,
+            view=s.view,
+            dim=s.dim,
+            factory=s.factory,
+            metric=s.metric,
+            normalize=s.normalize,
+            documents=s.documents,
+            trained=s.trained,
+            pending_training=s.pending_training,
+            train_size=s.train_size,
+            created=s.created,
+            train_error=s.train_error,
+            wal_bytes=s.wal_bytes,
+            gpu=s.gpu,
+        )
 
 
 class IndexList(BaseModel):
     object: Literal["list"] = "list"
     data: list[IndexStats]
     building: dict[str, str] = {}
-    quarantined: dict[str, str] = Field({}, description="indexes on disk that cannot be served, with the reason (503 until fixed or dropped)")
+    quarantined: dict[str, str] = Field(
+        {}, description="indexes on disk that cannot be served, with the reason (503 until fixed or dropped)"
+    )
 
     @classmethod
-    def of(cls, listing: results.IndexListing) -> IndexList:
+    def of(cls, listing: core.IndexListing) -> IndexList:
         return cls(data=[IndexStats.of(s) for s in listing.data], building=listing.building, quarantined=listing.quarantined)
 
 
@@ -368,7 +452,7 @@ class AddDocumentsResponse(BaseModel):
     usage: Usage
 
     @classmethod
-    def of(cls, a: results.DocumentsAdded) -> AddDocumentsResponse:
+    def of(cls, a: core.DocumentsAdded) -> AddDocumentsResponse:
         return cls(index=a.index, ids=a.ids, documents=a.documents, usage=Usage.of(a.usage))
 
 
@@ -379,7 +463,7 @@ class DeleteDocumentsResponse(BaseModel):
     documents: int
 
     @classmethod
-    def of(cls, d: results.DocumentsDeleted) -> DeleteDocumentsResponse:
+    def of(cls, d: core.DocumentsDeleted) -> DeleteDocumentsResponse:
         return cls(index=d.index, deleted=d.deleted, not_found=d.not_found, documents=d.documents)
 
 

@@ -43,9 +43,15 @@ class IndexBackend(Protocol):
     def close(self) -> None: ...
 
 
-def open_store(backend: Backend, *, index_dir: Path, wal_max_bytes: int = 64 * 2**20,
-               on_size: Callable[[str, int | None], None] | None = None, gpu: bool = False,
-               milvus: MilvusOptions | None = None) -> IndexBackend:
+def open_store(
+    backend: Backend,
+    *,
+    index_dir: Path,
+    wal_max_bytes: int = 64 * 2**20,
+    on_size: Callable[[str, int | None], None] | None = None,
+    gpu: bool = False,
+    milvus: MilvusOptions | None = None,
+) -> IndexBackend:
     """The store for ``backend``: the FAISS folder ``index_dir``, or Milvus at ``milvus.uri``."""
     if backend == "milvus":
         from service.index.milvus import MilvusStore  # pymilvus is an optional extra

@@ -45,7 +45,7 @@ def read_documents(path: str | Path, limit: int | None = None) -> list[Doc]:
     opener = gzip.open if suffixes and suffixes[-1] == ".gz" else open
     docs: list[Doc] = []
     with opener(path, "rt", encoding="utf-8") as f:
-        for lineno, doc in _parse(f, kind, path):
+        for _lineno, doc in _parse(f, kind, path):
             if doc.text.strip():
                 docs.append(doc)
                 if limit is not None and len(docs) >= limit:
@@ -63,7 +63,7 @@ def _parse(lines, kind: str, path: Path) -> Iterator[tuple[int, Doc]]:
                 r = json.loads(line)
                 yield lineno, Doc(str(r.get("id", lineno)), str(r["text"]), r.get("metadata"))
             except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise ValueError(f"{path}:{lineno}: not a {{\"text\": ...}} object ({e})") from None
+                raise ValueError(f'{path}:{lineno}: not a {{"text": ...}} object ({e})') from None
         elif kind == ".tsv":
             cols = line.split("\t")
             yield lineno, Doc(str(lineno), cols[-1], {"source": cols[0]} if len(cols) > 1 else None)
@@ -72,8 +72,18 @@ def _parse(lines, kind: str, path: Path) -> Iterator[tuple[int, Doc]]:
 
 
 def build_index(
-    encode: Encode, name: str, docs: list[Doc], *, model: str, view: str, dim: int, factory: str = "Flat",
-    metric: Metric = "cosine", normalize: bool = True, chunk: int = 2048, progress: Progress | None = None,
+    encode: Encode,
+    name: str,
+    docs: list[Doc],
+    *,
+    model: str,
+    view: str,
+    dim: int,
+    factory: str = "Flat",
+    metric: Metric = "cosine",
+    normalize: bool = True,
+    chunk: int = 2048,
+    progress: Progress | None = None,
 ) -> VectorIndex:
     """Embed ``docs`` with ``encode`` (texts -> raw vectors ``(n, dim)``) and return the filled index (not yet on disk).
 

@@ -42,7 +42,9 @@ _IVF = re.compile(rf"^(?:PCA(?P<d>\d+),)?IVF(?P<n>\d+),{_CODES}$")
 
 # The grammar's shape for the OpenAPI schema (the numbers' ranges are checked by check_factory).
 SCHEMA_PATTERN = r"^(Flat|PQ\d+(x\d+)?|SQ(4|6|8|fp16)|HNSW\d+(,Flat)?|(PCA\d+,)?IVF\d+,(Flat|PQ\d+(x\d+)?|SQ(4|6|8|fp16)))$"
-SUPPORTED = "Flat, PQ<m>[x<b>], SQ4/SQ6/SQ8/SQfp16, HNSW<M>[,Flat] (4 <= M <= 256), [PCA<d>,]IVF<n>,Flat|PQ<m>[x<b>]|SQ8 ... (1 <= n <= 65536)"
+SUPPORTED = (
+    "Flat, PQ<m>[x<b>], SQ4/SQ6/SQ8/SQfp16, HNSW<M>[,Flat] (4 <= M <= 256), [PCA<d>,]IVF<n>,Flat|PQ<m>[x<b>]|SQ8 ... (1 <= n <= 65536)"
+)
 
 
 @dataclass(frozen=True)

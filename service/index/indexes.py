@@ -20,9 +20,9 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import faiss
 import numpy as np
@@ -161,17 +161,27 @@ class VectorIndex:
         """The index to search: the GPU copy (fresh) where there is one and k fits the GPU's limit."""
         if not self.gpu_wanted or k > GPU_MAX_K:
             return self.index
-        if (self.gpu_index is None or self.gpu_stale) and not self._copy_to_gpu():
-            return self.index
-        return self.gpu_index
+        if self.gpu_index is None or self.gpu_stale:
+            self._copy_to_gpu()  # where it fails, gpu_index is None: the CPU index is searched
+        return self.gpu_index if self.gpu_index is not None else self.index
 
     def stats(self) -> dict[str, Any]:
         c = self.config
         return {
-            "name": c.name, "model": c.model, "view": c.view, "dim": c.dim, "factory": c.factory,
-            "metric": c.metric, "normalize": c.normalize, "documents": self.count, "trained": self.trained,
-            "pending_training": len(self.pending_labels), "train_size": c.train_size, "created": c.created,
-            "train_error": self.train_error, "gpu": self.on_gpu,
+            "name": c.name,
+            "model": c.model,
+            "view": c.view,
+            "dim": c.dim,
+            "factory": c.factory,
+            "metric": c.metric,
+            "normalize": c.normalize,
+            "documents": self.count,
+            "trained": self.trained,
+            "pending_training": len(self.pending_labels),
+            "train_size": c.train_size,
+            "created": c.created,
+            "train_error": self.train_error,
+            "gpu": self.on_gpu,
         }
 
     def prepare(self, vectors: np.ndarray) -> np.ndarray:
@@ -269,18 +279,23 @@ class VectorIndex:
                 if len(self.tombstones) * 4 > self.index.ntotal:
                     self._rebuild_without_tombstones()
             else:
-                self.index.remove_ids(np.asarray(labels, np.int64))
+                # faiss's stubs give Index.remove_ids an IDSelector only; its Python wrapper also takes an id array
+                self.index.remove_ids(np.asarray(labels, np.int64))  # type: ignore[arg-type]
                 self.gpu_stale = True  # GPU indexes cannot remove ids: copy the CPU one again
         return found
 
+    def _idmap(self) -> faiss.IndexIDMap2:
+        """The index of a family without native ids: ``make_faiss`` wraps those in an ``IndexIDMap2``."""
+        return cast(faiss.IndexIDMap2, self.index)
+
     def _faiss_labels(self) -> np.ndarray:
         """The labels in an ``IndexIDMap2``, in FAISS's storage order."""
-        return faiss.vector_to_array(self.index.id_map)
+        return faiss.vector_to_array(self._idmap().id_map)
 
     def _rebuild_without_tombstones(self) -> None:
         """A fresh HNSW graph over the live vectors (HNSW stores them exactly: ``HNSW<M>[,Flat]`` only)."""
         labels = self._faiss_labels()
-        x = faiss.downcast_index(self.index.index).reconstruct_n(0, self.index.ntotal)  # (ntotal, dim)
+        x = faiss.downcast_index(self._idmap().index).reconstruct_n(0, self.index.ntotal)  # (ntotal, dim)
         keep = ~np.isin(labels, np.fromiter(self.tombstones, np.int64, len(self.tombstones)))
         fresh = make_faiss(self.config.dim, self.config.factory, self.config.metric)
         _set_search_params(fresh, faiss.ParameterSpace())
@@ -297,12 +312,18 @@ class VectorIndex:
             with open(tmp / "docs.jsonl", "w", encoding="utf-8") as f:
                 for label, d in self.docs.items():
                     f.write(json.dumps({"label": label, "id": d.id, "text": d.text, "metadata": d.metadata}, ensure_ascii=False) + "\n")
-            state = {"documents": self.count, "seq": self.seq, "next_label": self.next_label, "tombstones": sorted(self.tombstones), "pending_labels": self.pending_labels}
+            state = {
+                "documents": self.count,
+                "seq": self.seq,
+                "next_label": self.next_label,
+                "tombstones": sorted(self.tombstones),
+                "pending_labels": self.pending_labels,
+            }
             meta = {"format_version": FORMAT_VERSION, "config": self.config.model_dump(), "state": state}
             (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
     @classmethod
-    def read_snapshot(cls, folder: Path) -> "VectorIndex":
+    def read_snapshot(cls, folder: Path) -> VectorIndex:
         meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
         if meta.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"{folder}: format_version {meta.get('format_version')!r}, expected {FORMAT_VERSION}")
@@ -335,12 +356,16 @@ def _unwrap_ivf(idmap: faiss.IndexIDMap2) -> faiss.Index:
     inner = faiss.clone_index(faiss.downcast_index(idmap.index))  # owned here; the map frees its own
     ivf = faiss.extract_index_ivf(inner)
     lists = ivf.invlists
+    if lists is None:  # an IVF always has them; a file without would be damaged
+        raise ValueError("an IVF snapshot without inverted lists; rebuild the index (thoughtvec index build --overwrite) or drop it")
     labels = faiss.vector_to_array(idmap.id_map)
     sizes = [lists.list_size(i) for i in range(ivf.nlist)]
     stored = [faiss.rev_swig_ptr(lists.get_ids(i), n).copy() for i, n in enumerate(sizes) if n]
     ordinals = np.concatenate(stored) if stored else np.zeros(0, np.int64)
     if len(np.unique(ordinals)) != len(ordinals) or len(ordinals) != len(labels):
-        raise ValueError("an IVF snapshot written before deletes were fixed, already scrambled by a delete; rebuild the index (thoughtvec index build --overwrite) or drop it")
+        raise ValueError(
+            "an IVF snapshot written before deletes were fixed, already scrambled by a delete; rebuild the index (thoughtvec index build --overwrite) or drop it"
+        )
     rank = np.sort(ordinals)
     for i, n in enumerate(sizes):
         if n:
@@ -350,10 +375,21 @@ def _unwrap_ivf(idmap: faiss.IndexIDMap2) -> faiss.Index:
     return inner
 
 
-def new_config(name: str, model: str, view: str, dim: int, factory: str = "Flat", metric: Metric = "cosine", normalize: bool = True, train_size: int | None = None) -> IndexConfig:
+def new_config(
+    name: str,
+    model: str,
+    view: str,
+    dim: int,
+    factory: str = "Flat",
+    metric: Metric = "cosine",
+    normalize: bool = True,
+    train_size: int | None = None,
+) -> IndexConfig:
     """An index config, checking the factory string with FAISS now rather than at the first add."""
     probe = make_faiss(dim, factory, metric)
     needs_training = not probe.is_trained
     size = (train_size if train_size is not None else default_train_size(factory)) if needs_training else 0
-    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    return IndexConfig(name=name, model=model, view=view, dim=dim, factory=factory, metric=metric, normalize=normalize, train_size=size, created=created)
+    created = datetime.now(UTC).isoformat(timespec="seconds")
+    return IndexConfig(
+        name=name, model=model, view=view, dim=dim, factory=factory, metric=metric, normalize=normalize, train_size=size, created=created
+    )

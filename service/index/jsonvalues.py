@@ -46,7 +46,10 @@ def reject_lone_surrogates(value: Any) -> None:
     """422 naming the field whose text is not valid Unicode."""
     if (path := lone_surrogate_path(value)) is not None:
         where = path or "body"
-        raise InvalidInput(f"{where} contains a lone surrogate (\\ud800-\\udfff): not valid Unicode, so it cannot be stored or returned as UTF-8", field=where)
+        raise InvalidInput(
+            f"{where} contains a lone surrogate (\\ud800-\\udfff): not valid Unicode, so it cannot be stored or returned as UTF-8",
+            field=where,
+        )
 
 
 def check_metadata(meta: dict[str, Any] | None, field: str, max_bytes: int, max_depth: int) -> None:
@@ -60,7 +63,10 @@ def check_metadata(meta: dict[str, Any] | None, field: str, max_bytes: int, max_
             raise InvalidInput(f"{p} is {v}; metadata numbers must be finite (JSON has no NaN or Infinity)", field=p)
         if isinstance(v, (dict, list)):
             if depth > max_depth:
-                raise InvalidInput(f"{field} is nested more than {max_depth} levels deep (at {p}); the limit is {max_depth} (max_metadata_depth)", field=field)
+                raise InvalidInput(
+                    f"{field} is nested more than {max_depth} levels deep (at {p}); the limit is {max_depth} (max_metadata_depth)",
+                    field=field,
+                )
             stack.extend((c, cp, depth + 1) for c, cp, _ in _children(v, p))
     size = len(json.dumps(meta, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8"))
     if size > max_bytes:

@@ -47,7 +47,16 @@ import numpy as np
 from service.bundle.postprocess import l2_normalize
 from service.errors import Conflict, IndexUnavailable, InvalidInput, NotReady, StorageUnavailable, UnknownIndex
 from service.index.indexes import Doc, IndexConfig, VectorIndex
-from service.index.milvus_schema import ID_MAX_BYTES, MilvusOptions, TEXT_MAX_BYTES, collection_name, index_name, index_params, is_lite, search_params
+from service.index.milvus_schema import (
+    ID_MAX_BYTES,
+    TEXT_MAX_BYTES,
+    MilvusOptions,
+    collection_name,
+    index_name,
+    index_params,
+    is_lite,
+    search_params,
+)
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +106,11 @@ class MilvusStore:
         """``client.<method>(...)`` with a deadline; retried while Milvus is unreachable, then a 503."""
         what = f"index '{name}'" if name else "the indexes"
         if time.monotonic() < self._down_until:
-            raise StorageUnavailable(f"cannot {op} {what}: Milvus at {self.uri} is unavailable (it did not answer a moment ago; "
-                                     f"tried again within {self.options.timeout_s} s)", field="index")
+            raise StorageUnavailable(
+                f"cannot {op} {what}: Milvus at {self.uri} is unavailable (it did not answer a moment ago; "
+                f"tried again within {self.options.timeout_s} s)",
+                field="index",
+            )
         last: BaseException | None = None
         for attempt in range(self.options.retries + 1):
             try:
@@ -113,8 +125,9 @@ class MilvusStore:
                 if not _unreachable(e):
                     raise
                 last = e
-                log.warning("milvus %s: %s %s failed (attempt %d of %d): %s", self.uri, op, name, attempt + 1,
-                            self.options.retries + 1, _short(e))
+                log.warning(
+                    "milvus %s: %s %s failed (attempt %d of %d): %s", self.uri, op, name, attempt + 1, self.options.retries + 1, _short(e)
+                )
                 self._forget_client()
                 if attempt < self.options.retries:
                     time.sleep(min(0.25 * 2**attempt, 2.0))
@@ -126,9 +139,10 @@ class MilvusStore:
         log.info("milvus %s: loading collection %s (index %s)", self.uri, coll, name)
         try:
             self._connect().load_collection(coll, timeout=max(30, self.options.timeout_s))
-        except Exception as e:  # noqa: BLE001 - named in the 503
-            raise IndexUnavailable(f"index '{name}' is not loaded in Milvus at {self.uri} and could not be loaded: {_short(e)}",
-                                   field="index") from e
+        except Exception as e:  # named in the 503
+            raise IndexUnavailable(
+                f"index '{name}' is not loaded in Milvus at {self.uri} and could not be loaded: {_short(e)}", field="index"
+            ) from e
 
     def _coll(self, name: str) -> str:
         return collection_name(self.options.prefix, name)
@@ -163,7 +177,7 @@ class MilvusStore:
             desc = self._call("read", name, "describe_collection", self._coll(name))
         except StorageUnavailable:
             raise
-        except Exception as e:  # noqa: BLE001 - not found is the common one; anything else is named
+        except Exception as e:  # not found is the common one; anything else is named
             if not self._call("find", name, "has_collection", self._coll(name)):
                 raise UnknownIndex(f"no index '{name}'; the indexes are {self.names()}", field="index") from None
             raise IndexUnavailable(f"index '{name}' cannot be read from Milvus at {self.uri}: {_short(e)}", field="index") from e
@@ -184,16 +198,40 @@ class MilvusStore:
     def stats(self, name: str) -> dict:
         c = self.config(name)
         n = self.count(name)
-        return {"name": c.name, "model": c.model, "view": c.view, "dim": c.dim, "factory": c.factory, "metric": c.metric,
-                "normalize": c.normalize, "documents": n, "trained": True, "pending_training": 0, "train_size": c.train_size,
-                "created": c.created, "train_error": None, "gpu": False, "wal_bytes": 0}
+        return {
+            "name": c.name,
+            "model": c.model,
+            "view": c.view,
+            "dim": c.dim,
+            "factory": c.factory,
+            "metric": c.metric,
+            "normalize": c.normalize,
+            "documents": n,
+            "trained": True,
+            "pending_training": 0,
+            "train_size": c.train_size,
+            "created": c.created,
+            "train_error": None,
+            "gpu": False,
+            "wal_bytes": 0,
+        }
 
     def search(self, name: str, queries: np.ndarray, k: int) -> list[list[tuple[Doc, float]]]:
         """Nearest ``k`` per query row, best first; scores as FAISS gives them (similarity, or squared L2)."""
         c = self.config(name)
         q = _prepare(c, queries)
-        res = self._call("search", name, "search", self._coll(name), data=q.tolist(), limit=k, anns_field="vector",
-                         output_fields=["text", "metadata"], search_params=search_params(c, k), consistency_level="Strong")
+        res = self._call(
+            "search",
+            name,
+            "search",
+            self._coll(name),
+            data=q.tolist(),
+            limit=k,
+            anns_field="vector",
+            output_fields=["text", "metadata"],
+            search_params=search_params(c, k),
+            consistency_level="Strong",
+        )
         out = []
         for row in res:
             hits = []
@@ -209,8 +247,16 @@ class MilvusStore:
         self.config(name)
         first = [d for d in self._get(name, list(dict.fromkeys(include))) if d is not None][:limit]
         seen = {d.id for d in first}
-        rows = self._call("read", name, "query", self._coll(name), filter='id != ""', limit=limit + len(first),
-                          output_fields=["id", "text", "metadata"], consistency_level="Strong")
+        rows = self._call(
+            "read",
+            name,
+            "query",
+            self._coll(name),
+            filter='id != ""',
+            limit=limit + len(first),
+            output_fields=["id", "text", "metadata"],
+            consistency_level="Strong",
+        )
         return first + [d for r in rows if (d := _doc(_unpk(r["id"]), r)).id not in seen][: limit - len(first)]
 
     def _get(self, name: str, ids: list[str]) -> list[Doc | None]:
@@ -218,16 +264,30 @@ class MilvusStore:
         found: dict[str, Doc] = {}
         for start in range(0, len(ids), CHUNK):
             part = ids[start : start + CHUNK]
-            rows = self._call("read", name, "query", self._coll(name), filter=_id_in(part), output_fields=["id", "text", "metadata"],
-                              consistency_level="Strong")
+            rows = self._call(
+                "read",
+                name,
+                "query",
+                self._coll(name),
+                filter=_id_in(part),
+                output_fields=["id", "text", "metadata"],
+                consistency_level="Strong",
+            )
             found.update((d.id, d) for r in rows if (d := _doc(_unpk(r["id"]), r)))
         return [found.get(i) for i in ids]
 
     def _existing(self, name: str, ids: list[str]) -> set[str]:
         have: set[str] = set()
         for start in range(0, len(ids), CHUNK):
-            rows = self._call("read", name, "query", self._coll(name), filter=_id_in(ids[start : start + CHUNK]), output_fields=["id"],
-                              consistency_level="Strong")
+            rows = self._call(
+                "read",
+                name,
+                "query",
+                self._coll(name),
+                filter=_id_in(ids[start : start + CHUNK]),
+                output_fields=["id"],
+                consistency_level="Strong",
+            )
             have.update(_unpk(r["id"]) for r in rows)
         return have
 
@@ -257,8 +317,16 @@ class MilvusStore:
             ip = MilvusClient.prepare_index_params()
             ip.add_index("vector", **params)
             # a server loads the new collection before answering (seconds): a longer deadline than other calls
-            self._call("create", name, "create_collection", coll, schema=schema, index_params=ip, consistency_level="Strong",
-                       timeout=max(30, self.options.timeout_s))
+            self._call(
+                "create",
+                name,
+                "create_collection",
+                coll,
+                schema=schema,
+                index_params=ip,
+                consistency_level="Strong",
+                timeout=max(30, self.options.timeout_s),
+            )
             self.quarantined.pop(name, None)
 
     def install(self, vi: VectorIndex, overwrite: bool = False) -> dict:
@@ -293,8 +361,15 @@ class MilvusStore:
     def _upsert(self, name: str, config: IndexConfig, docs: list[Doc], vectors: np.ndarray, chunk: int = CHUNK) -> None:
         x = _prepare(config, vectors)  # (n, dim)
         for start in range(0, len(docs), max(1, chunk)):
-            rows = [{"id": _pk(d.id), "text": d.text, "metadata": json.dumps(d.metadata, ensure_ascii=False, separators=(",", ":")),
-                     "vector": v.tolist()} for d, v in zip(docs[start : start + chunk], x[start : start + chunk])]
+            rows = [
+                {
+                    "id": _pk(d.id),
+                    "text": d.text,
+                    "metadata": json.dumps(d.metadata, ensure_ascii=False, separators=(",", ":")),
+                    "vector": v.tolist(),
+                }
+                for d, v in zip(docs[start : start + chunk], x[start : start + chunk])
+            ]
             self._call("add documents to", name, self._write, self._coll(name), rows)
 
     def delete(self, name: str, ids: list[str]) -> list[str]:
@@ -340,8 +415,20 @@ def _unreachable(e: BaseException) -> bool:
         pass
     if isinstance(e, MilvusException):
         text = str(e)
-        return any(s in text for s in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "Fail connecting", "failed to connect", "Connection refused",
-                                       "timeout", "Timeout", "not ready", "server unavailable"))
+        return any(
+            s in text
+            for s in (
+                "UNAVAILABLE",
+                "DEADLINE_EXCEEDED",
+                "Fail connecting",
+                "failed to connect",
+                "Connection refused",
+                "timeout",
+                "Timeout",
+                "not ready",
+                "server unavailable",
+            )
+        )
     return False
 
 
@@ -383,11 +470,16 @@ def _id_in(ids: Sequence[str]) -> str:
 def _check_fields(docs: list[Doc]) -> None:
     """Milvus's field limits as 422s naming the field (the HTTP checks allow more than Milvus stores)."""
     for i, d in enumerate(docs):
-        for fld, value, limit in (("id", d.id, ID_MAX_BYTES), ("text", d.text, TEXT_MAX_BYTES),
-                                  ("metadata", json.dumps(d.metadata, ensure_ascii=False, separators=(",", ":")), TEXT_MAX_BYTES)):
+        for fld, value, limit in (
+            ("id", d.id, ID_MAX_BYTES),
+            ("text", d.text, TEXT_MAX_BYTES),
+            ("metadata", json.dumps(d.metadata, ensure_ascii=False, separators=(",", ":")), TEXT_MAX_BYTES),
+        ):
             size = len(value.encode("utf-8"))
             if size > limit:
-                raise InvalidInput(f"documents[{i}].{fld} is {size} bytes of UTF-8; Milvus stores at most {limit}", field=f"documents[{i}].{fld}")
+                raise InvalidInput(
+                    f"documents[{i}].{fld} is {size} bytes of UTF-8; Milvus stores at most {limit}", field=f"documents[{i}].{fld}"
+                )
 
 
 def _contents(vi: VectorIndex) -> tuple[list[Doc], np.ndarray]:

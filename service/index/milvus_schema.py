@@ -98,4 +98,10 @@ class MilvusOptions:
     @classmethod
     def of(cls, settings: Settings) -> MilvusOptions:
         """The ``milvus_*`` settings."""
-        return cls(settings.milvus_uri, settings.milvus_token, settings.milvus_collection_prefix, settings.milvus_timeout_s, settings.milvus_retries)
+        return cls(
+            settings.milvus_uri,
+            settings.milvus_token,
+            settings.milvus_collection_prefix,
+            settings.milvus_timeout_s,
+            settings.milvus_retries,
+        )

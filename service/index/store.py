@@ -50,8 +50,9 @@ class _Entry:
 class IndexStore:
     """Every index under ``root``, loaded, with its log."""
 
-    def __init__(self, root: Path, wal_max_bytes: int = 64 * 2**20, on_size: Callable[[str, int | None], None] | None = None,
-                 gpu: bool = False):
+    def __init__(
+        self, root: Path, wal_max_bytes: int = 64 * 2**20, on_size: Callable[[str, int | None], None] | None = None, gpu: bool = False
+    ):
         self.root = Path(root)
         self.gpu = gpu  # search served indexes on the GPU when FAISS has one (VectorIndex.use_gpu)
         self.wal_max_bytes = wal_max_bytes
@@ -102,10 +103,17 @@ class IndexStore:
                 continue  # already in the snapshot
             try:
                 _apply(vi, header, blob)
-            except Exception as e:  # noqa: BLE001 - named in the quarantine reason
+            except Exception as e:
                 raise ValueError(f"log record {header.get('seq')} ({header.get('op')}) cannot be replayed: {type(e).__name__}: {e}") from e
             replayed += 1
-        log.info("index %s: %d documents (%s, %s), %d log records replayed", vi.config.name, vi.count, vi.config.factory, vi.config.model, replayed)
+        log.info(
+            "index %s: %d documents (%s, %s), %d log records replayed",
+            vi.config.name,
+            vi.count,
+            vi.config.factory,
+            vi.config.model,
+            replayed,
+        )
         return _Entry(vi, wal, folder)
 
     def _register(self, entry: _Entry) -> None:
@@ -127,8 +135,11 @@ class IndexStore:
             return self._entries[name]
         except KeyError:
             if name in self.quarantined:
-                raise IndexUnavailable(f"index '{name}' is quarantined: {self.quarantined[name]}; the other indexes serve. "
-                                       f"Fix its folder and restart, or drop it", field="index") from None
+                raise IndexUnavailable(
+                    f"index '{name}' is quarantined: {self.quarantined[name]}; the other indexes serve. "
+                    f"Fix its folder and restart, or drop it",
+                    field="index",
+                ) from None
             if name in self.building:
                 raise NotReady(f"index '{name}' is being built ({self.building[name]})", field="index") from None
             raise UnknownIndex(f"no index '{name}'; the indexes are {self.names()}", field="index") from None
@@ -221,7 +232,9 @@ class IndexStore:
                 seen.add(d.id)
             labels = list(range(vi.next_label, vi.next_label + len(docs)))
             header = {
-                "seq": vi.seq + 1, "op": "add", "labels": labels,
+                "seq": vi.seq + 1,
+                "op": "add",
+                "labels": labels,
                 "docs": [{"id": d.id, "text": d.text, "metadata": d.metadata} for d in docs],
             }
             x = np.ascontiguousarray(vectors, np.float32)

@@ -84,37 +84,37 @@ class Wal:
     def append(self, header: dict[str, Any], blob: bytes = b"") -> None:
         """Write one record and fsync it; on any error the file is as it was before, and the error raised."""
         record = memoryview(encode_record(header, blob))
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        fd = self._open()
         if self._end is None:
-            self._end = os.fstat(self._fd).st_size
-        if os.fstat(self._fd).st_size != self._end:  # an earlier rollback failed: finish it first
-            self._truncate()
+            self._end = os.fstat(fd).st_size
+        end = self._end
+        if os.fstat(fd).st_size != end:  # an earlier rollback failed: finish it first
+            _truncate(fd, end)
         try:
             while record:
-                written = os.write(self._fd, record)
+                written = os.write(fd, record)
                 if written == 0:
                     raise OSError(errno.ENOSPC, "no byte written", str(self.path))
                 record = record[written:]  # a short write: write the rest
-            os.fsync(self._fd)
+            os.fsync(fd)
         except BaseException:
             try:
-                self._truncate()
+                _truncate(fd, end)
             except OSError as e:
                 log.error("%s: cannot cut a failed append off (%s); appends wait until it can be", self.path, e)
             raise
-        self._end = os.fstat(self._fd).st_size
+        self._end = os.fstat(fd).st_size
 
-    def _truncate(self) -> None:
-        os.ftruncate(self._fd, self._end)
-        os.fsync(self._fd)
+    def _open(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        return self._fd
 
     def truncate_to(self, size: int) -> None:
         """Drop records after ``size`` (a record that was logged but could not be applied)."""
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        fd = self._open()
         self._end = size
-        self._truncate()
+        _truncate(fd, size)
 
     @property
     def size(self) -> int:
@@ -130,3 +130,9 @@ class Wal:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _truncate(fd: int, end: int) -> None:
+    """Cut the file back to ``end`` bytes, durably."""
+    os.ftruncate(fd, end)
+    os.fsync(fd)

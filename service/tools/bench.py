@@ -32,19 +32,28 @@ import numpy as np
 from service.bundle.format import discover_bundles
 from service.settings import PACKAGE_DATA
 
-FALLBACK_WORDS = ("the a man woman child dog cat walked ran sat on in under over house river city old new small big "
-                  "red green happy sad quickly slowly and but because when while letter book table door window").split()
+FALLBACK_WORDS = (
+    "the a man woman child dog cat walked ran sat on in under over house river city old new small big "
+    "red green happy sad quickly slowly and but because when while letter book table door window"
+).split()
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models-dir", type=Path, default=Path("models"), help="bundles to measure (default models/)")
     p.add_argument("--models", default="", help="comma-separated bundle folder names (default: all)")
-    p.add_argument("--sentences", type=Path, default=None, help="texts to send (.txt or sample .tsv.gz); default: the search sample if present, else generated")
+    p.add_argument(
+        "--sentences",
+        type=Path,
+        default=None,
+        help="texts to send (.txt or sample .tsv.gz); default: the search sample if present, else generated",
+    )
     p.add_argument("--batches", default="1,32,128", help="in-process batch sizes")
     p.add_argument("--concurrency", default="1,8,32,64", help="requests in flight")
     p.add_argument("--request-sizes", default="1,32", help="sentences per request")
     p.add_argument("--seconds", type=float, default=4.0, help="measured seconds per level (after 1 s of warm-up)")
-    p.add_argument("--encoding", default="base64", choices=["base64", "float"], help="encoding_format of the requests (the openai client sends base64)")
+    p.add_argument(
+        "--encoding", default="base64", choices=["base64", "float"], help="encoding_format of the requests (the openai client sends base64)"
+    )
     p.add_argument("--no-server", action="store_true", help="in-process figures only")
     p.add_argument("--no-batching-off", action="store_true", help="skip the max-batch-size 1 run")
     p.add_argument("--server-flag", action="append", default=[], help="extra flag for the server, e.g. --server-flag=--max-wait-ms=1")
@@ -98,8 +107,26 @@ class Server:
         models.mkdir()
         (models / bundle.name).symlink_to(bundle.resolve())
         self.port = free_port()
-        cmd = [sys.executable, "-m", "service.cli", "serve", "--models-dir", str(models), "--index-dir", str(Path(self.tmp.name) / "idx"),
-               "--port", str(self.port), "--no-build-default-index", "--log-level", "warning", "--max-queue-size", "100000", "--truncation", "truncate", *flags]
+        cmd = [
+            sys.executable,
+            "-m",
+            "service.cli",
+            "serve",
+            "--models-dir",
+            str(models),
+            "--index-dir",
+            str(Path(self.tmp.name) / "idx"),
+            "--port",
+            str(self.port),
+            "--no-build-default-index",
+            "--log-level",
+            "warning",
+            "--max-queue-size",
+            "100000",
+            "--truncation",
+            "truncate",
+            *flags,
+        ]
         self.proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[2], env=os.environ | {"PYTHONUNBUFFERED": "1"})
         deadline = time.time() + 300
         while time.time() < deadline:
@@ -129,7 +156,10 @@ async def _worker(port: int, bodies: list[bytes], start_at: float, stop_at: floa
     try:
         while (now := time.perf_counter()) < stop_at:
             body = bodies[rng.randrange(len(bodies))]
-            writer.write(b"POST /v1/embeddings HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            writer.write(
+                b"POST /v1/embeddings HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                % (len(body), body)
+            )
             head = await reader.readuntil(b"\r\n\r\n")
             status = int(head[9:12])
             length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:"))
@@ -153,21 +183,31 @@ def load_level(port: int, bodies: list[bytes], concurrency: int, seconds: float)
     return len(lat) / seconds, np.asarray(lat) * 1000, errors
 
 
-def server_table(port: int, sentences: list[str], model: str, sizes: list[int], levels: list[int], seconds: float, encoding: str) -> list[tuple]:
+def server_table(
+    port: int, sentences: list[str], model: str, sizes: list[int], levels: list[int], seconds: float, encoding: str
+) -> list[tuple]:
     rows = []
     rng = random.Random(1)
     for size in sizes:
-        bodies = [json.dumps({"model": model, "input": [rng.choice(sentences) for _ in range(size)], "encoding_format": encoding}).encode() for _ in range(256)]
+        bodies = [
+            json.dumps({"model": model, "input": [rng.choice(sentences) for _ in range(size)], "encoding_format": encoding}).encode()
+            for _ in range(256)
+        ]
         for c in levels:
             rps, lat, errors = load_level(port, bodies, c, seconds)
             p50, p95, p99 = np.percentile(lat, [50, 95, 99]) if len(lat) else (float("nan"),) * 3
             rows.append((size, c, rps * size, rps, p50, p95, p99, len(errors)))
-            print(f"  size {size:>3} c {c:>3}: {rps * size:9.0f} sent/s  p50 {p50:7.1f} ms  p95 {p95:7.1f}  p99 {p99:7.1f}  errors {len(errors)}", flush=True)
+            print(
+                f"  size {size:>3} c {c:>3}: {rps * size:9.0f} sent/s  p50 {p50:7.1f} ms  p95 {p95:7.1f}  p99 {p99:7.1f}  errors {len(errors)}",
+                flush=True,
+            )
     return rows
 
 
 def print_server_rows(title: str, rows: list[tuple]) -> None:
-    print(f"\n{title}\n\n| sentences/request | concurrency | sentences/s | requests/s | p50 ms | p95 ms | p99 ms | errors |\n|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        f"\n{title}\n\n| sentences/request | concurrency | sentences/s | requests/s | p50 ms | p95 ms | p99 ms | errors |\n|---:|---:|---:|---:|---:|---:|---:|---:|"
+    )
     for size, c, sps, rps, p50, p95, p99, err in rows:
         print(f"| {size} | {c} | {sps:.0f} | {rps:.0f} | {p50:.1f} | {p95:.1f} | {p99:.1f} | {err} |")
 
@@ -210,5 +250,7 @@ def run(args: argparse.Namespace) -> int:
             print_server_rows(f"server, {title}", rows)
         on = {(r[0], r[1]): r[2] for r in results.get("batching on", [])}
         if 32 in inproc and (1, 64) in on:
-            print(f"\n1-sentence requests at concurrency 64: {on[(1, 64)]:.0f} sent/s = {100 * on[(1, 64)] / inproc[32]:.0f} % of in-process batch 32 ({inproc[32]:.0f})")
+            print(
+                f"\n1-sentence requests at concurrency 64: {on[(1, 64)]:.0f} sent/s = {100 * on[(1, 64)] / inproc[32]:.0f} % of in-process batch 32 ({inproc[32]:.0f})"
+            )
     return 0

@@ -27,8 +27,7 @@ def _count(model, length: int) -> float:
             d.ClearField("dim_param")
             d.dim_value = 1 if i == 0 else length
     m = SymbolicShapeInference.infer_shapes(m, auto_merge=True)
-    shape = {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim]
-             for vi in [*m.graph.value_info, *m.graph.input, *m.graph.output]}
+    shape = {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim] for vi in [*m.graph.value_info, *m.graph.input, *m.graph.output]}
     shape.update({t.name: list(t.dims) for t in m.graph.initializer})
     total = 0.0
     for n in m.graph.node:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from service.index.backend import MilvusOptions, open_store
+from service.index.backend import Backend, MilvusOptions, open_store
 from service.index.indexes import Doc, new_config
 
 
@@ -30,7 +30,7 @@ def unit(n: int, dim: int, seed: int) -> np.ndarray:
 
 
 def run_one(backend: str, x: np.ndarray, q: np.ndarray, batch: int, k: int, uri: str, folder: Path) -> dict:
-    kind = "faiss" if backend == "faiss" else "milvus"
+    kind: Backend = "faiss" if backend == "faiss" else "milvus"
     milvus = MilvusOptions(uri=str(folder / "bench.db") if backend == "milvus-lite" else uri, prefix="bench_", timeout_s=60)
     store = open_store(kind, index_dir=folder / "faiss", milvus=milvus)
     store.load_all()
@@ -54,9 +54,16 @@ def run_one(backend: str, x: np.ndarray, q: np.ndarray, batch: int, k: int, uri:
     store.drop("bench")
     store.close()
     lat_ms = np.array(lat) * 1000
-    return {"backend": backend, "documents": count, "add_docs_per_s": len(x) / add_s, "add_s": add_s,
-            "search_qps": len(q) / sum(lat), "p50_ms": float(np.percentile(lat_ms, 50)), "p99_ms": float(np.percentile(lat_ms, 99)),
-            "top1": top1}
+    return {
+        "backend": backend,
+        "documents": count,
+        "add_docs_per_s": len(x) / add_s,
+        "add_s": add_s,
+        "search_qps": len(q) / sum(lat),
+        "p50_ms": float(np.percentile(lat_ms, 50)),
+        "p99_ms": float(np.percentile(lat_ms, 99)),
+        "top1": top1,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,8 +82,11 @@ def main(argv: list[str] | None = None) -> int:
         for backend in args.backends.split(","):
             r = run_one(backend, x, q, args.batch, args.k, args.milvus_uri, Path(tmp))
             results.append(r)
-            print(f"{backend:14s} {r['documents']:>7d} docs  add {r['add_docs_per_s']:>8.0f} docs/s ({r['add_s']:.1f} s)  "
-                  f"search {r['search_qps']:>7.1f} q/s  p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms", flush=True)
+            print(
+                f"{backend:14s} {r['documents']:>7d} docs  add {r['add_docs_per_s']:>8.0f} docs/s ({r['add_s']:.1f} s)  "
+                f"search {r['search_qps']:>7.1f} q/s  p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms",
+                flush=True,
+            )
     base = results[0]["top1"]
     for r in results[1:]:
         agree = np.mean([a == b for a, b in zip(base, r["top1"])])

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from service.core.encoder import Encoder
 from service.bundle.postprocess import l2_normalize
+from service.core.encoder import Encoder
 from service.core.longinput import POOLING, Prepared, pool, prepare
 from service.settings import PACKAGE_DATA
 
@@ -82,8 +82,10 @@ def main(argv: list[str] | None = None) -> None:
     q = _embed(enc, prepare(enc, sents, ["q"] * len(sents), "truncate", eos), len(sents), POOLING)
     split = prepare(enc, texts, fields, "split", eos)
     over = sum(len(enc.token_ids(t)) > enc.max_tokens for t in texts)
-    print(f"{args.model.name}, {args.part}: {len(psg)} passages of {args.sentences} sentences ({over} over the "
-          f"{enc.max_tokens}-token limit), {len(sents)} sentence queries")
+    print(
+        f"{args.model.name}, {args.part}: {len(psg)} passages of {args.sentences} sentences ({over} over the "
+        f"{enc.max_tokens}-token limit), {len(sents)} sentence queries"
+    )
     print("| pooling | accuracy@1 | MRR |\n|---|---|---|")
     for how in POOLINGS:
         acc, mrr = score(q, owner, _embed(enc, split, len(texts), how))

@@ -14,8 +14,8 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 
-from service.http.app import create_app
 from service.bundle.heads import RelatednessHead, save
+from service.http.app import create_app
 from service.settings import Settings
 from service.tools.bench import free_port
 from tests.service.openapi_check import check_responses

@@ -32,8 +32,10 @@ class ResponseChecker:
     def _route_path(self, method: str, path: str) -> str | None:
         """The documented path template ``path`` matches for ``method`` (literal segments win over parameters)."""
         if self._templates is None:
-            self._templates = sorted(((t.count("{"), re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", t) + "$"), t)
-                                      for t in self.spec["paths"]), key=lambda x: x[0])
+            self._templates = sorted(
+                ((t.count("{"), re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", t) + "$"), t) for t in self.spec["paths"]),
+                key=lambda x: x[0],
+            )
         for _, pattern, template in self._templates:
             if pattern.match(path) and method.lower() in self.spec["paths"][template]:
                 return template

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from service.core.encoder import Encoder
+from tests.training.conftest import tiny_config, toy_documents
 from training.data import TokenCorpus
 from training.export import ExportOptions, export
 from training.families import get_family
@@ -14,7 +15,6 @@ from training.families.aae import memory_attention
 from training.nn import masked_max, masked_mean
 from training.onnx_export import PADDING_TOL
 from training.trainer import Trainer
-from tests.training.conftest import tiny_config, toy_documents
 
 FAM = get_family("mean-max-aae")
 TINY = {"out_vocab": 60, "input_words": 2000, "d_model": 32, "d_ff": 64, "heads": 4, "num_sampled": 16, "dropout": 0.0}

@@ -34,15 +34,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_sentence_splitting_keeps_abbreviations_and_drops_labels():
-    para = 'Mr. Darcy came (i.e. late). He bore it (Is. 53:4) well. 2. See ver. 3 of Ps. 119. III.'
+    para = "Mr. Darcy came (i.e. late). He bore it (Is. 53:4) well. 2. See ver. 3 of Ps. 119. III."
     assert split_sentences(para) == [
-        "Mr. Darcy came (i.e. late).", "He bore it (Is. 53:4) well.", "See ver. 3 of Ps. 119.",
+        "Mr. Darcy came (i.e. late).",
+        "He bore it (Is. 53:4) well.",
+        "See ver. 3 of Ps. 119.",
     ]
 
 
 def test_clean_normalises_quotes_entities_and_italics():
-    assert clean("\u201cI _do_ know,\u201d  said\nshe \u2014 AT&T communiqu&#233;") == \
-        '"I do know," said she -- AT&T communiqué'
+    assert clean("\u201cI _do_ know,\u201d  said\nshe \u2014 AT&T communiqu&#233;") == '"I do know," said she -- AT&T communiqué'
 
 
 def test_sentences_never_span_paragraphs():
@@ -55,8 +56,11 @@ def test_strip_gutenberg_and_novel_chapters():
     assert "Project Gutenberg" not in text and "START OF" not in text
     docs = [split_document("b", d) for d in books.novel_chapters("Tiny", text.splitlines())]
     assert [d.title for d in docs] == ["Tiny, chapter 1", "Tiny, chapter 2"]
-    assert docs[0].sentences == ["It was a quiet morning in the village.", "The baker, as always, was the first to wake.",
-                                 '"Good morning," said she to the baker.']
+    assert docs[0].sentences == [
+        "It was a quiet morning in the village.",
+        "The baker, as always, was the first to wake.",
+        '"Good morning," said she to the baker.',
+    ]
     assert docs[1].sentences == ["Nothing at all happened on the second day."]  # "THE SECOND DAY" dropped
 
 
@@ -87,12 +91,11 @@ def _sword_module(root: Path, entries: list[str], width: int, driver: str) -> Pa
 ENTRIES = [
     '<div type="book" osisID="Gen" sID="g1"/><title type="main">Genesis</title>',
     '<chapter osisID="Gen.1" sID="Gen.1" n="1"/>',
-    '<w lemma="x">In</w> <w>the</w> <w>beginning</w>, <w>God</w><note placement="foot">A note.</note><w>created</w> '
-    "the heavens.",
+    '<w lemma="x">In</w> <w>the</w> <w>beginning</w>, <w>God</w><note placement="foot">A note.</note><w>created</w> the heavens.',
     '<title canonical="true" type="psalm">A Psalm by David.</title><div sID="p1" type="x-p"/>'
     '<hi type="bold">Verse 2.</hi> The earth was formless &amp; empty.<div eID="p1" type="x-p"/>',
     '<chapter osisID="Gen.2" sID="Gen.2" n="2"/>',
-    "<l level=\"1\" sID=\"l1\"/>The heavens were finished,<l eID=\"l1\"/><l sID=\"l2\"/>and all their army.<l eID=\"l2\"/>",
+    '<l level="1" sID="l1"/>The heavens were finished,<l eID="l1"/><l sID="l2"/>and all their army.<l eID="l2"/>',
 ]
 
 
@@ -101,8 +104,7 @@ def test_sword_module_to_documents(tmp_path, width, driver):
     root = _sword_module(tmp_path, ENTRIES, width, driver)
     docs = [split_document("web", d) for d in sword.osis_documents(sword.module_entries(root), "T")]
     assert [(d.title, d.sentences) for d in docs] == [
-        ("T Gen.1", ["In the beginning, God created the heavens.", "A Psalm by David.",
-                     "The earth was formless & empty."]),
+        ("T Gen.1", ["In the beginning, God created the heavens.", "A Psalm by David.", "The earth was formless & empty."]),
         ("T Gen.2", ["The heavens were finished, and all their army."]),  # linked entry read once
     ]
 
@@ -116,8 +118,12 @@ def test_sword_rejects_an_index_that_fits_no_block(tmp_path):
 
 
 def test_kjv_chapters():
-    lines = ["Ge1:1 In the beginning God created the heaven and the earth.", "Ge1:2 And the earth was without form.",
-             "1Sm2:1 And Hannah prayed, and said,", "1Sm2:2 There is none holy as the LORD."]
+    lines = [
+        "Ge1:1 In the beginning God created the heaven and the earth.",
+        "Ge1:2 And the earth was without form.",
+        "1Sm2:1 And Hannah prayed, and said,",
+        "1Sm2:2 There is none holy as the LORD.",
+    ]
     docs = list(kjv_chapters(lines))
     assert [d.title for d in docs] == ["KJV Ge 1", "KJV 1Sm 2"]
     assert split_document("kjv", docs[1]).sentences == ["And Hannah prayed, and said, There is none holy as the LORD."]
@@ -127,7 +133,8 @@ def test_wikitext_keeps_prose_only():
     docs = list(wiki.dump_documents(FIX / "wiki_dump.xml"))
     assert [d.title for d in docs] == ["Tiny Article"]  # redirect and talk page skipped
     assert docs[0].paragraphs == [
-        "Tiny Article is a page about testing. It was written in 2024.", "The first version was short.",
+        "Tiny Article is a page about testing. It was written in 2024.",
+        "The first version was short.",
     ]
 
 
@@ -146,7 +153,7 @@ def test_brown_detokenized_headlines_dropped(brown_root):
     (doc,) = news.brown_documents(brown_root)
     assert doc.title == "ca01 (news)" and doc.presplit  # Brown's own sentence boundaries
     assert split_document("brown", doc).sentences == [
-        'The Fulton County Grand Jury said Friday an investigation of Atlanta\'s recent primary election produced '
+        "The Fulton County Grand Jury said Friday an investigation of Atlanta's recent primary election produced "
         '"no evidence" that any irregularities took place.',
         "The jury, in term-end presentments (which were long), praised the city.",
     ]
@@ -166,7 +173,8 @@ def test_imdb_reads_only_imdb_rows(tmp_path):
     shutil.copy(FIX / "movie_reviews.csv", target)
     docs = [split_document("imdb", d) for d in news.imdb_documents(tmp_path)]
     assert [d.sentences for d in docs] == [
-        ["A fine film.", 'The acting is "superb", really.'], ["A dull, dreary film.", "I left early."],
+        ["A fine film.", 'The acting is "superb", really.'],
+        ["A dull, dreary film.", "I left early."],
     ]
 
 
@@ -179,8 +187,7 @@ def test_r_lazyload_database(tmp_path):
     payload = zlib.compress(gzip.decompress((tmp_path / "obj.rds").read_bytes()))
     raw_len = len(gzip.decompress((tmp_path / "obj.rds").read_bytes()))
     (tmp_path / "Rdata.rdb").write_bytes(struct.pack(">I", raw_len) + payload)
-    index = {"variables": {"tiny": np.array([0, 4 + len(payload)], dtype=np.int32)}, "references": {},
-             "compressed": np.array([True])}
+    index = {"variables": {"tiny": np.array([0, 4 + len(payload)], dtype=np.int32)}, "references": {}, "compressed": np.array([True])}
     rdata.write_rds(tmp_path / "Rdata.rdx", index, compression="gzip")
     objects = books.read_lazyload(tmp_path / "Rdata")
     docs = list(books.novel_chapters("Tiny", objects["tiny"]))
@@ -194,12 +201,18 @@ def test_r_lazyload_database(tmp_path):
 def make_fake_senteval(root: Path, mr_sentence: str = "it 's a fine film .") -> Path:
     """Every file SentEval's readers open, one example each (PTB-tokenised like the real ones)."""
     files = {
-        "MR/rt-polarity.pos": f"{mr_sentence}\n", "MR/rt-polarity.neg": "a dull film .\n",
-        "CR/custrev.pos": "great player .\n\n", "CR/custrev.neg": "broke fast .\n",
-        "SUBJ/subj.objective": "the film is set in rome .\n", "SUBJ/subj.subjective": "i loved it .\n",
-        "MPQA/mpqa.pos": "support\n", "MPQA/mpqa.neg": "fear\n",
-        "TREC/train_5500.label": "DESC:manner How did it happen ?\n", "TREC/TREC_10.label": "HUM:desc Who was he ?\n",
-        "SST/binary/sentiment-train": "a gem \t1\n", "SST/binary/sentiment-dev": "a mess \t0\n",
+        "MR/rt-polarity.pos": f"{mr_sentence}\n",
+        "MR/rt-polarity.neg": "a dull film .\n",
+        "CR/custrev.pos": "great player .\n\n",
+        "CR/custrev.neg": "broke fast .\n",
+        "SUBJ/subj.objective": "the film is set in rome .\n",
+        "SUBJ/subj.subjective": "i loved it .\n",
+        "MPQA/mpqa.pos": "support\n",
+        "MPQA/mpqa.neg": "fear\n",
+        "TREC/train_5500.label": "DESC:manner How did it happen ?\n",
+        "TREC/TREC_10.label": "HUM:desc Who was he ?\n",
+        "SST/binary/sentiment-train": "a gem \t1\n",
+        "SST/binary/sentiment-dev": "a mess \t0\n",
         "SST/binary/sentiment-test": "fun \t1\n",
         "MRPC/msr_paraphrase_train.txt": "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t1\t2\tHe left .\tHe went .\n",
         "MRPC/msr_paraphrase_test.txt": "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n0\t3\t4\tYes .\tNo .\n",
@@ -245,15 +258,19 @@ def fake_sources(monkeypatch):
 
 
 def test_build_pipeline(tmp_path, fake_sources):
-    cfg = BuildConfig(out=tmp_path / "out", cache=tmp_path / "cache", sources=["fake_a", "broken", "unfetchable", "fake_b"],
-                      senteval=make_fake_senteval(tmp_path / "senteval"), senteval_check_counts=False,
-                      workers=1, progress=False)
+    cfg = BuildConfig(
+        out=tmp_path / "out",
+        cache=tmp_path / "cache",
+        sources=["fake_a", "broken", "unfetchable", "fake_b"],
+        senteval=make_fake_senteval(tmp_path / "senteval"),
+        senteval_check_counts=False,
+        workers=1,
+        progress=False,
+    )
     report = build_corpus(cfg)
     out = cfg.out
     # one sentence a line, ONE empty line between documents, no empty line at the end
-    assert (out / "corpus.txt").read_text() == (
-        "The end is near.\n\nSecond doc sentence one.\nSentence two!\n\n\"Quoted,\" she said.\n"
-    )
+    assert (out / "corpus.txt").read_text() == ('The end is near.\n\nSecond doc sentence one.\nSentence two!\n\n"Quoted," she said.\n')
     rows = [json.loads(line) for line in (out / "documents.jsonl").read_text().splitlines()]
     assert rows == [
         {"source": "fake_a", "title": "a1", "sentences": 1, "tokens": 5},
@@ -280,30 +297,47 @@ def test_build_with_only_failures_writes_nothing(tmp_path, fake_sources):
 def test_user_folder_in_worker_processes(tmp_path):
     files = resolve_inputs([FIX / "user_docs"])
     assert [f.name for f in files] == ["first.txt", "second.txt"]  # notes.md skipped, sorted, recursive
-    cfg = BuildConfig(out=tmp_path / "out", cache=tmp_path, sources=[], inputs=files + [FIX / "gutenberg_book.txt"],
-                      workers=2, progress=False)
+    cfg = BuildConfig(
+        out=tmp_path / "out", cache=tmp_path, sources=[], inputs=files + [FIX / "gutenberg_book.txt"], workers=2, progress=False
+    )
     build_corpus(cfg)
     docs = (tmp_path / "out" / "corpus.txt").read_text().split("\n\n")
     assert docs[1] == "Mr. Smith went to Washington.\nHe met Dr. Jones there."
     assert "Gutenberg" not in docs[2] and docs[2].startswith("A TINY BOOK")
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda p: p / "missing.txt", "no such file or folder"),
-    (lambda p: (p / "bad.txt").write_bytes(b"caf\xe9\n") and p / "bad.txt", "not UTF-8 text (byte 0xe9 at offset 3)"),
-    (lambda p: (p / "empty").mkdir() or p / "empty", "folder has no *.txt files"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: p / "missing.txt", "no such file or folder"),
+        (lambda p: (p / "bad.txt").write_bytes(b"caf\xe9\n") and p / "bad.txt", "not UTF-8 text (byte 0xe9 at offset 3)"),
+        (lambda p: (p / "empty").mkdir() or p / "empty", "folder has no *.txt files"),
+    ],
+)
 def test_broken_input_is_a_clear_error(tmp_path, capsys, make, message):
     path = make(tmp_path)
-    code = main(["corpus", "build", "--sources", "none", "--input", str(path), "--senteval", "none",
-                 "--out", str(tmp_path / "out")])
+    code = main(["corpus", "build", "--sources", "none", "--input", str(path), "--senteval", "none", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 2 and str(path) in err and message in err
 
 
 def test_cli_build_from_input_only(tmp_path, capsys):
-    code = main(["corpus", "build", "--sources", "none", "--input", str(FIX / "user_docs"), "--senteval", "none",
-                 "--out", str(tmp_path / "out"), "--workers", "1"])
+    code = main(
+        [
+            "corpus",
+            "build",
+            "--sources",
+            "none",
+            "--input",
+            str(FIX / "user_docs"),
+            "--senteval",
+            "none",
+            "--out",
+            str(tmp_path / "out"),
+            "--workers",
+            "1",
+        ]
+    )
     assert code == 0 and "corpus: 2 documents, 5 sentences" in capsys.readouterr().out
 
 
@@ -325,12 +359,15 @@ def test_fetch_uses_the_cache_without_network(tmp_path, monkeypatch):
 def test_sample_is_seeded_public_domain_only(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    docs = [("kjv", ["In the beginning God created the heaven.", "Jesus wept.", "And the earth was without form."]),
-            ("imdb", ["This movie is not public domain at all."]),
-            ("kjv", ["And God said, Let there be light: and there was light.", "In the beginning God created the heaven."])]
+    docs = [
+        ("kjv", ["In the beginning God created the heaven.", "Jesus wept.", "And the earth was without form."]),
+        ("imdb", ["This movie is not public domain at all."]),
+        ("kjv", ["And God said, Let there be light: and there was light.", "In the beginning God created the heaven."]),
+    ]
     (corpus / "corpus.txt").write_text("\n".join("\n".join(s) + "\n" for _, s in docs))
-    (corpus / "documents.jsonl").write_text("".join(json.dumps({"source": src, "title": "t", "sentences": len(s),
-                                                                "tokens": 0}) + "\n" for src, s in docs))
+    (corpus / "documents.jsonl").write_text(
+        "".join(json.dumps({"source": src, "title": "t", "sentences": len(s), "tokens": 0}) + "\n" for src, s in docs)
+    )
     a = write_sample(corpus, tmp_path / "a.tsv.gz", size=2, seed=1)
     b = write_sample(corpus, tmp_path / "b.tsv.gz", size=2, seed=1)
     assert (tmp_path / "a.tsv.gz").read_bytes() == (tmp_path / "b.tsv.gz").read_bytes()
@@ -341,6 +378,7 @@ def test_sample_is_seeded_public_domain_only(tmp_path):
 
 @pytest.mark.parametrize("action", ["build", "sample"])
 def test_cli_help(action):
-    proc = subprocess.run([sys.executable, "-m", "thoughtvec", "corpus", action, "--help"],
-                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "thoughtvec", "corpus", action, "--help"], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
     assert proc.returncode == 0 and f"thoughtvec corpus {action}" in proc.stdout

@@ -14,13 +14,21 @@ real = pytest.mark.skipif(not ROOT.is_dir(), reason=f"SentEval data not found at
 
 
 @real
-@pytest.mark.parametrize("name, sizes", [
-    ("MR", {"all": 10662}), ("CR", {"all": 3771}), ("SUBJ", {"all": 10000}), ("MPQA", {"all": 10603}),
-    ("TREC", {"train": 5452, "test": 500}), ("SST2", {"train": 67349, "dev": 872, "test": 1821}),
-    ("MRPC", {"train": 4076, "test": 1725}), ("SICKRelatedness", {"train": 4500, "dev": 500, "test": 4927}),
-    ("SICKEntailment", {"train": 4500, "dev": 500, "test": 4927}),
-    ("STSBenchmark", {"train": 5749, "dev": 1500, "test": 1379}),
-])
+@pytest.mark.parametrize(
+    "name, sizes",
+    [
+        ("MR", {"all": 10662}),
+        ("CR", {"all": 3771}),
+        ("SUBJ", {"all": 10000}),
+        ("MPQA", {"all": 10603}),
+        ("TREC", {"train": 5452, "test": 500}),
+        ("SST2", {"train": 67349, "dev": 872, "test": 1821}),
+        ("MRPC", {"train": 4076, "test": 1725}),
+        ("SICKRelatedness", {"train": 4500, "dev": 500, "test": 4927}),
+        ("SICKEntailment", {"train": 4500, "dev": 500, "test": 4927}),
+        ("STSBenchmark", {"train": 5749, "dev": 1500, "test": 1379}),
+    ],
+)
 def test_real_sizes(name, sizes):
     task = ds.load_task(name, ROOT)
     assert {k: len(v) for k, v in task.splits.items()} == sizes
@@ -35,7 +43,13 @@ def test_real_labels_and_scores():
     assert Counter(mr.labels) == {1: 5331, 0: 5331}
     trec = ds.load_trec(ROOT)
     assert Counter(trec.classes[i] for i in trec.splits["train"].labels) == {
-        "ABBR": 86, "DESC": 1162, "ENTY": 1250, "HUM": 1223, "LOC": 835, "NUM": 896}
+        "ABBR": 86,
+        "DESC": 1162,
+        "ENTY": 1250,
+        "HUM": 1223,
+        "LOC": 835,
+        "NUM": 896,
+    }
     sst = ds.load_sst2(ROOT).splits
     assert Counter(sst["dev"].labels) == {0: 428, 1: 444} and Counter(sst["test"].labels) == {0: 912, 1: 909}
     assert Counter(ds.load_mrpc(ROOT).splits["test"].labels)[1] == 1147

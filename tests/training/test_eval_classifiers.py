@@ -10,8 +10,17 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from training.evaluation.classifiers import (QUICK, cosine_correlation, dev_select, expected_score, kfold_then_test,
-                                             nested_cv, pair_features, soft_label_regression, soft_labels)  # fmt: skip
+from training.evaluation.classifiers import (
+    QUICK,
+    cosine_correlation,
+    dev_select,
+    expected_score,
+    kfold_then_test,
+    nested_cv,
+    pair_features,
+    soft_label_regression,
+    soft_labels,
+)
 from training.evaluation.solver import fit, make_design
 
 P = dataclasses.replace(QUICK, folds=3, inner_folds=3)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap
@@ -12,12 +11,12 @@ import pytest
 
 from service.bundle.format import load_bundle
 from service.core.encoder import Encoder
+from tests.training.conftest import NAMES, OBJECTS, PLACES, tiny_config
 from training.expansion import ExpansionOptions
 from training.export import ExportOptions, export
 from training.onnx_export import PADDING_TOL, PARITY_TOL
 from training.trainer import Trainer
 from training.wordvecs import WordVectors
-from tests.training.conftest import NAMES, OBJECTS, PLACES, tiny_config
 
 MIXED = ["anna walked into the garden .", "the letter was old and small and the coat was old and small too .",
          "ben", "", "zebra saw a moon", "later fred slept in the city ."]  # fmt: skip
@@ -33,7 +32,9 @@ def runs(toy_corpus, tmp_path_factory):
 
 def _vectors():
     rng = np.random.default_rng(0)
-    words = NAMES + OBJECTS + PLACES + "the a walked into saw there was old and small took home later slept in .".split() + ["zebra", "moon"]
+    words = (
+        NAMES + OBJECTS + PLACES + "the a walked into saw there was old and small took home later slept in .".split() + ["zebra", "moon"]
+    )
     return WordVectors(words, rng.standard_normal((len(words), 4)).astype(np.float32), "synthetic-4d")
 
 
@@ -100,7 +101,7 @@ def test_bundle_encodes_without_torch(bundles):
         import sys
         sys.modules["torch"] = None  # any import of torch now fails
         from service.core.encoder import Encoder
-        v = Encoder.load({str(bundles / 'combine-skip')!r}).encode(["the cat sat ."])
+        v = Encoder.load({str(bundles / "combine-skip")!r}).encode(["the cat sat ."])
         assert v.shape == (1, 48), v.shape
         assert "training" not in sys.modules
         print("ok")

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from service.core.encoder import Encoder
-from training.export import ExportOptions, export
 from service.bundle import postprocess
+from service.core.encoder import Encoder
+from tests.training.conftest import tiny_config
+from training.export import ExportOptions, export
 from training.families.invertible import Coupling, InvertibleDecoder
 from training.onnx_export import PADDING_TOL
 from training.trainer import Trainer
-from tests.training.conftest import tiny_config
 
 TINY = {"input_words": 2000, "hidden": 32, "coupling_hidden": 16}  # 2d = 64 ≥ dim_w = 50: W can have orthonormal rows
 
@@ -76,8 +76,14 @@ def test_views_shapes_padding_and_card(trained):
     enc = Encoder.load(trained / "bundle")
     dz = 2 * TINY["hidden"]
     assert {n: v.dim for n, v in enc.spec.views.items()} == {
-        "ensemble": dz, "en": dz, "de": dz, "de-sif": dz,
-        "ensemble-supervised": 6 * dz, "en-supervised": 3 * dz, "de-supervised": 3 * dz}
+        "ensemble": dz,
+        "en": dz,
+        "de": dz,
+        "de-sif": dz,
+        "ensemble-supervised": 6 * dz,
+        "en-supervised": 3 * dz,
+        "de-supervised": 3 * dz,
+    }
     assert enc.spec.default_view == "ensemble"
     mixed = ["anna walked into the garden .", "the letter was old and small and the coat was old and small too", "ben", "", "qwertyuiop"]
     for view in enc.spec.views:

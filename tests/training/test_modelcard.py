@@ -9,8 +9,9 @@ def test_a_section_is_replaced_in_place_and_the_others_kept(tmp_path):
     card.write_text("# m\n\n## Views\n\nold views\n\n## Relatedness head\n\nold head\n\n## Post-processing\n\nthe table\n")
     set_card_section(card, "## Views", "new views")
     set_card_section(card, "## Extra", "appended")
-    assert card.read_text() == ("# m\n\n## Views\n\nnew views\n\n## Relatedness head\n\nold head\n\n"
-                                "## Post-processing\n\nthe table\n\n## Extra\n\nappended\n")
+    assert card.read_text() == (
+        "# m\n\n## Views\n\nnew views\n\n## Relatedness head\n\nold head\n\n## Post-processing\n\nthe table\n\n## Extra\n\nappended\n"
+    )
 
 
 def test_saving_a_head_keeps_the_sections_after_it(tmp_path):
@@ -27,11 +28,20 @@ def test_an_unfinished_runs_card_reads_its_figures_from_the_training_log(tmp_pat
 
     from training.modelcard import run_summary
 
-    log = [{"step": 50, "epoch": 0.1, "loss": 3.0}, {"step": 100, "epoch": 0.2, "loss": 2.0}, {"step": 100, "eval": {"ns_loss": 2.5}},
-           {"step": 150, "epoch": 0.3, "loss": 1.0}]  # a step after the checkpoint: not counted
+    log = [
+        {"step": 50, "epoch": 0.1, "loss": 3.0},
+        {"step": 100, "epoch": 0.2, "loss": 2.0},
+        {"step": 100, "eval": {"ns_loss": 2.5}},
+        {"step": 150, "epoch": 0.3, "loss": 1.0},
+    ]  # a step after the checkpoint: not counted
     (tmp_path / "train_log.jsonl").write_text("\n".join(json.dumps(e) for e in log))
-    ck = {"variant": "v", "final": None, "progress": {"step": 100, "seconds": 7200.0, "tokens": 10},
-          "train_config": {"out": str(tmp_path), "device": "cpu"}, "corpus": {"tokens": 100}}
+    ck = {
+        "variant": "v",
+        "final": None,
+        "progress": {"step": 100, "seconds": 7200.0, "tokens": 10},
+        "train_config": {"out": str(tmp_path), "device": "cpu"},
+        "corpus": {"tokens": 100},
+    }
     s = run_summary(ck)
     assert s["epochs"] == 0.2 and s["final_loss"] == 2.5 and s["validation"] == {"ns_loss": 2.5}
     assert s["wall_time_s"] == 7200.0 and "unfinished" in s["device"]

@@ -38,8 +38,12 @@ def test_choose_keeps_the_candidate_best_on_dev_and_says_so():
     seconds = [f"b{i}" for i in range(200)]
     encode(firsts + seconds + [f"c{i}" for i in range(500)])
     centre = np.mean([table[f"c{i}"] for i in range(500)], 0)
-    gold = np.array([np.dot(table[a] - centre, table[b] - centre)
-                     / np.linalg.norm(table[a] - centre) / np.linalg.norm(table[b] - centre) for a, b in zip(firsts, seconds)])
+    gold = np.array(
+        [
+            np.dot(table[a] - centre, table[b] - centre) / np.linalg.norm(table[a] - centre) / np.linalg.norm(table[b] - centre)
+            for a, b in zip(firsts, seconds)
+        ]
+    )
     dev = postprocess.DevPairs({"STS-B": (firsts, seconds, gold), "SICK-R": (firsts, seconds, gold)})
     c = postprocess.choose(encode([f"c{i}" for i in range(500)]), encode(dev.sentences()), dev, "v")
     assert len(c.table) == len(postprocess.GRID) and not c.identity
@@ -79,13 +83,16 @@ def test_postprocess_bundle_writes_maps_keeps_raw_views_and_moves_the_head(tmp_p
     write_head(bundle, 8, view="mean")
     corpus = write_corpus(tmp_path / "corpus.txt", toy_documents(40))
     data = write_senteval(tmp_path / "senteval", n=30)
-    (bundle / "MODEL_CARD.md").write_text("# tiny\n\n| default view | `meanmax` |\n\n## Views\n\n| view | dim | pooling | description |\n"
-                                          "|---|---:|---|---|\n| `mean` | 8 | unsupervised | old |\n\n## Data\n\nsome text\n")
+    (bundle / "MODEL_CARD.md").write_text(
+        "# tiny\n\n| default view | `meanmax` |\n\n## Views\n\n| view | dim | pooling | description |\n"
+        "|---|---:|---|---|\n| `mean` | 8 | unsupervised | old |\n\n## Data\n\nsome text\n"
+    )
     # only candidates that change the vectors, so the bundle is rewritten whatever dev says
     described = {n: v["description"] for n, v in meta["views"].items()}
     for _ in range(2):  # a second run gives the same bundle: descriptions do not pile up
-        choices = postprocess.postprocess_bundle(bundle, corpus, sample=200, data_root=data, log=lambda m: None,
-                                                 check_counts=False, grid=[(True, 1), (True, 2)])
+        choices = postprocess.postprocess_bundle(
+            bundle, corpus, sample=200, data_root=data, log=lambda m: None, check_counts=False, grid=[(True, 1), (True, 2)]
+        )
         views = json.loads((bundle / "bundle.json").read_text())["views"]
         assert views["mean"]["description"] == f"{described['mean']}; {choices[0].describe()}"
         assert views["mean-raw"]["description"] == f"{described['mean']} (raw: without post-processing)"

@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from service.core.encoder import Encoder
+from tests.training.conftest import TINY, tiny_config, toy_documents
 from training.data import TokenCorpus
 from training.families import get_family
 from training.trainer import Trainer
-from tests.training.conftest import TINY, tiny_config, toy_documents
 
 FAM = get_family("skip-thought")
 

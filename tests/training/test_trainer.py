@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from training.trainer import Trainer
 from tests.training.conftest import tiny_config
+from training.trainer import Trainer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -74,12 +74,15 @@ def test_ddp_two_cpu_processes_end_with_identical_weights(toy_corpus, tmp_path):
         torch.testing.assert_close(ck["model"][k], a[k], rtol=0, atol=0, msg=k)
 
 
-@pytest.mark.parametrize("given, family, expected", [
-    (None, {"early_stop": 3}, 3),  # unset: the family's (the AAE's)
-    (0, {"early_stop": 3}, 0),  # an explicit 0 is "never", for every family
-    (5, {"early_stop": 3}, 5),
-    (None, {}, 0),  # a family without a default never stops early
-])
+@pytest.mark.parametrize(
+    "given, family, expected",
+    [
+        (None, {"early_stop": 3}, 3),  # unset: the family's (the AAE's)
+        (0, {"early_stop": 3}, 0),  # an explicit 0 is "never", for every family
+        (5, {"early_stop": 3}, 5),
+        (None, {}, 0),  # a family without a default never stops early
+    ],
+)
 def test_early_stop_zero_means_never_for_every_family(given, family, expected):
     from training.config import TrainConfig
 

@@ -96,7 +96,8 @@ def test_the_real_spacy_package_when_installed():
     wv = wordvecs.load_word_vectors("spacy-md")
     assert wv.dim == 300 and len(wv) > 100_000 and wv.words[3] == "the"  # keys found by our hash: 172,912 words
     assert float(np.dot(wv.vectors[wv.index["king"]], wv.vectors[wv.index["queen"]])) > float(
-        np.dot(wv.vectors[wv.index["king"]], wv.vectors[wv.index["carrot"]]))
+        np.dot(wv.vectors[wv.index["king"]], wv.vectors[wv.index["carrot"]])
+    )
 
 
 def test_a_factored_table_is_the_table_exactly_in_torch_and_onnx():

@@ -27,15 +27,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "once cached), split sentences, drop duplicate documents and SentEval sentences, write the corpus.",
     )
     b.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: %(default)s)")
-    b.add_argument("--cache", type=Path, default=None,
-                   help="package cache (default: $THOUGHTVEC_CACHE or ~/.cache/thoughtvec/sources)")
-    b.add_argument("--sources", default="all",
-                   help="comma list of default sources, 'all' or 'none' (default: all; see below)")
-    b.add_argument("--input", type=Path, nargs="+", default=[], metavar="PATH",
-                   help="your own text files or folders (*.txt, recursively); each file is a document")
-    b.add_argument("--senteval", default=None, metavar="PATH",
-                   help="SentEval data whose sentences are removed from the corpus; 'none' to skip "
-                   "(default: $THOUGHTVEC_SENTEVAL or ../shared/data/senteval next to the repo)")
+    b.add_argument("--cache", type=Path, default=None, help="package cache (default: $THOUGHTVEC_CACHE or ~/.cache/thoughtvec/sources)")
+    b.add_argument("--sources", default="all", help="comma list of default sources, 'all' or 'none' (default: all; see below)")
+    b.add_argument(
+        "--input",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="PATH",
+        help="your own text files or folders (*.txt, recursively); each file is a document",
+    )
+    b.add_argument(
+        "--senteval",
+        default=None,
+        metavar="PATH",
+        help="SentEval data whose sentences are removed from the corpus; 'none' to skip "
+        "(default: $THOUGHTVEC_SENTEVAL or ../shared/data/senteval next to the repo)",
+    )
     b.add_argument("--workers", type=int, default=2, help="processes that parse sources (default: %(default)s)")
     b.set_defaults(func=_build)
     b.epilog = "sources: " + ", ".join(_source_names())
@@ -75,19 +83,26 @@ def _build(args: argparse.Namespace) -> int:
         return 2
     senteval = args.senteval or _default_senteval()
     if senteval != "none" and not Path(senteval).is_dir():
-        print(f"error: SentEval data not found at {senteval}; pass --senteval PATH, or --senteval none "
-              "to build without removing evaluation sentences", file=sys.stderr)
+        print(
+            f"error: SentEval data not found at {senteval}; pass --senteval PATH, or --senteval none "
+            "to build without removing evaluation sentences",
+            file=sys.stderr,
+        )
         return 2
     if args.workers < 1:
         print(f"error: --workers must be at least 1, got {args.workers}", file=sys.stderr)
         return 2
     cfg = BuildConfig(
-        out=args.out, cache=args.cache or default_cache(), sources=names, inputs=inputs,
-        senteval=None if senteval == "none" else Path(senteval), workers=args.workers,
+        out=args.out,
+        cache=args.cache or default_cache(),
+        sources=names,
+        inputs=inputs,
+        senteval=None if senteval == "none" else Path(senteval),
+        workers=args.workers,
     )
     try:
         report = build_corpus(cfg)
-    except Exception as e:  # a SentEval file that is missing or malformed, an unwritable --out
+    except Exception as e:  # noqa: BLE001 - a SentEval file missing or malformed, an unwritable --out: one line, exit 1
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(report.summary())

@@ -24,25 +24,41 @@ BASELINE_NAMES = ("glove-avg", "glove-avg-pp", "sif", "sif-glove-spacy", "sif-gl
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate encoders on the SentEval transfer tasks; write docs/RESULTS.md",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    p.add_argument("action", nargs="?", choices=("run", "report"), default="run", help="run (default) or report: only regenerate the report")
+    p.add_argument(
+        "action", nargs="?", choices=("run", "report"), default="run", help="run (default) or report: only regenerate the report"
+    )
     src = p.add_argument_group("what to evaluate (any number, one after another)")
     src.add_argument("--bundle", action="append", default=[], metavar="PATH", help="a bundle folder, run in-process on ONNX Runtime")
-    src.add_argument("--baseline", action="append", default=[], choices=BASELINE_NAMES, help="glove-avg (GloVe 6B 50d mean), glove-avg-pp (that mean post-processed as our views are, chosen on dev), "
-                     "sif (Arora et al. 2017 over GloVe 6B 50d; word frequencies from data/corpus), sif-glove-spacy(-pp) (over GloVe ⊕ "
-                     "spaCy md; needs the vectors extra) or minilm (needs the baseline extra)")
+    src.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        choices=BASELINE_NAMES,
+        help="glove-avg (GloVe 6B 50d mean), glove-avg-pp (that mean post-processed as our views are, chosen on dev), "
+        "sif (Arora et al. 2017 over GloVe 6B 50d; word frequencies from data/corpus), sif-glove-spacy(-pp) (over GloVe ⊕ "
+        "spaCy md; needs the vectors extra) or minilm (needs the baseline extra)",
+    )
     src.add_argument("--url", help="a running server; vectors through POST /v1/embeddings")
     src.add_argument("--model", help="with --url: the bundle name (default: the server's default model)")
     src.add_argument("--api-key", help="with --url: Bearer key, when the server needs one")
     p.add_argument("--view", action="append", default=[], help="view(s) to evaluate (default: the source's default view)")
     p.add_argument("--all-views", action="store_true", help="every view of each source")
-    p.add_argument("--tasks", default="all", help="comma-separated: MR,CR,SUBJ,MPQA,SST2,TREC,MRPC,SICK-E,SICK-R,STS-B,SICK-R-cos,STS-B-cos")
+    p.add_argument(
+        "--tasks", default="all", help="comma-separated: MR,CR,SUBJ,MPQA,SST2,TREC,MRPC,SICK-E,SICK-R,STS-B,SICK-R-cos,STS-B-cos"
+    )
     p.add_argument("--quick", action="store_true", help="5-fold, smaller grids: for iteration; reports quote the full mode")
     p.add_argument("--data", type=Path, help="SentEval downstream folder (default $THOUGHTVEC_SENTEVAL or ../shared/data/senteval)")
     p.add_argument("--raw", action="store_true", help="use the vectors as the model outputs them (default: L2-normalised)")
     p.add_argument("--seed", type=int, default=1111, help="seed of the fold splits and plots (SentEval's)")
-    p.add_argument("--threads", type=int, help="threads for ONNX Runtime, torch and the classifiers' BLAS (default: all cores; 1 is faster on a busy machine)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        help="threads for ONNX Runtime, torch and the classifiers' BLAS (default: all cores; 1 is faster on a busy machine)",
+    )
     p.add_argument("--batch-size", type=int, default=256, help="sentences per encoder call")
-    p.add_argument("--save-head", action="store_true", help="save the SICK-R regressor of the best view into the bundle as its relatedness head")
+    p.add_argument(
+        "--save-head", action="store_true", help="save the SICK-R regressor of the best view into the bundle as its relatedness head"
+    )
     p.add_argument("--no-plots", action="store_true", help="skip the t-SNE plots (always skipped with --quick)")
     p.add_argument("--results-dir", type=Path, default=Path("docs/results"), help="one JSON per source and view (and the plots)")
     p.add_argument("--report", type=Path, default=Path("docs/RESULTS.md"), help="the Markdown report, regenerated from --results-dir")

@@ -21,7 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fp32", action="store_true", help="store weights as float32 (default float16)")
     p.add_argument("--corpus", help="corpus for the export checks and the model card (default: the training corpus)")
     p.add_argument("--card-sample", type=int, default=50_000, help="corpus sentences searched for the model card's neighbours")
-    p.add_argument("--expand", default="glove-6b-50d", help="skip-thought vocabulary expansion source: glove-6b-50d, a GloVe/word2vec text file, or none")
+    p.add_argument(
+        "--expand",
+        default="glove-6b-50d",
+        help="skip-thought vocabulary expansion source: glove-6b-50d, a GloVe/word2vec text file, or none",
+    )
     p.add_argument("--expand-words", type=int, default=100_000, help="the N most frequent pretrained words make the expanded vocabulary")
     p.set_defaults(func=run)
 

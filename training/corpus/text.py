@@ -78,9 +78,40 @@ def paragraphs(lines: Iterable[str]) -> list[str]:
 # Abbreviations of the commentaries ("ver. 3", "Ps. 119", "comp. Heb. 4") that the news-trained
 # model lacks. Words that often end a sentence ("is" for Isaiah, "Dan", "Job") are left out.
 _EXTRA_ABBREVIATIONS = {
-    "ver", "vers", "ch", "chap", "comp", "ps", "psa", "isa", "matt", "deut", "lev", "sam", "kgs",
-    "chron", "prov", "eccl", "eccles", "jer", "ezek", "zech", "rom", "cor", "gal", "eph", "phil",
-    "thess", "heb", "jas", "pet", "rev", "lxx", "fig", "vol", "pp",
+    "ver",
+    "vers",
+    "ch",
+    "chap",
+    "comp",
+    "ps",
+    "psa",
+    "isa",
+    "matt",
+    "deut",
+    "lev",
+    "sam",
+    "kgs",
+    "chron",
+    "prov",
+    "eccl",
+    "eccles",
+    "jer",
+    "ezek",
+    "zech",
+    "rom",
+    "cor",
+    "gal",
+    "eph",
+    "phil",
+    "thess",
+    "heb",
+    "jas",
+    "pet",
+    "rev",
+    "lxx",
+    "fig",
+    "vol",
+    "pp",
 }
 # A "sentence" that is only an enumerator or verse range: "2.", "III.", "(1-5)", "(a)".
 _LABEL_ONLY = re.compile(r"^[(\[]?(?:\d+(?:\s*[-,]\s*\d+)*|[IVXLivxl]{1,5}|[a-z])[)\]]?[.:)]?$")
@@ -130,9 +161,7 @@ def split_document(source: str, raw: RawDocument) -> Document:
 
 
 # Project Gutenberg's wrapper, old ("*END*THE SMALL PRINT!") and new ("*** START OF ...") styles.
-_GUT_START = re.compile(
-    r"^(?:\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG.*|\*END\*THE SMALL PRINT!.*)$", re.I | re.M
-)
+_GUT_START = re.compile(r"^(?:\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG.*|\*END\*THE SMALL PRINT!.*)$", re.I | re.M)
 _GUT_END = re.compile(
     r"^(?:\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG.*|\**\s*End of (?:the |this )?Project Gutenberg.*)$",
     re.I | re.M,
@@ -141,11 +170,9 @@ _GUT_END = re.compile(
 
 def strip_gutenberg(text: str) -> str:
     """The text between Project Gutenberg's start and end markers (all of it if there are none)."""
-    start = None
-    for start in _GUT_START.finditer(text):
-        pass  # the last start marker: old files have the small print after a first banner
-    if start is not None:
-        text = text[start.end():]
+    starts = list(_GUT_START.finditer(text))
+    if starts:  # the last start marker: old files have the small print after a first banner
+        text = text[starts[-1].end() :]
     end = _GUT_END.search(text)
     if end is not None:
         text = text[: end.start()]
@@ -158,4 +185,3 @@ def read_text(data: bytes) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         return data.decode("cp1252", errors="replace")
-

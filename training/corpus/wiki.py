@@ -19,9 +19,23 @@ from training.corpus.text import RawDocument
 # Sections that hold no running prose; everything under them (down to the next heading of the
 # same or a higher level) is skipped.
 SKIP_SECTIONS = {
-    "references", "external links", "see also", "notes", "further reading", "bibliography",
-    "sources", "citations", "footnotes", "works", "publications", "discography", "filmography",
-    "notes and references", "references and notes", "selected works", "gallery",
+    "references",
+    "external links",
+    "see also",
+    "notes",
+    "further reading",
+    "bibliography",
+    "sources",
+    "citations",
+    "footnotes",
+    "works",
+    "publications",
+    "discography",
+    "filmography",
+    "notes and references",
+    "references and notes",
+    "selected works",
+    "gallery",
 }
 
 _DROP_WITH_CONTENT = re.compile(
@@ -40,12 +54,12 @@ _NON_PROSE_LINE = re.compile(r"^\s*(?:[*#:;|!{}]|----|__)")
 
 def remove_nested(text: str, open_: str, close: str) -> str:
     """Remove every balanced ``open_ … close`` span (templates ``{{ }}``, tables ``{| |}``)."""
-    out, depth, i, start = [], 0, 0, 0
+    out, depth, start = [], 0, 0
     pattern = re.compile(re.escape(open_) + "|" + re.escape(close))
     for m in pattern.finditer(text):
         if m.group() == open_:
             if depth == 0:
-                out.append(text[start:m.start()])
+                out.append(text[start : m.start()])
             depth += 1
         elif depth:
             depth -= 1

@@ -23,23 +23,48 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "DatasetError", "Sentences", "Pairs", "Task", "TASKS", "load_task", "all_sentences",
-    "default_root", "load_mr", "load_cr", "load_subj", "load_mpqa", "load_trec", "load_sst2",
-    "load_mrpc", "load_sick_relatedness", "load_sick_entailment", "load_stsb",
+    "DatasetError",
+    "Sentences",
+    "Pairs",
+    "Task",
+    "TASKS",
+    "load_task",
+    "all_sentences",
+    "default_root",
+    "load_mr",
+    "load_cr",
+    "load_subj",
+    "load_mpqa",
+    "load_trec",
+    "load_sst2",
+    "load_mrpc",
+    "load_sick_relatedness",
+    "load_sick_entailment",
+    "load_stsb",
 ]
 
 # Published sizes (non-empty lines; pair files without their header), as listed in PROVENANCE.md.
 EXPECTED: dict[str, int] = {
-    "MR/rt-polarity.pos": 5331, "MR/rt-polarity.neg": 5331,
-    "CR/custrev.pos": 2405, "CR/custrev.neg": 1366,
-    "SUBJ/subj.objective": 5000, "SUBJ/subj.subjective": 5000,
-    "MPQA/mpqa.pos": 3311, "MPQA/mpqa.neg": 7292,
-    "TREC/train_5500.label": 5452, "TREC/TREC_10.label": 500,
-    "SST/binary/sentiment-train": 67349, "SST/binary/sentiment-dev": 872,
+    "MR/rt-polarity.pos": 5331,
+    "MR/rt-polarity.neg": 5331,
+    "CR/custrev.pos": 2405,
+    "CR/custrev.neg": 1366,
+    "SUBJ/subj.objective": 5000,
+    "SUBJ/subj.subjective": 5000,
+    "MPQA/mpqa.pos": 3311,
+    "MPQA/mpqa.neg": 7292,
+    "TREC/train_5500.label": 5452,
+    "TREC/TREC_10.label": 500,
+    "SST/binary/sentiment-train": 67349,
+    "SST/binary/sentiment-dev": 872,
     "SST/binary/sentiment-test": 1821,
-    "MRPC/msr_paraphrase_train.txt": 4076, "MRPC/msr_paraphrase_test.txt": 1725,
-    "SICK/SICK_train.txt": 4500, "SICK/SICK_trial.txt": 500, "SICK/SICK_test_annotated.txt": 4927,
-    "STS/STSBenchmark/sts-train.csv": 5749, "STS/STSBenchmark/sts-dev.csv": 1500,
+    "MRPC/msr_paraphrase_train.txt": 4076,
+    "MRPC/msr_paraphrase_test.txt": 1725,
+    "SICK/SICK_train.txt": 4500,
+    "SICK/SICK_trial.txt": 500,
+    "SICK/SICK_test_annotated.txt": 4927,
+    "STS/STSBenchmark/sts-train.csv": 5749,
+    "STS/STSBenchmark/sts-dev.csv": 1500,
     "STS/STSBenchmark/sts-test.csv": 1379,
 }
 
@@ -192,9 +217,7 @@ def load_cr(root: Path, check_counts: bool = True) -> Task:
 
 def load_subj(root: Path, check_counts: bool = True) -> Task:
     """Subjectivity (Pang & Lee 2004): objective is label 1, as SentEval has it."""
-    return _binary(
-        "SUBJ", root, "SUBJ/subj.objective", "SUBJ/subj.subjective", ("subjective", "objective"), check_counts
-    )
+    return _binary("SUBJ", root, "SUBJ/subj.objective", "SUBJ/subj.subjective", ("subjective", "objective"), check_counts)
 
 
 def load_mpqa(root: Path, check_counts: bool = True) -> Task:
@@ -334,9 +357,16 @@ def load_stsb(root: Path, check_counts: bool = True) -> Task:
 
 # SentEval's task names
 TASKS: dict[str, Callable[..., Task]] = {
-    "MR": load_mr, "CR": load_cr, "SUBJ": load_subj, "MPQA": load_mpqa, "TREC": load_trec,
-    "SST2": load_sst2, "MRPC": load_mrpc, "SICKRelatedness": load_sick_relatedness,
-    "SICKEntailment": load_sick_entailment, "STSBenchmark": load_stsb,
+    "MR": load_mr,
+    "CR": load_cr,
+    "SUBJ": load_subj,
+    "MPQA": load_mpqa,
+    "TREC": load_trec,
+    "SST2": load_sst2,
+    "MRPC": load_mrpc,
+    "SICKRelatedness": load_sick_relatedness,
+    "SICKEntailment": load_sick_entailment,
+    "STSBenchmark": load_stsb,
 }
 
 

@@ -109,23 +109,31 @@ def dev_choices(ours: list[dict]) -> dict:
 
 def _dev_section(ours: list[dict]) -> list[str]:
     ch = dev_choices(ours)
-    lines = ["## Choices made on dev", "",
-             "Nothing below looks at a test split. The default model is the bundle whose default view has the best mean "
-             "cosine Spearman on the SICK-R and STS-B dev pairs; a bundle's best view for features is the one with the best "
-             "mean dev accuracy over the 8 macro tasks (inner folds for MR/CR/SUBJ/MPQA, k-fold on train for TREC/MRPC, "
-             "the dev sets of SST-2 and SICK-E).", ""]
+    lines = [
+        "## Choices made on dev",
+        "",
+        "Nothing below looks at a test split. The default model is the bundle whose default view has the best mean "
+        "cosine Spearman on the SICK-R and STS-B dev pairs; a bundle's best view for features is the one with the best "
+        "mean dev accuracy over the 8 macro tasks (inner folds for MR/CR/SUBJ/MPQA, k-fold on train for TREC/MRPC, "
+        "the dev sets of SST-2 and SICK-E).",
+        "",
+    ]
     if "default_model" in ch:
         d = ch["default_model"]
         lines += [f"Default model: **{d['name']}** (view `{d['view']}`, dev cosine ρ {d['dev_cosine']:.4f}).", ""]
-    lines += ["| bundle | best view by dev macro | dev macro | test macro | best view by dev cosine | dev cosine ρ | test STS-B ρ |",
-              "|---|---|---:|---:|---|---:|---:|"]
+    lines += [
+        "| bundle | best view by dev macro | dev macro | test macro | best view by dev cosine | dev cosine ρ | test STS-B ρ |",
+        "|---|---|---:|---:|---|---:|---:|",
+    ]
     for name, v in ch["views"].items():
         rm = next((r for r in ours if r["kind"] == "bundle" and r["name"] == name and r["view"] == v["macro"]), None)
         rc = next((r for r in ours if r["kind"] == "bundle" and r["name"] == name and r["view"] == v["cosine"]), None)
         sm, sc = (flatten(rm) if rm else {}), (flatten(rc) if rc else {})
-        lines.append(f"| **{name}** | {v['macro'] or '–'} | {_fmt(dev_macro(sm) if rm else None, 2)} | "
-                     f"{_fmt(macro(sm, MACRO_TASKS) if rm else None, 2)} | {v['cosine'] or '–'} | "
-                     f"{_fmt(dev_cosine(sc) if rc else None, 4)} | {_fmt(sc.get('STS-B-cos.spearman'), 4)} |")
+        lines.append(
+            f"| **{name}** | {v['macro'] or '–'} | {_fmt(dev_macro(sm) if rm else None, 2)} | "
+            f"{_fmt(macro(sm, MACRO_TASKS) if rm else None, 2)} | {v['cosine'] or '–'} | "
+            f"{_fmt(dev_cosine(sc) if rc else None, 4)} | {_fmt(sc.get('STS-B-cos.spearman'), 4)} |"
+        )
     return lines + [""]
 
 
@@ -214,8 +222,13 @@ def render(records: list[dict], generated_by: str = "thoughtvec eval report") ->
         out += ["No results yet: run `thoughtvec eval --baseline glove-avg` or `thoughtvec eval --bundle models/<name>`.", ""]
     for title, intro, columns in GROUPS:
         out += [f"## {title}", "", intro, ""] + _table(columns, ours) + [""]
-    out += ["## Macro average", "", "Mean accuracy over MR, CR, SUBJ, MPQA, SST-2, TREC, MRPC, SICK-E (8 tasks, the mean-max AAE "
-            "paper's *Macro*, Table 3) and over MR, CR, SUBJ, MPQA, TREC, MRPC (6 tasks, its Table 2, which skip-thought reports).", ""]
+    out += [
+        "## Macro average",
+        "",
+        "Mean accuracy over MR, CR, SUBJ, MPQA, SST-2, TREC, MRPC, SICK-E (8 tasks, the mean-max AAE "
+        "paper's *Macro*, Table 3) and over MR, CR, SUBJ, MPQA, TREC, MRPC (6 tasks, its Table 2, which skip-thought reports).",
+        "",
+    ]
     out += _macro_table(ours) + [""]
     if any(r["kind"] == "bundle" for r in ours):
         out += _dev_section(ours)
@@ -223,7 +236,12 @@ def render(records: list[dict], generated_by: str = "thoughtvec eval report") ->
             "one pass; *eval*: classifiers for this view; *run total*: the whole command.", ""] + _times(records) + [""]  # fmt: skip
     plots = [r for r in ours if r.get("plots", {}).get("tsne")]
     if plots:
-        out += ["## Plots", "", "t-SNE of sentence vectors coloured by label (1000 sampled sentences each), as skip-thought's Figure 2.", ""]
+        out += [
+            "## Plots",
+            "",
+            "t-SNE of sentence vectors coloured by label (1000 sampled sentences each), as skip-thought's Figure 2.",
+            "",
+        ]
         out += [f"- {r['name']} / {r['view']}: [{r['plots']['tsne']}](results/{r['plots']['tsne']})" for r in plots] + [""]
     heads = [r for r in ours if r.get("head")]
     if heads:

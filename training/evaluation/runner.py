@@ -65,7 +65,7 @@ def distinct_sentences(data: dict[str, datasets.Task]) -> list[str]:
 def evaluate(source: Source, views: Sequence[str], opts: RunOptions, log: Log = print) -> list[dict]:
     """Score ``source`` on ``opts.tasks`` for each view; one record per view."""
     t0 = time.perf_counter()
-    stamp = {"versions": versions(), "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}  # the code that runs
+    stamp = {"versions": versions(), "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}  # the code that runs
     data = load_data(opts.tasks, opts.data_root, opts.check_counts)
     texts = distinct_sentences(data)
     t_load = time.perf_counter() - t0
@@ -108,7 +108,11 @@ def _evaluate_view(source: Source, view: str, vectors: np.ndarray, index: dict[s
 
 def _headline(m: dict) -> str:
     if "acc" in m:
-        return f"acc {m['acc']:.2f}" + (f" F1 {m['f1']:.2f}" if "f1" in m else "") + (f" (C={m['C'][0]:g})" if len(m.get("C", [])) == 1 else "")
+        return (
+            f"acc {m['acc']:.2f}"
+            + (f" F1 {m['f1']:.2f}" if "f1" in m else "")
+            + (f" (C={m['C'][0]:g})" if len(m.get("C", [])) == 1 else "")
+        )
     return f"pearson {m['pearson']:.4f} spearman {m['spearman']:.4f}" + (f" mse {m['mse']:.4f}" if "mse" in m else "")
 
 
@@ -195,11 +199,14 @@ def _card_note(bundle_dir: Path, info: dict) -> None:
     card = bundle_dir / "MODEL_CARD.md"
     if not card.is_file():
         return
-    set_card_section(card, "## Relatedness head",
-                     f"`relatedness.npz`, written by `thoughtvec eval --save-head`: Tai et al.'s soft-label regression "
-                     f"on [|u−v|, u⊙v] of view `{info['view']}`, trained on SICK (train, early stopping on trial): "
-                     f"dev Pearson r {info['dev_pearson']:.4f}, test r {info['test_pearson']:.4f}. `/v1/similarity` returns its "
-                     "1–5 score as `relatedness`. SICK is CC BY-NC-SA 3.0, so this head is for non-commercial use.")
+    set_card_section(
+        card,
+        "## Relatedness head",
+        f"`relatedness.npz`, written by `thoughtvec eval --save-head`: Tai et al.'s soft-label regression "
+        f"on [|u−v|, u⊙v] of view `{info['view']}`, trained on SICK (train, early stopping on trial): "
+        f"dev Pearson r {info['dev_pearson']:.4f}, test r {info['test_pearson']:.4f}. `/v1/similarity` returns its "
+        "1–5 score as `relatedness`. SICK is CC BY-NC-SA 3.0, so this head is for non-commercial use.",
+    )
 
 
 def versions() -> dict:

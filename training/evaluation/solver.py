@@ -171,7 +171,7 @@ class _Problems:
         else:
             zmax = Z.max(axis=2, keepdims=True)
             lse = np.log(np.exp(Z - zmax).sum(axis=2, keepdims=True)) + zmax
-            loss = (lse[..., 0] - np.einsum("nkc,nc->nk", Z, self.T))
+            loss = lse[..., 0] - np.einsum("nkc,nc->nk", Z, self.T)
             R = np.exp(Z - lse) - self.T[:, None, :]
         GR = (R * W[..., None]).astype(np.float32)  # (n, k, c)
         g_theta = (self.D.X.T @ GR.reshape(len(Z), k * c)).reshape(d, k, c).transpose(1, 0, 2)

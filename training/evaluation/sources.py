@@ -175,7 +175,8 @@ class GloveAverage:
         self.views = {"mean": self.wv.dim}
         self.weighting, self.post, self.corpus = weighting, postprocess, Path(corpus)
         self.name = name or {("uniform", "none"): "glove-avg", ("uniform", "dev"): "glove-avg-pp", ("sif", "first-pc"): "sif"}.get(
-            (weighting, postprocess), f"glove-{weighting}-{postprocess}")
+            (weighting, postprocess), f"glove-{weighting}-{postprocess}"
+        )
         self.weights = sif_weights(self.wv.words, word_counts(self.corpus)) if weighting == "sif" else None
         self.map, self.choice = None, None
         if postprocess != "none":
@@ -299,9 +300,11 @@ BASELINES: dict[str, Callable[..., Source]] = {
     "glove-avg-pp": lambda **kw: GloveAverage(postprocess="dev", **kw),
     "sif": lambda **kw: GloveAverage(weighting="sif", postprocess="first-pc", **kw),
     # the same over the best word vectors we have (chosen on dev): GloVe 50d ⊕ spaCy md 300d (the `vectors` extra)
-    "sif-glove-spacy": lambda **kw: GloveAverage(source="glove-6b-50d+spacy-md", weighting="sif", postprocess="first-pc",
-                                                 name="sif-glove-spacy", **kw),
-    "sif-glove-spacy-pp": lambda **kw: GloveAverage(source="glove-6b-50d+spacy-md", weighting="sif", postprocess="dev",
-                                                    name="sif-glove-spacy-pp", **kw),
+    "sif-glove-spacy": lambda **kw: GloveAverage(
+        source="glove-6b-50d+spacy-md", weighting="sif", postprocess="first-pc", name="sif-glove-spacy", **kw
+    ),
+    "sif-glove-spacy-pp": lambda **kw: GloveAverage(
+        source="glove-6b-50d+spacy-md", weighting="sif", postprocess="dev", name="sif-glove-spacy-pp", **kw
+    ),
     "minilm": MiniLM,
 }

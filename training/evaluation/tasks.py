@@ -14,8 +14,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.metrics import f1_score
 
-from training.evaluation.classifiers import (Protocol, cosine_correlation, dev_select, kfold_then_test, nested_cv,
-                                             pair_features, soft_label_regression)  # fmt: skip
+from training.evaluation.classifiers import (
+    Protocol,
+    cosine_correlation,
+    dev_select,
+    kfold_then_test,
+    nested_cv,
+    pair_features,
+    soft_label_regression,
+)
 from training.evaluation.datasets import Pairs, Sentences, Task
 from training.evaluation.solver import Design, make_design
 

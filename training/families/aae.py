@@ -67,7 +67,9 @@ class MultiHead(nn.Module):
         self.v = nn.Linear(d_kv, d_model)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, q: torch.Tensor, kv: torch.Tensor, key_mask: torch.Tensor, causal: bool = False, weights: list | None = None) -> torch.Tensor:
+    def forward(
+        self, q: torch.Tensor, kv: torch.Tensor, key_mask: torch.Tensor, causal: bool = False, weights: list | None = None
+    ) -> torch.Tensor:
         B, Tq, Tk = q.shape[0], q.shape[1], kv.shape[1]
         Q = self.q(q).view(B, Tq, self.h, self.dk).transpose(1, 2)  # (B, h, Tq, dk)
         K = self.k(kv).view(B, Tk, self.h, self.dk).transpose(1, 2)  # (B, h, Tk, dk)
@@ -184,7 +186,9 @@ class AAEExport(ExportEncoder):
         self.pooling = pooling
         views = {}
         if pooling == "mean-max":
-            views["mean_max"] = ViewSpec(output="mean_max", dim=2 * d_model, description="[max, mean] pooled encoder states (eq. 14)", pooling="supervised")
+            views["mean_max"] = ViewSpec(
+                output="mean_max", dim=2 * d_model, description="[max, mean] pooled encoder states (eq. 14)", pooling="supervised"
+            )
         if pooling in ("mean-max", "mean"):
             views["mean"] = ViewSpec(output="mean", dim=d_model, description="mean-pooled encoder states (eq. 13)", pooling="unsupervised")
         if pooling in ("mean-max", "max"):
@@ -263,8 +267,10 @@ class AAEFamily(Family):
             "the Training table's epochs and validation say which ended this run.",
         ]
         if c.num_sampled:
-            out.append(f"Training used sampled softmax ({c.num_sampled} shared negatives per batch, unigram^{c.sample_alpha}, "
-                       "log-Q corrected); validation reports the exact NLL and the reconstruction accuracy (argmax of the full softmax).")
+            out.append(
+                f"Training used sampled softmax ({c.num_sampled} shared negatives per batch, unigram^{c.sample_alpha}, "
+                "log-Q corrected); validation reports the exact NLL and the reconstruction accuracy (argmax of the full softmax)."
+            )
         return out
 
     def card_sections(self, cfgs, report, bundle_dir) -> list[tuple[str, str]]:
@@ -277,9 +283,13 @@ class AAEFamily(Family):
                     "the lord is my shepherd ; i shall not want ."]  # fmt: skip
         rows = [memory_attention(model, prepared.vocab, s) for s in examples]
         plot_memory_attention(rows, bundle_dir / "memory_attention.png")
-        return [("Attention over [mean, max] (Figure 2)",
-                 "How much the decoder's mean-max attention layer (eq. 17) attends to each slot at each decoding step, "
-                 "averaged over heads, for two sentences (like the paper's Figure 2):\n\n![mean-max attention](memory_attention.png)")]
+        return [
+            (
+                "Attention over [mean, max] (Figure 2)",
+                "How much the decoder's mean-max attention layer (eq. 17) attends to each slot at each decoding step, "
+                "averaged over heads, for two sentences (like the paper's Figure 2):\n\n![mean-max attention](memory_attention.png)",
+            )
+        ]
 
 
 @torch.no_grad()

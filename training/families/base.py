@@ -36,7 +36,7 @@ class Prepared:
         return {"vocab": self.vocab.tokens, "state": self.state}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Prepared":
+    def from_dict(cls, d: dict) -> Prepared:
         return cls(Vocabulary(d["vocab"]), d["state"])
 
 
@@ -106,7 +106,9 @@ class Family(ABC):
 
     # ---- export -------------------------------------------------------------------------
     @abstractmethod
-    def export_encoder(self, cfgs: list, models: list[TrainModel], prepared: Prepared, variant: str, **options) -> tuple[ExportEncoder, Vocabulary, dict]:
+    def export_encoder(
+        self, cfgs: list, models: list[TrainModel], prepared: Prepared, variant: str, **options
+    ) -> tuple[ExportEncoder, Vocabulary, dict]:
         """The ONNX-ready encoder for ``variant``, the bundle vocabulary and a report dict for the
         model card. ``models`` has one entry per checkpoint given (combine-skip takes two)."""
 

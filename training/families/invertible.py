@@ -159,7 +159,9 @@ class InvertibleExport(ExportEncoder):
 
     def sif_mean(self, h: torch.Tensor, input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(B, T, H) → (B, H): Σ_t s_t h_t / Σ_t s_t over valid positions, s = SIF weight of the word."""
-        return masked_mean(h * self.sif[input_ids].unsqueeze(-1), mask) / masked_mean(self.sif[input_ids].unsqueeze(-1), mask).clamp(min=1e-12)
+        return masked_mean(h * self.sif[input_ids].unsqueeze(-1), mask) / masked_mean(self.sif[input_ids].unsqueeze(-1), mask).clamp(
+            min=1e-12
+        )
 
     def forward(self, input_ids: torch.Tensor, lengths: torch.Tensor):
         h_en, h_de, mask = self.states(input_ids, lengths)
@@ -177,14 +179,20 @@ class InvertibleExport(ExportEncoder):
 
 def _word_vectors_line(c: InvertibleConfig) -> str:
     if c.word_vectors == CONCAT:
-        return (f"Word vectors: GloVe 6B 50d ⊕ spaCy en_core_web_md 300d, each half scaled to unit mean norm (the {c.input_words:,} "
-                "most frequent GloVe words plus frequent corpus words), instead of fastText 300d; so dim_w = 350 and W is 350 × 2d. "
-                "The table is stored as the distinct rows of each half plus an index (lossless; spaCy maps many words onto one vector).")
+        return (
+            f"Word vectors: GloVe 6B 50d ⊕ spaCy en_core_web_md 300d, each half scaled to unit mean norm (the {c.input_words:,} "
+            "most frequent GloVe words plus frequent corpus words), instead of fastText 300d; so dim_w = 350 and W is 350 × 2d. "
+            "The table is stored as the distinct rows of each half plus an index (lossless; spaCy maps many words onto one vector)."
+        )
     if c.word_vectors == DEFAULT_VECTORS:
-        return (f"Word vectors: GloVe 6B 50d (the {c.input_words:,} most frequent words plus frequent corpus words GloVe knows), "
-                "instead of fastText 300d; so dim_w = 50 and W is 50 × 2d.")
-    return (f"Word vectors: {c.word_vectors} (the {c.input_words:,} most frequent words plus frequent corpus words the vectors know), "
-            "instead of fastText 300d.")
+        return (
+            f"Word vectors: GloVe 6B 50d (the {c.input_words:,} most frequent words plus frequent corpus words GloVe knows), "
+            "instead of fastText 300d; so dim_w = 50 and W is 50 × 2d."
+        )
+    return (
+        f"Word vectors: {c.word_vectors} (the {c.input_words:,} most frequent words plus frequent corpus words the vectors know), "
+        "instead of fastText 300d."
+    )
 
 
 class InvertibleFamily(Family):
@@ -207,7 +215,12 @@ class InvertibleFamily(Family):
         ids, lengths = pad_batch([data.sentence(i) for i in centres], cfg.max_len, eos=False)
         known = [s[s > UNK_ID] for s in (data.sentence(i + 1) for i in centres)]  # words the vectors know
         nxt, nlen = pad_batch(known, cfg.max_len, eos=False)
-        return {"ids": torch.from_numpy(ids), "lengths": torch.from_numpy(lengths), "next": torch.from_numpy(nxt), "next_len": torch.from_numpy(nlen)}
+        return {
+            "ids": torch.from_numpy(ids),
+            "lengths": torch.from_numpy(lengths),
+            "next": torch.from_numpy(nxt),
+            "next_len": torch.from_numpy(nlen),
+        }
 
     def build(self, cfg: InvertibleConfig, prepared: Prepared) -> InvertibleModel:
         frequent = prepared.vocab.tokens[3:]
@@ -215,7 +228,9 @@ class InvertibleFamily(Family):
         if len(table) != len(prepared.vocab):
             raise ValueError("the word vectors changed since this model was prepared")
         if 2 * cfg.hidden < table.shape[1]:
-            raise ValueError(f"2·hidden ({2 * cfg.hidden}) must be at least the word-vector size ({table.shape[1]}) for W to have orthonormal rows")
+            raise ValueError(
+                f"2·hidden ({2 * cfg.hidden}) must be at least the word-vector size ({table.shape[1]}) for W to have orthonormal rows"
+            )
         noise = prepared.state["counts"] ** cfg.noise_alpha
         return InvertibleModel(cfg, table, noise / noise.sum())
 
@@ -256,14 +271,23 @@ class InvertibleFamily(Family):
                 means["de"].append(masked_mean(h_de, mask).numpy())
                 means["de_sif"].append(enc.sif_mean(h_de, x, mask).numpy())
         if sents:
-            for view, buf in (("en", enc.pc_en), ("de", enc.pc_de), ("de_sif", enc.pc_de_sif)):  # Arora et al.: the first, uncentred, component
+            for view, buf in (
+                ("en", enc.pc_en),
+                ("de", enc.pc_de),
+                ("de_sif", enc.pc_de_sif),
+            ):  # Arora et al.: the first, uncentred, component
                 buf.copy_(torch.from_numpy(postprocess.fit(np.concatenate(means[view]), center=False, k=1).components[0]))
         sv = torch.linalg.svdvals(model.decoder.W.detach().double()).numpy()
         z = torch.randn(256, 2 * cfg.hidden)
         with torch.no_grad():
             inv_err = float((model.decoder.g.inverse(model.decoder.g(z)) - z).abs().max()) if model.decoder.g else 0.0
         report = {
-            "singular_values": {"min": float(sv.min()), "max": float(sv.max()), "mean": float(sv.mean()), "all": [round(float(s), 5) for s in sv]},
+            "singular_values": {
+                "min": float(sv.min()),
+                "max": float(sv.max()),
+                "mean": float(sv.mean()),
+                "all": [round(float(s), 5) for s in sv],
+            },
             "pc_sentences": len(sents),
             "inverse_max_abs_err": inv_err,
         }
@@ -272,7 +296,9 @@ class InvertibleFamily(Family):
     def describe(self, cfgs, variant) -> str:
         c = cfgs[0]
         kind = "bijection+linear" if c.decoder == "bijection" else "linear"
-        return f"Invertible-decoder model ({kind} decoder, bi-GRU 2×{c.hidden}) trained on the thoughtvec default corpus; views z_en, z_de, z"
+        return (
+            f"Invertible-decoder model ({kind} decoder, bi-GRU 2×{c.hidden}) trained on the thoughtvec default corpus; views z_en, z_de, z"
+        )
 
     def deviations(self, cfgs) -> list[str]:
         c = cfgs[0]
@@ -287,7 +313,11 @@ class InvertibleFamily(Family):
             "Training time: at most one epoch on a 2-core CPU (see Training; paper: 3.5–9 hours on a GPU over far more data).",
             "The `de-sif` view is ours, not the paper's: z_de pooled with SIF weights a/(a + p(w)) (Arora et al. 2017, "
             "a = 1e-3, p from the training corpus), its first PC removed.",
-        ] + (["The bijection is a single additive coupling layer (m: d → " + str(c.coupling_hidden) + " → d, ReLU)."] if c.decoder == "bijection" else [])
+        ] + (
+            ["The bijection is a single additive coupling layer (m: d → " + str(c.coupling_hidden) + " → d, ReLU)."]
+            if c.decoder == "bijection"
+            else []
+        )
 
     def card_sections(self, cfgs, report, bundle_dir) -> list[tuple[str, str]]:
         sv = report.get("singular_values")

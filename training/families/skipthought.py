@@ -131,7 +131,9 @@ class SkipThoughtEncoder(ExportEncoder):
         self.combine = len(parts) == 2
         views = {}
         if self.combine:
-            views["combine"] = ViewSpec(output="combine", dim=sum(dims), description="uni-skip ⊕ bi-skip, each L2-normalised (4800-d in the paper)")
+            views["combine"] = ViewSpec(
+                output="combine", dim=sum(dims), description="uni-skip ⊕ bi-skip, each L2-normalised (4800-d in the paper)"
+            )
         for n, d in zip(names, dims):
             desc = "last GRU state" if n == "uni" else "forward ⊕ backward last GRU states"
             views[n] = ViewSpec(output=n, dim=d, description=desc)
@@ -192,7 +194,9 @@ class SkipThoughtFamily(Family):
             "reviews, Wikipedia sample, Brown) instead of BookCorpus (985 M words of novels).",
             f"Dimensions sized for CPU training: word embeddings {c.emb_dim} (paper 620); "
             + "; ".join(f"{'bi-skip 2 × ' + str(x.hidden // 2) if x.bidirectional else 'uni-skip ' + str(x.hidden)}" for x in cfgs)
-            + " (paper: uni-skip 2400, bi-skip 2 × 1200); decoders " + str(c.dec_hidden) + ".",
+            + " (paper: uni-skip 2400, bi-skip 2 × 1200); decoders "
+            + str(c.dec_hidden)
+            + ".",
             f"Training vocabulary {c.vocab_size:,} words (paper: 20 000).",
             "The conditional GRU feeds [x_{t-1}; h_i] to PyTorch's fused GRU, which equals eq. 5–7's W x + C h_i and "
             "applies the reset gate after the recurrent product, r ⊙ (U h), where eq. 6 writes U (r ⊙ h); the authors' "
@@ -204,8 +208,10 @@ class SkipThoughtFamily(Family):
                 f"Training used sampled softmax ({c.num_sampled} shared negatives per batch from unigram^{c.sample_alpha}, "
                 "log-Q corrected) instead of the full 20 k-word softmax; validation reports the exact per-token NLL."
             )
-        out.append("Vocabulary expansion maps GloVe 6B 50d (400 k words, the 100 k most frequent used) instead of "
-                   "word2vec CBOW 300d (931 k words).")
+        out.append(
+            "Vocabulary expansion maps GloVe 6B 50d (400 k words, the 100 k most frequent used) instead of "
+            "word2vec CBOW 300d (931 k words)."
+        )
         out.append("Training time: at most one epoch over the corpus on a 2-core CPU (see Training) instead of two weeks on a GPU.")
         return out
 

@@ -2,4 +2,15 @@
 
 from service.http.routes import docs, embeddings, indexes, info, models, ops, playground, rerank, search, similarity
 
-ROUTERS = [ops.router, playground.router, docs.router, info.router, models.router, embeddings.router, similarity.router, rerank.router, search.router, indexes.router]
+ROUTERS = [
+    ops.router,
+    playground.router,
+    docs.router,
+    info.router,
+    models.router,
+    embeddings.router,
+    similarity.router,
+    rerank.router,
+    search.router,
+    indexes.router,
+]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request, Response
 from pydantic import BaseModel
@@ -39,6 +39,7 @@ ModelName = Annotated[str, Path(description="bundle or alias", examples=["invert
 DocId = Annotated[str, Path(description="document id", examples=["n1"])]
 
 
-# Documented error answers (the body is always ErrorBody).
-ERRORS = {code: {"model": ErrorBody} for code in (400, 401, 404, 413, 422, 429, 503)}
-WRITE_ERRORS = ERRORS | {403: {"model": ErrorBody}, 409: {"model": ErrorBody}}
+# Documented error answers (the body is always ErrorBody), in the shape of the routes' ``responses=``.
+Responses = dict[int | str, dict[str, Any]]
+ERRORS: Responses = {code: {"model": ErrorBody} for code in (400, 401, 404, 413, 422, 429, 503)}
+WRITE_ERRORS: Responses = ERRORS | {403: {"model": ErrorBody}, 409: {"model": ErrorBody}}

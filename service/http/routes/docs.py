@@ -15,8 +15,12 @@ from fastapi.responses import FileResponse, HTMLResponse
 from service.errors import ThoughtvecError
 
 ASSETS_URL = "/docs-assets"
-ASSETS = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css", "redoc.standalone.js": "text/javascript",
-          "favicon.png": "image/png"}
+ASSETS = {
+    "swagger-ui-bundle.js": "text/javascript",
+    "swagger-ui.css": "text/css",
+    "redoc.standalone.js": "text/javascript",
+    "favicon.png": "image/png",
+}
 
 router = APIRouter(include_in_schema=False)
 
@@ -36,8 +40,10 @@ def assets_dir() -> Path:
 async def swagger(request: Request) -> HTMLResponse:
     root = request.scope.get("root_path", "")
     return get_swagger_ui_html(
-        openapi_url=f"{root}{request.app.openapi_url}", title="thoughtvec - Swagger UI",
-        swagger_js_url=f"{root}{ASSETS_URL}/swagger-ui-bundle.js", swagger_css_url=f"{root}{ASSETS_URL}/swagger-ui.css",
+        openapi_url=f"{root}{request.app.openapi_url}",
+        title="thoughtvec - Swagger UI",
+        swagger_js_url=f"{root}{ASSETS_URL}/swagger-ui-bundle.js",
+        swagger_css_url=f"{root}{ASSETS_URL}/swagger-ui.css",
         swagger_favicon_url=f"{root}{ASSETS_URL}/favicon.png",
         swagger_ui_parameters={"tryItOutEnabled": True, "displayRequestDuration": True},
     )
@@ -46,9 +52,13 @@ async def swagger(request: Request) -> HTMLResponse:
 @router.get("/redoc")
 async def redoc(request: Request) -> HTMLResponse:
     root = request.scope.get("root_path", "")
-    return get_redoc_html(openapi_url=f"{root}{request.app.openapi_url}", title="thoughtvec - ReDoc",
-                          redoc_js_url=f"{root}{ASSETS_URL}/redoc.standalone.js", redoc_favicon_url=f"{root}{ASSETS_URL}/favicon.png",
-                          with_google_fonts=False)
+    return get_redoc_html(
+        openapi_url=f"{root}{request.app.openapi_url}",
+        title="thoughtvec - ReDoc",
+        redoc_js_url=f"{root}{ASSETS_URL}/redoc.standalone.js",
+        redoc_favicon_url=f"{root}{ASSETS_URL}/favicon.png",
+        with_google_fonts=False,
+    )
 
 
 @router.get(ASSETS_URL + "/{name}")

@@ -27,7 +27,7 @@ def render(enc: Encoded, usage: Usage, encoding_format: str) -> bytes:
     else:
         rows = (json.dumps(r.tolist(), separators=(",", ":")) for r in enc.vectors)
     data = ",".join(f'{{"object":"embedding","embedding":{e},"index":{i}}}' for i, e in enumerate(rows))
-    return f'{{"object":"list","data":[{data}],"model":{json.dumps(enc.model)},"usage":{usage.model_dump_json()}}}'.encode("utf-8")
+    return f'{{"object":"list","data":[{data}],"model":{json.dumps(enc.model)},"usage":{usage.model_dump_json()}}}'.encode()
 
 
 @router.post("/v1/embeddings", response_model=EmbeddingsResponse, responses=ERRORS)
@@ -37,6 +37,8 @@ async def create_embeddings(body: EmbeddingsRequest, request: Request, core: Cor
     Empty or whitespace-only strings are rejected (422 naming `input[i]`). Texts over the model's token
     limit are split into sentences and pooled (or truncated, or rejected: `truncation`).
     """
-    enc = await unless_disconnected(request, core.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions, body.truncation))
+    enc = await unless_disconnected(
+        request, core.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions, body.truncation)
+    )
     usage = Usage.of(enc.usage)
     return Response(render(enc, usage, body.encoding_format), media_type="application/json", headers=usage.headers())

@@ -27,8 +27,17 @@ async def list_indexes(core: CoreDep) -> IndexList:
 @router.post("", status_code=201, response_model=IndexStats, responses=WRITE_ERRORS, dependencies=[AdminDep])
 async def create_index(body: CreateIndexRequest, core: CoreDep) -> IndexStats:
     """A new empty index for one model and view, with a FAISS factory string and a metric."""
-    return IndexStats.of(await core.create_index(name=body.name, model=body.model, view=body.view, factory=body.factory,
-                                                 metric=body.metric, normalize=body.normalize, train_size=body.train_size))
+    return IndexStats.of(
+        await core.create_index(
+            name=body.name,
+            model=body.model,
+            view=body.view,
+            factory=body.factory,
+            metric=body.metric,
+            normalize=body.normalize,
+            train_size=body.train_size,
+        )
+    )
 
 
 @router.get("/{name}", response_model=IndexStats, responses=ERRORS)

@@ -15,8 +15,11 @@ async def list_models(core: CoreDep) -> dict:
     default = reg.default_model
     # `devices`: where encoders and searches run (each model's own `providers` are those its session uses).
     aliases = [reg.models[t].describe(False) | {"id": a, "alias_of": t} for a, t in sorted(reg.aliases().items())]
-    return {"object": "list", "data": [m.describe(m.name == default) for _, m in sorted(reg.models.items())] + aliases,
-            "devices": core.devices()}
+    return {
+        "object": "list",
+        "data": [m.describe(m.name == default) for _, m in sorted(reg.models.items())] + aliases,
+        "devices": core.devices(),
+    }
 
 
 @router.get("/v1/models/{name}", responses=ERRORS)

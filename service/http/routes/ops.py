@@ -23,10 +23,18 @@ async def ready(core: CoreDep) -> JSONResponse:
     return JSONResponse(body, status_code=200 if ok else 503)
 
 
-@router.get("/metrics", response_class=PlainTextResponse,
-            responses={200: {"content": {"text/plain": {"schema": {"type": "string"},
-                                                        "example": "thoughtvec_tokens_total{model=\"invertible-linear\"} 42.0\n"}},
-                             "description": "Prometheus text exposition format"}})
+@router.get(
+    "/metrics",
+    response_class=PlainTextResponse,
+    responses={
+        200: {
+            "content": {
+                "text/plain": {"schema": {"type": "string"}, "example": 'thoughtvec_tokens_total{model="invertible-linear"} 42.0\n'}
+            },
+            "description": "Prometheus text exposition format",
+        }
+    },
+)
 async def metrics(core: CoreDep) -> Response:
     """Prometheus metrics (text format): requests by route, batching, sentences and tokens embedded, long inputs."""
     data, content_type = core.metrics.exposition()

@@ -18,8 +18,17 @@ async def rerank(body: RerankRequest, request: Request, core: CoreDep) -> Respon
 
     The score is `/v1/similarity`'s cosine between the query and each document (a bi-encoder, not a cross-encoder).
     """
-    result = await unless_disconnected(request, core.rerank(query=body.query, documents=body.documents, top_n=body.top_n,
-                                                            return_documents=body.return_documents, model=body.model,
-                                                            view=body.view, truncation=body.truncation))
+    result = await unless_disconnected(
+        request,
+        core.rerank(
+            query=body.query,
+            documents=body.documents,
+            top_n=body.top_n,
+            return_documents=body.return_documents,
+            model=body.model,
+            view=body.view,
+            truncation=body.truncation,
+        ),
+    )
     answer = RerankResponse.of(result)
     return json_body(answer, answer.usage)

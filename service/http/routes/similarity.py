@@ -17,7 +17,11 @@ async def similarity(body: SimilarityRequest, request: Request, core: CoreDep) -
 
     `score` is the cosine similarity; `relatedness` (1–5) appears when the bundle has a SICK head.
     """
-    result = await unless_disconnected(request, core.similarity(pairs=body.pairs, source=body.source, targets=body.targets,
-                                                                model=body.model, view=body.view, truncation=body.truncation))
+    result = await unless_disconnected(
+        request,
+        core.similarity(
+            pairs=body.pairs, source=body.source, targets=body.targets, model=body.model, view=body.view, truncation=body.truncation
+        ),
+    )
     answer = SimilarityResponse.of(result)
     return json_body(answer, answer.usage)

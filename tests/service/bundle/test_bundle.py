@@ -171,12 +171,17 @@ def _add_postprocessed_view(bundle_dir, center=True, k=2, comps=None, mean=None,
 
     rng = np.random.default_rng(3)
     q = np.linalg.qr(rng.standard_normal((dim, dim)))[0]
-    m = postprocess.Postprocess(rng.standard_normal(dim).astype(np.float32) if mean is None else mean,
-                                q[:k].astype(np.float32) if comps is None else comps)
+    m = postprocess.Postprocess(
+        rng.standard_normal(dim).astype(np.float32) if mean is None else mean, q[:k].astype(np.float32) if comps is None else comps
+    )
     postprocess.save(bundle_dir / "postprocess.npz", {"mean": m})
     meta = json.loads((bundle_dir / "bundle.json").read_text())
-    meta["views"]["mean-pp"] = {"output": "mean", "dim": dim, "pooling": "unsupervised",
-                                "postprocess": {"file": "postprocess.npz", "key": "mean", "center": center, "components": k}}
+    meta["views"]["mean-pp"] = {
+        "output": "mean",
+        "dim": dim,
+        "pooling": "unsupervised",
+        "postprocess": {"file": "postprocess.npz", "key": "mean", "center": center, "components": k},
+    }
     (bundle_dir / "bundle.json").write_text(json.dumps(meta))
     return m
 
@@ -198,8 +203,7 @@ def test_a_post_processed_view_shares_its_output_and_applies_the_map(bundle_dir)
     np.testing.assert_allclose(alone, padded, atol=1e-6)
 
 
-@pytest.mark.parametrize("bad, words", [({"k": 3}, "expected (8,) and (3, 8)"),
-                                        ({"mean": np.full(8, np.nan, np.float32)}, "finite")])
+@pytest.mark.parametrize("bad, words", [({"k": 3}, "expected (8,) and (3, 8)"), ({"mean": np.full(8, np.nan, np.float32)}, "finite")])
 def test_a_post_processing_map_that_does_not_fit_its_view_is_refused(bundle_dir, bad, words):
     k = bad.pop("k", 2)
     _add_postprocessed_view(bundle_dir, comps=np.eye(8, dtype=np.float32)[:2], k=k, **bad)

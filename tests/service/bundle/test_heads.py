@@ -11,9 +11,15 @@ from service.bundle.heads import RelatednessHead, load, save
 def test_round_trip_and_range(tmp_path):
     rng = np.random.default_rng(0)
     d, h = 6, 5
-    head = RelatednessHead(W=rng.standard_normal((h, 5)), b=rng.standard_normal(5), normalize=True,
-                           mean=rng.standard_normal(2 * d), scale=rng.random(2 * d) + 0.5,
-                           W_hidden=rng.standard_normal((2 * d, h)), b_hidden=rng.standard_normal(h))
+    head = RelatednessHead(
+        W=rng.standard_normal((h, 5)),
+        b=rng.standard_normal(5),
+        normalize=True,
+        mean=rng.standard_normal(2 * d),
+        scale=rng.random(2 * d) + 0.5,
+        W_hidden=rng.standard_normal((2 * d, h)),
+        b_hidden=rng.standard_normal(h),
+    )
     save(tmp_path / "r.npz", head)
     back = load(tmp_path / "r.npz")
     u, v = rng.standard_normal((10, d)), rng.standard_normal((10, d))

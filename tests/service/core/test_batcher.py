@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from service.core.batcher import Batcher, BatchLimits
-from service.core.planner import plan_batches
 from service.core.encoder import Encoder
+from service.core.planner import plan_batches
 from service.errors import InputTooLong, InvalidInput, QueueFull, WorkerDead
 from tests.service.conftest import SENTENCES
 
@@ -40,6 +40,7 @@ class Recording:
         self.batches: list[tuple[int, int]] = []
         self.gate = threading.Event()
         self.gate.set()
+        self.entered = threading.Event()  # set when a batch reaches run_ids
 
     def token_ids(self, text):
         return self.enc.token_ids(text)
@@ -51,12 +52,18 @@ class Recording:
         return self.enc.dim(view)
 
     def run_ids(self, batch, view=None):
+        self.entered.set()
         self.gate.wait(10)
         time.sleep(self.delay)
         if self.fail:
             raise RuntimeError("boom")
         self.batches.append((len(batch), max(len(s) for s in batch)))
         return self.enc.run_ids(batch, view)
+
+
+async def in_run_ids(rec: Recording) -> None:
+    """Until the worker has taken the first batch and reached run_ids (blocked there while the gate is closed)."""
+    assert await asyncio.to_thread(rec.entered.wait, 10)
 
 
 def test_plan_batches_respects_size_and_padded_tokens():
@@ -91,7 +98,7 @@ async def test_full_queue_answers_queue_full(encoder):
     b = Batcher("tiny", rec, BatchLimits(max_batch_size=2, max_wait_ms=0, max_queue_size=4, retry_after_s=3))
     b.start()
     first = asyncio.create_task(b.embed(["the cat"], "mean"))
-    await asyncio.sleep(0.05)  # the worker took it and is blocked in run_ids
+    await in_run_ids(rec)
     waiting = [asyncio.create_task(b.embed(["a dog", "the man"], "mean")) for _ in range(2)]
     await asyncio.sleep(0.01)
     with pytest.raises(QueueFull) as e:
@@ -130,7 +137,7 @@ async def test_cancelled_callers_are_dropped(encoder):
     b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0), Obs())
     b.start()
     first = asyncio.create_task(b.embed(["the cat"], "mean"))
-    await asyncio.sleep(0.05)
+    await in_run_ids(rec)
     gone = asyncio.create_task(b.embed(["the dog ran", "a man"], "mean"))
     await asyncio.sleep(0.01)
     gone.cancel()  # the client went away while queued
@@ -160,7 +167,7 @@ async def test_dead_worker_fails_waiters_and_refuses_new_work(encoder):
     b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0))
     b.start()
     running = asyncio.create_task(b.embed(["the cat"], "mean"))
-    await asyncio.sleep(0.05)  # in run_ids, blocked
+    await in_run_ids(rec)
     queued = asyncio.create_task(b.embed(["a dog"], "mean"))
     await asyncio.sleep(0.01)
     b._task.cancel()  # simulate the worker dying mid-batch
@@ -188,7 +195,7 @@ async def _three_in_one_window(rec: Recording, b: Batcher) -> list[asyncio.Task]
     """Three single-sentence requests taken in one window; the first batch blocks in run_ids."""
     rec.gate.clear()
     tasks = [asyncio.create_task(b.embed([s], "mean")) for s in SENTENCES[:3]]
-    await asyncio.sleep(0.05)
+    await in_run_ids(rec)
     assert b.depth == 0 and len(b._window) == 3  # all three left the queue for the worker's window
     return tasks
 
@@ -254,7 +261,7 @@ async def test_a_full_queue_refuses_before_tokenizing(encoder):
     b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0, max_queue_size=2))
     b.start()
     tasks = [asyncio.create_task(b.embed([s], "mean")) for s in SENTENCES[:1]]
-    await asyncio.sleep(0.05)  # the first is running (blocked); now fill the queue
+    await in_run_ids(rec)  # the first is running (blocked); now fill the queue
     tasks += [asyncio.create_task(b.embed([s], "mean")) for s in SENTENCES[1:3]]
     await asyncio.sleep(0.01)
     before = rec.tokenized
@@ -275,7 +282,7 @@ async def test_a_large_request_is_admitted_like_a_small_one(encoder):
     b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0, max_queue_size=4))
     b.start()
     running = asyncio.create_task(b.embed(["the cat"], "mean"))
-    await asyncio.sleep(0.05)
+    await in_run_ids(rec)
     small = asyncio.create_task(b.embed(["a dog"], "mean"))  # one sentence waits: room for three more
     await asyncio.sleep(0.01)
     large = asyncio.create_task(b.embed(SENTENCES[:4], "mean"))  # four: used to be refused while anything waited
@@ -284,4 +291,3 @@ async def test_a_large_request_is_admitted_like_a_small_one(encoder):
     assert (await large).vectors.shape == (4, 8)
     await asyncio.gather(running, small)
     await b.stop()
-

@@ -7,15 +7,20 @@ import logging
 import numpy as np
 import pytest
 
-from service.core.encoder import Encoder
 from service.bundle.postprocess import l2_normalize
-from service.errors import InputTooLong
+from service.core.encoder import Encoder
 from service.core.longinput import pool, prepare, sentences, windows
+from service.errors import InputTooLong
 from tests.service.http.test_auth_metrics import metric
 
 # tiny's limit is 32 tokens (with <eos>); each sentence here is well under it, together far over.
-SENTS = ["the old man read a letter by the river .", "she walked to the big green tree in the new city .",
-         "a dog ran fast from the house .", "the happy woman sleeps .", "they drove a red car to the city ."]
+SENTS = [
+    "the old man read a letter by the river .",
+    "she walked to the big green tree in the new city .",
+    "a dog ran fast from the house .",
+    "the happy woman sleeps .",
+    "they drove a red car to the city .",
+]
 LONG = " ".join(SENTS)
 
 
@@ -30,7 +35,11 @@ def test_windows_cover_every_id_and_end_in_eos():
 
 
 def test_sentences_use_punkt():
-    assert sentences("Mr. Smith went to Washington. He said hi!\nNext line") == ["Mr. Smith went to Washington.", "He said hi!", "Next line"]
+    assert sentences("Mr. Smith went to Washington. He said hi!\nNext line") == [
+        "Mr. Smith went to Washington.",
+        "He said hi!",
+        "Next line",
+    ]
 
 
 def test_prepare_modes(tiny):
@@ -68,8 +77,14 @@ def test_split_is_the_default_and_is_reported(client, tiny):
     assert body["usage"] == {"prompt_tokens": tokens, "total_tokens": tokens, "split_inputs": 1, "truncated_inputs": 0}
     assert r.headers["X-Split-Inputs"] == "1" and r.headers["X-Truncated-Inputs"] == "0"
     after = client.get("/metrics").text
-    assert metric(after, "thoughtvec_long_inputs_total", model="tiny", action="split") == metric(before, "thoughtvec_long_inputs_total", model="tiny", action="split") + 1
-    assert metric(after, "thoughtvec_sentences_total", model="tiny") - metric(before, "thoughtvec_sentences_total", model="tiny") == len(SENTS) + 1
+    assert (
+        metric(after, "thoughtvec_long_inputs_total", model="tiny", action="split")
+        == metric(before, "thoughtvec_long_inputs_total", model="tiny", action="split") + 1
+    )
+    assert (
+        metric(after, "thoughtvec_sentences_total", model="tiny") - metric(before, "thoughtvec_sentences_total", model="tiny")
+        == len(SENTS) + 1
+    )
     assert metric(after, "thoughtvec_inputs_total", model="tiny") - metric(before, "thoughtvec_inputs_total", model="tiny") == 2
     assert metric(after, "thoughtvec_tokens_total", model="tiny") - metric(before, "thoughtvec_tokens_total", model="tiny") == tokens
 

@@ -7,8 +7,8 @@ import base64
 import numpy as np
 import pytest
 
-from service.core.encoder import Encoder
 from service.bundle.heads import load
+from service.core.encoder import Encoder
 from tests.service.conftest import SENTENCES
 
 

@@ -64,8 +64,14 @@ def test_metrics_counters_move(client):
     client.post("/v1/indexes/m/documents", json={"documents": [{"text": "x"}, {"text": "y"}]})
     after = client.get("/metrics").text
     route = dict(route="/v1/embeddings", method="POST")
-    assert metric(after, "thoughtvec_requests_total", status="200", **route) == metric(before, "thoughtvec_requests_total", status="200", **route) + 1
-    assert metric(after, "thoughtvec_requests_total", status="422", **route) == metric(before, "thoughtvec_requests_total", status="422", **route) + 1
+    assert (
+        metric(after, "thoughtvec_requests_total", status="200", **route)
+        == metric(before, "thoughtvec_requests_total", status="200", **route) + 1
+    )
+    assert (
+        metric(after, "thoughtvec_requests_total", status="422", **route)
+        == metric(before, "thoughtvec_requests_total", status="422", **route) + 1
+    )
     assert metric(after, "thoughtvec_request_seconds_count", status="200", **route) >= 1
     assert metric(after, "thoughtvec_batch_size_count", model="tiny") > metric(before, "thoughtvec_batch_size_count", model="tiny")
     assert metric(after, "thoughtvec_batch_tokens_sum", model="tiny") > metric(before, "thoughtvec_batch_tokens_sum", model="tiny")

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.core.encoder import Encoder
 from service.bundle.postprocess import l2_normalize
+from service.core.encoder import Encoder
 from service.core.token_ids import seed_tiktoken_cache
 from tests.service.conftest import live_server, settings_for
 from tests.service.core.test_longinput import LONG, SENTS
@@ -47,7 +47,9 @@ def test_openai_npm_client(server, expected):
     node = shutil.which("node")
     if node is None or not (CLIENTS / "node_modules" / "openai").is_dir():
         pytest.skip("no node, or tests/clients/node_modules missing: npm ci --prefix tests/clients (make install-dev does it)")
-    run = subprocess.run([node, str(CLIENTS / "embed.mjs"), server, "text-embedding-ada-002", *TEXTS], capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [node, str(CLIENTS / "embed.mjs"), server, "text-embedding-ada-002", *TEXTS], capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
     np.testing.assert_allclose(out["vectors"], expected, atol=1e-5)

@@ -47,7 +47,9 @@ def _calls(spec: dict) -> list[tuple[str, str, dict | None]]:
             for param in op.get("parameters", []):
                 examples = param["schema"].get("examples") or param.get("examples")
                 assert examples, f"{method.upper()} {path}: parameter {param['name']} has no example"
-                filled = filled.replace("{" + param["name"] + "}", str(examples[0] if isinstance(examples, list) else next(iter(examples.values()))["value"]))
+                filled = filled.replace(
+                    "{" + param["name"] + "}", str(examples[0] if isinstance(examples, list) else next(iter(examples.values()))["value"])
+                )
             body = op.get("requestBody")
             if body is None:
                 out.append((method, filled, None))
@@ -71,8 +73,9 @@ def test_every_example_runs_against_the_default_bundle(tmp_path):
     models = tmp_path / "models"
     models.mkdir()
     (models / name).symlink_to(bundle)
-    settings = settings_for(models, tmp_path / "indexes", default_model=None, build_default_index=True,
-                            search_sample=write_sample(tmp_path / "sample.tsv.gz"))
+    settings = settings_for(
+        models, tmp_path / "indexes", default_model=None, build_default_index=True, search_sample=write_sample(tmp_path / "sample.tsv.gz")
+    )
     with serve_test(settings) as client:
         deadline = time.time() + 30
         while "default" not in client.app.state.core.store.names() and time.time() < deadline:  # built after /ready

@@ -14,6 +14,8 @@ def indexed(client):
     return client
 
 
+# A table, one case per line: the formatter leaves it as written.
+# fmt: off
 CASES = [
     # (path, body, status, code, field, words in the message)
     ("/v1/embeddings", {"input": []}, 422, "invalid_input", "input", "empty"),
@@ -61,6 +63,7 @@ CASES = [
     ("/v1/indexes/docs/documents", {"documents": []}, 422, "invalid_input", "documents", "empty"),
     ("/v1/indexes/nope/documents", {"documents": [{"text": "x"}]}, 404, "unknown_index", "index", "no index 'nope'"),
 ]
+# fmt: on
 
 
 @pytest.mark.parametrize("path, body, status, code, field, words", CASES, ids=[f"{c[0]}-{c[4]}-{c[2]}-{i}" for i, c in enumerate(CASES)])
@@ -87,7 +90,11 @@ def test_malformed_json_oversized_body_unknown_route(make_client):
     assert r.status_code == 400 and r.json()["error"]["code"] == "malformed_json" and "not valid JSON" in r.json()["error"]["message"]
     big = b'{"input": ["' + b"a " * 2000 + b'"]}'
     r = client.post("/v1/embeddings", content=big, headers={"content-type": "application/json"})
-    assert r.status_code == 413 and r.json()["error"] == {"code": "body_too_large", "field": "body", "message": r.json()["error"]["message"]}
+    assert r.status_code == 413 and r.json()["error"] == {
+        "code": "body_too_large",
+        "field": "body",
+        "message": r.json()["error"]["message"],
+    }
     assert "the limit is 2048" in r.json()["error"]["message"]
 
     def chunks():  # no Content-Length: the limit is enforced while streaming
@@ -128,8 +135,12 @@ def test_not_ready_while_building_and_no_models(tmp_path, models_dir):
 
 
 def test_405_allow_names_every_method_of_the_path(client):
-    for method, path, allow in [("GET", "/v1/embeddings", "POST"), ("PUT", "/v1/indexes", "GET, POST"),
-                                ("PATCH", "/v1/indexes/docs", "DELETE, GET"), ("GET", "/v1/indexes/docs/documents", "POST")]:
+    for method, path, allow in [
+        ("GET", "/v1/embeddings", "POST"),
+        ("PUT", "/v1/indexes", "GET, POST"),
+        ("PATCH", "/v1/indexes/docs", "DELETE, GET"),
+        ("GET", "/v1/indexes/docs/documents", "POST"),
+    ]:
         r = client.request(method, path)
         assert r.status_code == 405 and r.headers["allow"] == allow, (method, path, r.headers.get("allow"))
         assert r.json()["error"]["code"] == "method_not_allowed"

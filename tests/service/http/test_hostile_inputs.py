@@ -22,12 +22,13 @@ def deep_object(depth: int) -> str:
 
 
 # (path, raw JSON body, status, code, field)
+# fmt: off
 RAW = [
     ("/v1/indexes/docs/documents", '{"documents": [{"text": "x", "metadata": {"score": NaN}}]}', 422, "invalid_input", "documents[0].metadata.score"),
     ("/v1/indexes/docs/documents", '{"documents": [{"text": "x", "metadata": {"a": [1, Infinity]}}]}', 422, "invalid_input", "documents[0].metadata.a[1]"),
     ("/v1/indexes/docs/documents", '{"documents": [{"text": "y"}, {"text": "x", "metadata": {"b": -Infinity}}]}', 422, "invalid_input", "documents[1].metadata.b"),
-    ("/v1/indexes/docs/documents", '{"documents": [{"text": "x", "metadata": %s}]}' % deep_object(500), 422, "invalid_input", "documents[0].metadata"),
-    ("/v1/indexes/docs/documents", '{"documents": [{"text": "x", "metadata": {"a": %s}}]}' % nested(17), 422, "invalid_input", "documents[0].metadata"),
+    ("/v1/indexes/docs/documents", '{"documents": [{"text": "x", "metadata": ' + deep_object(500) + "}]}", 422, "invalid_input", "documents[0].metadata"),
+    ("/v1/indexes/docs/documents", '{"documents": [{"text": "x", "metadata": {"a": ' + nested(17) + "}}]}", 422, "invalid_input", "documents[0].metadata"),
     ("/v1/embeddings", '{"input": "cat", "model": "\\ud800"}', 422, "invalid_input", "model"),
     ("/v1/embeddings", '{"input": ["cat", "a \\udfff b"]}', 422, "invalid_input", "input[1]"),
     ("/v1/indexes/docs/documents", '{"documents": [{"text": "x\\ud83d"}]}', 422, "invalid_input", "documents[0].text"),
@@ -37,12 +38,13 @@ RAW = [
     ("/v1/search", '{"index": "docs", "query": ["\\ud800"]}', 422, "invalid_input", "query[0]"),
     ("/v1/similarity", '{"source": "\\ud800", "targets": ["a"]}', 422, "invalid_input", "source"),
     ("/v1/indexes", '{"name": "z", "factory": "\\ud800"}', 422, "invalid_input", "factory"),
-    ("/v1/embeddings", '{"input": %s}' % nested(500), 422, "invalid_input", "input[0]"),
-    ("/v1/embeddings", '{"input": %s}' % nested(10_000), 400, "malformed_json", "body"),
+    ("/v1/embeddings", '{"input": ' + nested(500) + "}", 422, "invalid_input", "input[0]"),
+    ("/v1/embeddings", '{"input": ' + nested(10_000) + "}", 400, "malformed_json", "body"),
     ("/v1/embeddings", '{"input": "caf\xe9"}'.encode("latin-1"), 400, "malformed_json", "body"),
     ("/v1/embeddings", b'\xff\xfe{"input": "x"}', 400, "malformed_json", "body"),
-    ("/v1/embeddings", '{"input": 1%s}' % ("0" * 5000), 400, "malformed_json", "body"),
+    ("/v1/embeddings", '{"input": 1' + "0" * 5000 + "}", 400, "malformed_json", "body"),
 ]
+# fmt: on
 
 
 @pytest.fixture
@@ -67,7 +69,7 @@ def test_hostile_body_is_a_json_4xx_naming_the_field(indexed, path, body, status
 
 def test_accepted_metadata_comes_back_after_a_restart(models_dir, tmp_path):
     settings = settings_for(models_dir, tmp_path / "idx")
-    meta = {"deep": [[[[{"x": 1.5e308, "y": -0.0, "z": None, "t": "ok ☃ \U0001F600"}]]]], "n": 10**30}
+    meta = {"deep": [[[[{"x": 1.5e308, "y": -0.0, "z": None, "t": "ok ☃ \U0001f600"}]]]], "n": 10**30}
     with serve_test(settings) as c:
         c.post("/v1/indexes", json={"name": "docs", "model": "tiny"})
         assert c.post("/v1/indexes/docs/documents", json={"documents": [{"text": "a cat", "id": "a", "metadata": meta}]}).status_code == 200

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import threading
 import time
 
 import httpx
@@ -33,7 +34,13 @@ def test_official_openai_client(server, models_dir):
     assert res.usage.prompt_tokens == sum(len(enc.token_ids(s)) for s in SENTENCES[:3])
     single = client.embeddings.create(model="tiny", input="the cat sat", encoding_format="float")
     assert len(single.data[0].embedding) == 8
-    assert {m.id for m in client.models.list()} == {"tiny", "tiny2", "text-embedding-ada-002", "text-embedding-3-small", "text-embedding-3-large"}
+    assert {m.id for m in client.models.list()} == {
+        "tiny",
+        "tiny2",
+        "text-embedding-ada-002",
+        "text-embedding-3-small",
+        "text-embedding-3-large",
+    }
     with pytest.raises(openai.NotFoundError, match="no model 'nope'"):
         client.embeddings.create(model="nope", input="x")
     with pytest.raises(openai.UnprocessableEntityError, match=r"input\[1\] is empty"):
@@ -46,12 +53,14 @@ def test_vectors_do_not_depend_on_batching_under_concurrency(server, models_dir)
     alone = {s: enc.encode([s], batch_size=1)[0] for s in SENTENCES}
     rng = np.random.default_rng(0)
     requests = [list(rng.choice(SENTENCES, size=rng.integers(1, 6))) for _ in range(60)]
-    hist = app.state.core.metrics.batch_size.labels("tiny")
-    batches_before = hist._sum.get()
+    sample = app.state.core.metrics.registry.get_sample_value  # the app's own registry, read as /metrics shows it
+    sentences_before = sample("thoughtvec_batch_size_sum", {"model": "tiny"})
 
     async def run():
         async with httpx.AsyncClient(base_url=base, timeout=20) as c:
-            return await asyncio.gather(*(c.post("/v1/embeddings", json={"model": "tiny", "input": r, "encoding_format": "base64"}) for r in requests))
+            return await asyncio.gather(
+                *(c.post("/v1/embeddings", json={"model": "tiny", "input": r, "encoding_format": "base64"}) for r in requests)
+            )
 
     answers = asyncio.run(run())
     for req, r in zip(requests, answers):
@@ -60,22 +69,50 @@ def test_vectors_do_not_depend_on_batching_under_concurrency(server, models_dir)
             got = np.frombuffer(base64.b64decode(d["embedding"]), "<f4")
             np.testing.assert_allclose(got, alone[text], atol=1e-6)
     # the server really did put several requests' sentences in one batch
-    counts = app.state.core.metrics.batch_size.labels("tiny")._buckets
-    assert hist._sum.get() > batches_before
-    assert sum(b.get() for b in counts[2:]) > 0  # some batch had more than 2 sentences
+    assert sample("thoughtvec_batch_size_sum", {"model": "tiny"}) > sentences_before
+    batches = sample("thoughtvec_batch_size_count", {"model": "tiny"})
+    assert batches - sample("thoughtvec_batch_size_bucket", {"model": "tiny", "le": "2.0"}) > 0  # some batch had more than 2 sentences
 
 
-def slow_down(app, seconds: float) -> None:
-    """Make the tiny model's ONNX runs take ``seconds`` each."""
+def slow_down(app, seconds: float) -> threading.Event:
+    """Make the tiny model's ONNX runs take ``seconds`` each (a slow model is what these tests are about);
+    the event returned is set when a run starts."""
     model = app.state.core.registry.models["tiny"]
     run = model.encoder.run_ids
+    running = threading.Event()
 
     def slow(batch, view=None):
+        running.set()
         time.sleep(seconds)
         return run(batch, view)
 
-    model.batcher.backend = type("Slow", (), {"run_ids": staticmethod(slow), "token_ids": model.encoder.token_ids,
-                                              "fit": model.encoder.fit, "dim": model.encoder.dim})()
+    model.batcher.backend = type(
+        "Slow",
+        (),
+        {"run_ids": staticmethod(slow), "token_ids": model.encoder.token_ids, "fit": model.encoder.fit, "dim": model.encoder.dim},
+    )()
+    return running
+
+
+class Watch:
+    """The batcher's observer (the app's Metrics), passed every report, with events for the tests to wait on."""
+
+    def __init__(self, metrics):
+        self.metrics = metrics
+        self.queued = threading.Event()  # two or more sentences wait in the queue
+        self.dropped_reported = threading.Event()
+
+    def queue_depth(self, model: str, depth: int) -> None:
+        self.metrics.queue_depth(model, depth)
+        if depth >= 2:
+            self.queued.set()
+
+    def batch_done(self, *args) -> None:
+        self.metrics.batch_done(*args)
+
+    def dropped(self, model: str, sentences: int) -> None:
+        self.metrics.dropped(model, sentences)
+        self.dropped_reported.set()
 
 
 def test_overfilled_queue_answers_429(models_dir, tmp_path):
@@ -100,23 +137,26 @@ def test_requests_of_clients_that_left_are_dropped(models_dir, tmp_path):
 
     settings = settings_for(models_dir, tmp_path / "idx", max_batch_size=1, max_wait_ms=0)
     with live_server(settings) as (base, app):
-        slow_down(app, 0.4)
+        running = slow_down(app, 0.4)
+        watch = Watch(app.state.core.metrics)
+        app.state.core.registry.models["tiny"].batcher.observer = watch
         port = int(base.rsplit(":", 1)[1])
 
         async def run():
             async with httpx.AsyncClient(base_url=base, timeout=20) as c:
                 first = asyncio.create_task(c.post("/v1/embeddings", json={"model": "tiny", "input": ["the cat"]}))
-                await asyncio.sleep(0.1)  # the worker is busy with the first request
+                assert await asyncio.to_thread(running.wait, 10)  # the worker is busy with the first request
                 body = b'{"model": "tiny", "input": ["a dog", "the man"]}'
                 sock = socket.create_connection(("127.0.0.1", port))
-                sock.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-                await asyncio.sleep(0.1)
+                sock.sendall(
+                    b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                    % (len(body), body)
+                )
+                assert await asyncio.to_thread(watch.queued.wait, 10)  # its two sentences are queued
                 sock.close()  # the client goes away while its sentences wait
                 return await first
 
         assert asyncio.run(run()).status_code == 200
-        deadline = time.time() + 5
-        dropped = app.state.core.metrics.dropped_total.labels("tiny")
-        while dropped._value.get() < 2 and time.time() < deadline:
-            time.sleep(0.05)
-        assert dropped._value.get() == 2
+        assert watch.dropped_reported.wait(10)  # reported when the worker next takes from the queue
+        dropped = app.state.core.metrics.registry.get_sample_value("thoughtvec_dropped_sentences_total", {"model": "tiny"})
+        assert dropped == 2

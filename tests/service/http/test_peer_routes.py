@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from service.core.encoder import Encoder
-from service.settings import Settings
 from service.core.token_ids import cl100k
+from service.settings import Settings
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,13 @@ def test_aliases_name_the_default_model_and_are_listed(client):
     b = client.post("/v1/embeddings", json={"input": "the cat"}).json()
     assert a["model"] == "tiny" and a["data"][0]["embedding"] == b["data"][0]["embedding"]
     listed = {m["id"]: m.get("alias_of") for m in client.get("/v1/models").json()["data"]}
-    assert listed == {"tiny": None, "tiny2": None, "text-embedding-ada-002": "tiny", "text-embedding-3-small": "tiny", "text-embedding-3-large": "tiny"}
+    assert listed == {
+        "tiny": None,
+        "tiny2": None,
+        "text-embedding-ada-002": "tiny",
+        "text-embedding-3-small": "tiny",
+        "text-embedding-3-large": "tiny",
+    }
     assert client.get("/v1/models/text-embedding-ada-002").json()["alias_of"] == "tiny"
 
 
@@ -56,7 +62,13 @@ def test_tokenize_marks_out_of_vocabulary_words(client):
     r = client.post("/tokenize", json={"input": ["The cat zorblaxed.", " ".join(["cat"] * 40)]})
     assert r.status_code == 200, r.text
     first, long = r.json()["data"]
-    assert [(t["text"], t["oov"]) for t in first["tokens"]] == [("the", False), ("cat", False), ("zorblaxed", True), (".", False), ("<eos>", False)]
+    assert [(t["text"], t["oov"]) for t in first["tokens"]] == [
+        ("the", False),
+        ("cat", False),
+        ("zorblaxed", True),
+        (".", False),
+        ("<eos>", False),
+    ]
     assert first["oov"] == ["zorblaxed"] and first["tokens"][2]["id"] == 1 and not first["over_limit"]
     assert long["count"] == 41 and long["over_limit"]
 

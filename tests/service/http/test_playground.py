@@ -10,8 +10,14 @@ import pytest
 from service.core.projection import pca_2d, project
 from tests.service.conftest import live_server, settings_for, write_sample
 
-DOCS = ["the cat sat on the table .", "a dog ran in the city", "the old man read a letter", "she walked to the river",
-        "the happy woman sleeps", "they drove a red car"]
+DOCS = [
+    "the cat sat on the table .",
+    "a dog ran in the city",
+    "the old man read a letter",
+    "she walked to the river",
+    "the happy woman sleeps",
+    "they drove a red car",
+]
 
 
 def test_pca_2d_finds_the_main_axis():

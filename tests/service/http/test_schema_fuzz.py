@@ -26,8 +26,13 @@ from tests.service.conftest import live_server, settings_for  # noqa: E402
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))  # per operation and mode: ~25 s on the shared 2-core box
 _PATHS = create_app(Settings(build_default_index=False)).openapi()["paths"]
-CASES = sorted((path, method.upper(), mode) for path, item in _PATHS.items() for method, op in item.items()
-               for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE) if mode == GenerationMode.POSITIVE or "requestBody" in op)
+CASES = sorted(
+    (path, method.upper(), mode)
+    for path, item in _PATHS.items()
+    for method, op in item.items()
+    for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
+    if mode == GenerationMode.POSITIVE or "requestBody" in op
+)
 
 
 @pytest.fixture(scope="module")

@@ -73,8 +73,13 @@ def backend_settings(backend: str, tmp_path: Path, server: TestMilvusServer | No
     if backend == "faiss":
         return kw
     uri = str(tmp_path / "milvus.db") if backend == "milvus-lite" else server.uri
-    return {"index_backend": "milvus", "milvus_uri": uri, "milvus_collection_prefix": prefix(), "milvus_timeout_s": 2,
-            "milvus_retries": 1} | kw
+    return {
+        "index_backend": "milvus",
+        "milvus_uri": uri,
+        "milvus_collection_prefix": prefix(),
+        "milvus_timeout_s": 2,
+        "milvus_retries": 1,
+    } | kw
 
 
 @contextlib.contextmanager

@@ -69,8 +69,12 @@ def test_create_add_search_delete_drop(backend_client):
 def test_unknown_names_and_duplicate_ids(backend_client):
     c = backend_client()
     fill(c)
-    for r in (c.get("/v1/indexes/nope"), c.delete("/v1/indexes/nope"), c.post("/v1/search", json={"index": "nope", "query": "x"}),
-              c.post("/v1/indexes/nope/documents", json={"documents": [{"text": "x"}]})):
+    for r in (
+        c.get("/v1/indexes/nope"),
+        c.delete("/v1/indexes/nope"),
+        c.post("/v1/search", json={"index": "nope", "query": "x"}),
+        c.post("/v1/indexes/nope/documents", json={"documents": [{"text": "x"}]}),
+    ):
         assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_index", r.text
     dup = c.post("/v1/indexes/docs/documents", json={"documents": [{"text": "new", "id": "fresh"}, {"text": "x", "id": HOSTILE_IDS[2]}]})
     assert dup.status_code == 409 and dup.json()["error"]["field"] == "documents[1].id"
@@ -86,7 +90,9 @@ def test_metrics_give_faiss_scores(backend_client, metric):
     """Squared L2 distances (lower first) and raw inner products, as FAISS reports them."""
     c = backend_client()
     fill(c, metric=metric, normalize=False)
-    raw = np.array([d["embedding"] for d in c.post("/v1/embeddings", json={"input": SENTENCES, "model": "tiny", "normalize": False}).json()["data"]])
+    raw = np.array(
+        [d["embedding"] for d in c.post("/v1/embeddings", json={"input": SENTENCES, "model": "tiny", "normalize": False}).json()["data"]]
+    )
     got = c.post("/v1/search", json={"index": "docs", "query": raw[2].tolist(), "k": 3}).json()["results"][0]
     expect = ((raw - raw[2]) ** 2).sum(1) if metric == "l2" else -(raw @ raw[2])
     order = np.argsort(expect, kind="stable")[:3]
@@ -154,14 +160,51 @@ def test_index_build_command_writes_to_the_backend(backend, request, models_dir,
     for k, v in opts.items():
         monkeypatch.setenv(f"THOUGHTVEC_{k.upper()}", str(v))
     with released_lite(tmp_path / "milvus.db"):
-        assert main(["index", "build", "--model", "tiny", "--input", str(src), "--name", "built", "--models-dir", str(models_dir),
-                     "--index-dir", str(tmp_path / "indexes")]) == 0
-        store = open_store(opts.get("index_backend", "faiss"), index_dir=tmp_path / "indexes",
-                           milvus=MilvusOptions(opts.get("milvus_uri", ""), prefix=opts.get("milvus_collection_prefix", "")))
+        assert (
+            main(
+                [
+                    "index",
+                    "build",
+                    "--model",
+                    "tiny",
+                    "--input",
+                    str(src),
+                    "--name",
+                    "built",
+                    "--models-dir",
+                    str(models_dir),
+                    "--index-dir",
+                    str(tmp_path / "indexes"),
+                ]
+            )
+            == 0
+        )
+        store = open_store(
+            opts.get("index_backend", "faiss"),
+            index_dir=tmp_path / "indexes",
+            milvus=MilvusOptions(opts.get("milvus_uri", ""), prefix=opts.get("milvus_collection_prefix", "")),
+        )
         store.load_all()
         assert store.names() == ["built"] and store.count("built") == len(SENTENCES)
-        assert main(["index", "build", "--model", "tiny", "--input", str(src), "--name", "built", "--models-dir", str(models_dir),
-                     "--index-dir", str(tmp_path / "indexes")]) == 1  # exists: --overwrite replaces it
+        assert (
+            main(
+                [
+                    "index",
+                    "build",
+                    "--model",
+                    "tiny",
+                    "--input",
+                    str(src),
+                    "--name",
+                    "built",
+                    "--models-dir",
+                    str(models_dir),
+                    "--index-dir",
+                    str(tmp_path / "indexes"),
+                ]
+            )
+            == 1
+        )  # exists: --overwrite replaces it
         store.close()
         capsys.readouterr()
         assert main(["index", "list", "--index-dir", str(tmp_path / "indexes")]) == 0

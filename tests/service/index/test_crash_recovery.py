@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 
 from service.index.store import IndexStore
 from service.tools.bench import free_port
@@ -30,8 +29,24 @@ REPO = Path(__file__).resolve().parents[3]
 
 def start(models_dir: Path, index_dir: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    cmd = [sys.executable, "-m", "service.cli", "serve", "--models-dir", str(models_dir), "--index-dir", str(index_dir),
-           "--port", str(port), "--default-model", "tiny", "--no-build-default-index", "--no-warmup", "--log-level", "warning"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "service.cli",
+        "serve",
+        "--models-dir",
+        str(models_dir),
+        "--index-dir",
+        str(index_dir),
+        "--port",
+        str(port),
+        "--default-model",
+        "tiny",
+        "--no-build-default-index",
+        "--no-warmup",
+        "--log-level",
+        "warning",
+    ]
     env = os.environ | {"PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"

@@ -50,15 +50,72 @@ def test_no_sample_no_default_index(models_dir, tmp_path):
 
 def test_index_build_and_list_commands(models_dir, tmp_path, capsys):
     src = tmp_path / "docs.jsonl"
-    src.write_text("".join(json.dumps({"id": f"j{i}", "text": t, "metadata": {"i": i}}) + "\n" for i, t in enumerate(["the cat sat", "a dog ran", "she walked"])))
+    src.write_text(
+        "".join(
+            json.dumps({"id": f"j{i}", "text": t, "metadata": {"i": i}}) + "\n"
+            for i, t in enumerate(["the cat sat", "a dog ran", "she walked"])
+        )
+    )
     idx = tmp_path / "idx"
-    rc = main(["index", "build", "--model", "tiny", "--input", str(src), "--name", "mine", "--models-dir", str(models_dir), "--index-dir", str(idx)])
+    rc = main(
+        [
+            "index",
+            "build",
+            "--model",
+            "tiny",
+            "--input",
+            str(src),
+            "--name",
+            "mine",
+            "--models-dir",
+            str(models_dir),
+            "--index-dir",
+            str(idx),
+        ]
+    )
     assert rc == 0 and "index 'mine': 3 documents, Flat cosine, model tiny/mean" in capsys.readouterr().out
-    assert main(["index", "build", "--model", "tiny", "--input", str(src), "--name", "mine", "--models-dir", str(models_dir), "--index-dir", str(idx)]) == 1
+    assert (
+        main(
+            [
+                "index",
+                "build",
+                "--model",
+                "tiny",
+                "--input",
+                str(src),
+                "--name",
+                "mine",
+                "--models-dir",
+                str(models_dir),
+                "--index-dir",
+                str(idx),
+            ]
+        )
+        == 1
+    )
     assert "already exists" in capsys.readouterr().err
     sample = write_sample(tmp_path / "s.tsv.gz", n=20)
-    assert main(["index", "build", "--model", str(models_dir / "tiny2"), "--input", str(sample), "--name", "hn", "--factory", "HNSW16",
-                 "--index-dir", str(idx), "--limit", "10"]) == 0
+    assert (
+        main(
+            [
+                "index",
+                "build",
+                "--model",
+                str(models_dir / "tiny2"),
+                "--input",
+                str(sample),
+                "--name",
+                "hn",
+                "--factory",
+                "HNSW16",
+                "--index-dir",
+                str(idx),
+                "--limit",
+                "10",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["index", "list", "--index-dir", str(idx)]) == 0
     out = capsys.readouterr().out

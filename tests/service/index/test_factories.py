@@ -14,8 +14,8 @@ import faiss
 import numpy as np
 import pytest
 
-from service.index.store import SNAPSHOT, WAL_FILE, IndexStore
 from service.index.indexes import Doc, VectorIndex, new_config
+from service.index.store import SNAPSHOT, WAL_FILE, IndexStore
 from service.index.wal import encode_record
 from tests.service.conftest import serve_test, settings_for
 
@@ -92,15 +92,25 @@ def write_index_folder(root, name: str, factory: str) -> None:
     """An index folder as an older version wrote it, with a factory this version refuses."""
     snap = root / name / SNAPSHOT
     snap.mkdir(parents=True)
-    config = {"name": name, "model": "tiny", "view": "mean", "dim": DIM, "factory": factory, "metric": "cosine",
-              "normalize": True, "train_size": 0, "created": ""}
+    config = {
+        "name": name,
+        "model": "tiny",
+        "view": "mean",
+        "dim": DIM,
+        "factory": factory,
+        "metric": "cosine",
+        "normalize": True,
+        "train_size": 0,
+        "created": "",
+    }
     state = {"documents": 0, "seq": 0, "next_label": 0, "tombstones": [], "pending_labels": []}
     (snap / "meta.json").write_text(json.dumps({"format_version": 1, "config": config, "state": state}))
     (snap / "index.faiss").write_bytes(b"never read")
     (snap / "docs.jsonl").write_text("")
     np.save(snap / "pending.npy", np.zeros((0, DIM), np.float32))
-    (root / name / WAL_FILE).write_bytes(encode_record({"seq": 1, "op": "add", "labels": [0], "docs": [{"id": "a", "text": "t", "metadata": None}]},
-                                                       unit(1, 1).tobytes()))
+    (root / name / WAL_FILE).write_bytes(
+        encode_record({"seq": 1, "op": "add", "labels": [0], "docs": [{"id": "a", "text": "t", "metadata": None}]}, unit(1, 1).tobytes())
+    )
 
 
 def test_a_crash_looping_index_is_quarantined_and_the_rest_serves(models_dir, tmp_path):
@@ -114,7 +124,12 @@ def test_a_crash_looping_index_is_quarantined_and_the_rest_serves(models_dir, tm
         r = c.get("/v1/indexes/bad")
         assert r.status_code == 503
         err = r.json()["error"]
-        assert err["code"] == "index_unavailable" and err["field"] == "index" and "'bad' is quarantined" in err["message"] and "HNSW" in err["message"]
+        assert (
+            err["code"] == "index_unavailable"
+            and err["field"] == "index"
+            and "'bad' is quarantined" in err["message"]
+            and "HNSW" in err["message"]
+        )
         assert c.post("/v1/search", json={"index": "bad", "query": "cat"}).status_code == 503
         assert c.post("/v1/indexes/bad/documents", json={"documents": [{"text": "x"}]}).status_code == 503
         listing = c.get("/v1/indexes").json()

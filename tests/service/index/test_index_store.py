@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from service.index import indexes
-from service.index.store import SNAPSHOT, WAL_FILE, IndexStore
 from service.index.indexes import Doc, new_config
+from service.index.store import SNAPSHOT, WAL_FILE, IndexStore
 from service.index.wal import encode_record, read_records
 from tests.service.conftest import SENTENCES, serve_test, settings_for
 
@@ -55,7 +55,9 @@ def test_torn_log_tail_is_cut_and_the_rest_loads(tmp_path):
     store = new_store(tmp_path)
     store.add("x", docs(4), vecs(4))
     wal = tmp_path / "x" / WAL_FILE
-    whole = encode_record({"seq": 2, "op": "add", "labels": [4], "docs": [{"id": "torn", "text": "t", "metadata": None}]}, vecs(1).tobytes())
+    whole = encode_record(
+        {"seq": 2, "op": "add", "labels": [4], "docs": [{"id": "torn", "text": "t", "metadata": None}]}, vecs(1).tobytes()
+    )
     with open(wal, "ab") as f:
         f.write(whole[: len(whole) // 2])  # the crash came mid-write
     assert ids_after_reload(tmp_path) == {"d0", "d1", "d2", "d3"}
@@ -101,7 +103,11 @@ def test_log_compaction_and_replay_skip_records_already_in_the_snapshot(tmp_path
     assert (tmp_path / "x" / WAL_FILE).stat().st_size == 0
     # a crash after the snapshot but before the log reset: the old records must not apply twice
     wal = tmp_path / "x" / WAL_FILE
-    wal.write_bytes(encode_record({"seq": 1, "op": "add", "labels": [0, 1], "docs": [{"id": "d0", "text": "", "metadata": None}] * 2}, vecs(2).tobytes()))
+    wal.write_bytes(
+        encode_record(
+            {"seq": 1, "op": "add", "labels": [0, 1], "docs": [{"id": "d0", "text": "", "metadata": None}] * 2}, vecs(2).tobytes()
+        )
+    )
     assert ids_after_reload(tmp_path) == {f"d{i}" for i in range(8)}
 
 

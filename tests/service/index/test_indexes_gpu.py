@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from service.index import indexes
-from service.index.store import IndexStore
 from service.index.indexes import Doc, VectorIndex, new_config
+from service.index.store import IndexStore
 
 DIM = 8
 

@@ -26,9 +26,28 @@ REPO = Path(__file__).resolve().parents[3]
 
 def start_replica(models_dir: Path, uri: str, coll_prefix: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    cmd = [sys.executable, "-m", "service.cli", "serve", "--models-dir", str(models_dir), "--port", str(port), "--default-model", "tiny",
-           "--no-build-default-index", "--no-warmup", "--log-level", "warning", "--index-backend", "milvus", "--milvus-uri", uri,
-           "--milvus-collection-prefix", coll_prefix]
+    cmd = [
+        sys.executable,
+        "-m",
+        "service.cli",
+        "serve",
+        "--models-dir",
+        str(models_dir),
+        "--port",
+        str(port),
+        "--default-model",
+        "tiny",
+        "--no-build-default-index",
+        "--no-warmup",
+        "--log-level",
+        "warning",
+        "--index-backend",
+        "milvus",
+        "--milvus-uri",
+        uri,
+        "--milvus-collection-prefix",
+        coll_prefix,
+    ]
     proc = subprocess.Popen(cmd, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
@@ -49,7 +68,10 @@ def test_two_replicas_share_indexes_and_writes(milvus_server, models_dir):
     coll_prefix = prefix()
     procs = []
     try:
-        (pa, a), (pb, b) = start_replica(models_dir, milvus_server.uri, coll_prefix), start_replica(models_dir, milvus_server.uri, coll_prefix)
+        (pa, a), (pb, b) = (
+            start_replica(models_dir, milvus_server.uri, coll_prefix),
+            start_replica(models_dir, milvus_server.uri, coll_prefix),
+        )
         procs = [pa, pb]
         with httpx.Client(base_url=a, timeout=30) as ca, httpx.Client(base_url=b, timeout=30) as cb:
             assert ca.post("/v1/indexes", json={"name": "shared", "model": "tiny"}).status_code == 201
@@ -57,12 +79,19 @@ def test_two_replicas_share_indexes_and_writes(milvus_server, models_dir):
             assert cb.post("/v1/indexes", json={"name": "shared", "model": "tiny"}).status_code == 409
             for i, s in enumerate(SENTENCES):  # each write through one replica is found by the next search through the other
                 writer, reader = (ca, cb) if i % 2 == 0 else (cb, ca)
-                assert writer.post("/v1/indexes/shared/documents", json={"documents": [{"id": f"s{i}", "text": s, "metadata": {"i": i}}]}).status_code == 200
+                assert (
+                    writer.post(
+                        "/v1/indexes/shared/documents", json={"documents": [{"id": f"s{i}", "text": s, "metadata": {"i": i}}]}
+                    ).status_code
+                    == 200
+                )
                 top = reader.post("/v1/search", json={"index": "shared", "query": s, "k": 1}).json()["results"][0][0]
                 assert (top["id"], top["metadata"]) == (f"s{i}", {"i": i})
             assert ca.post("/v1/indexes/shared/documents", json={"documents": [{"id": "s1", "text": "again"}]}).status_code == 409
             assert cb.post("/v1/indexes/shared/documents/delete", json={"ids": ["s0"]}).json()["deleted"] == ["s0"]
-            assert "s0" not in [h["id"] for h in ca.post("/v1/search", json={"index": "shared", "query": SENTENCES[0], "k": 7}).json()["results"][0]]
+            assert "s0" not in [
+                h["id"] for h in ca.post("/v1/search", json={"index": "shared", "query": SENTENCES[0], "k": 7}).json()["results"][0]
+            ]
             assert ca.get("/v1/indexes/shared").json()["documents"] == len(SENTENCES) - 1
             assert cb.delete("/v1/indexes/shared").status_code == 204
             assert ca.get("/v1/indexes/shared").status_code == 404
@@ -78,15 +107,24 @@ def test_two_replicas_share_indexes_and_writes(milvus_server, models_dir):
 
 def test_milvus_down_is_a_bounded_503_naming_it_and_recovers(milvus_server, models_dir, tmp_path):
     """Runs last in this file: it stops the session's server and starts it again."""
-    settings = settings_for(models_dir, tmp_path / "idx", index_backend="milvus", milvus_uri=milvus_server.uri,
-                            milvus_collection_prefix=prefix(), milvus_timeout_s=1, milvus_retries=1)
+    settings = settings_for(
+        models_dir,
+        tmp_path / "idx",
+        index_backend="milvus",
+        milvus_uri=milvus_server.uri,
+        milvus_collection_prefix=prefix(),
+        milvus_timeout_s=1,
+        milvus_retries=1,
+    )
     with serve_test(settings) as c:
         c.post("/v1/indexes", json={"name": "docs", "model": "tiny"})
         assert c.post("/v1/indexes/docs/documents", json={"documents": [{"id": "a", "text": SENTENCES[0]}]}).status_code == 200
         milvus_server.stop()
-        for call in (lambda: c.post("/v1/search", json={"index": "docs", "query": SENTENCES[0], "k": 1}),
-                     lambda: c.post("/v1/indexes/docs/documents", json={"documents": [{"id": "b", "text": SENTENCES[1]}]}),
-                     lambda: c.get("/v1/indexes")):
+        for call in (
+            lambda: c.post("/v1/search", json={"index": "docs", "query": SENTENCES[0], "k": 1}),
+            lambda: c.post("/v1/indexes/docs/documents", json={"documents": [{"id": "b", "text": SENTENCES[1]}]}),
+            lambda: c.get("/v1/indexes"),
+        ):
             t = time.perf_counter()
             r = call()
             took = time.perf_counter() - t

@@ -10,15 +10,14 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
-import uuid
 
 import numpy as np
 import pytest
 
-from service.index import wal as wal_module
 from service.errors import StorageUnavailable
-from service.index.store import WAL_FILE, IndexStore
+from service.index import wal as wal_module
 from service.index.indexes import Doc, VectorIndex, new_config
+from service.index.store import WAL_FILE, IndexStore
 
 DIM = 8
 
@@ -160,7 +159,7 @@ def test_a_really_full_disk_loses_no_acknowledged_write(tiny_fs):
     store = store_at(root)
     acked: set[str] = set()
     n = 0
-    for round_ in range(2):
+    for _round in range(2):
         fill(tiny_fs / "filler")
         refused = 0
         while refused < 3:  # the log's last page may still take a record or two, then part of one
