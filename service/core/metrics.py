@@ -7,6 +7,7 @@ path, so a scan of random URLs cannot blow up the label space.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -114,6 +115,7 @@ class MetricsMiddleware:
     def __init__(self, app: ASGIApp, metrics: Metrics):
         self.app = app
         self.metrics = metrics
+        self._series: dict[tuple[str, str, str], tuple[Any, Any]] = {}  # labels -> (counter, histogram) children
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -134,5 +136,8 @@ class MetricsMiddleware:
             route = scope.get("route")
             path = getattr(route, "path", None) or "unmatched"
             labels = (path, scope["method"], str(status))
-            self.metrics.requests.labels(*labels).inc()
-            self.metrics.latency.labels(*labels).observe(time.perf_counter() - start)
+            series = self._series.get(labels)
+            if series is None:  # .labels() takes a lock and builds a key: once per series, not per request
+                series = self._series[labels] = (self.metrics.requests.labels(*labels), self.metrics.latency.labels(*labels))
+            series[0].inc()
+            series[1].observe(time.perf_counter() - start)

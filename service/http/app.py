@@ -1,7 +1,9 @@
 """The FastAPI app factory. ``create_app(settings)`` is all a server or a test needs.
 
 Middleware, outermost first: metrics (sees every answer, 401/413 included) → CORS → body limit →
-API keys → catch-all (an unexpected exception becomes a JSON 500) → routes. Start-up runs in the background (``lifespan``), so ``/health`` answers while
+API keys → catch-all (an unexpected exception becomes a JSON 500) → the embeddings fast path (a
+well-formed ``POST /v1/embeddings`` answered without FastAPI's routing: ``service/http/fastpath.py``)
+→ routes. Start-up runs in the background (``lifespan``), so ``/health`` answers while
 models load and the default index builds; ``/ready`` tells when the models are warm.
 """
 
@@ -16,6 +18,8 @@ from fastapi.middleware.cors import CORSMiddleware
 import service
 from service.core.engine import Core
 from service.core.metrics import Metrics, MetricsMiddleware
+from service.http.fastpath import PATH as EMBEDDINGS_PATH
+from service.http.fastpath import EmbeddingsFastPath
 from service.http.middleware import AuthMiddleware, BodyLimitMiddleware, CatchAllMiddleware, install_error_handlers
 from service.http.routes import ROUTERS
 from service.settings import Settings
@@ -63,6 +67,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app, settings)
     metrics.routes_known([(r.path, m) for r in _routes(app.routes) for m in sorted(getattr(r, "methods", None) or ()) if m != "HEAD"])
     # add_middleware wraps what is there: the last added is the outermost.
+    embeddings_route = next(r for r in _routes(app.routes) if getattr(r, "path", None) == EMBEDDINGS_PATH)
+    app.add_middleware(EmbeddingsFastPath, core=core, route=embeddings_route, retry_after_s=settings.retry_after_s)
     app.add_middleware(CatchAllMiddleware)
     if settings.api_keys:  # admin keys are API keys too
         app.add_middleware(AuthMiddleware, keys=settings.api_keys + settings.admin_keys)

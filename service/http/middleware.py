@@ -80,6 +80,11 @@ def validation_error(exc: RequestValidationError) -> JSONResponse:
     return error_response(422, "invalid_request", f"{fld}: {msg}{more}", fld)
 
 
+def client_gone() -> JSONResponse:
+    # Nobody reads this; 499 (nginx's "client closed request") keeps the metrics honest.
+    return error_response(499, "client_closed_request", "the client went away before the answer was ready")
+
+
 def install_error_handlers(app, settings: Settings) -> None:
     @app.exception_handler(ThoughtvecError)
     async def _domain(request: Request, exc: ThoughtvecError) -> JSONResponse:
@@ -91,8 +96,7 @@ def install_error_handlers(app, settings: Settings) -> None:
 
     @app.exception_handler(ClientGone)
     async def _gone(request: Request, exc: Exception) -> JSONResponse:
-        # Nobody reads this; 499 (nginx's "client closed request") keeps the metrics honest.
-        return error_response(499, "client_closed_request", "the client went away before the answer was ready")
+        return client_gone()
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -8,6 +8,7 @@ import json
 import numpy as np
 from fastapi import APIRouter, Request, Response
 
+from service.core.engine import Core
 from service.core.results import Encoded
 from service.errors import ThoughtvecError
 from service.http.middleware import unless_disconnected
@@ -30,6 +31,15 @@ def render(enc: Encoded, usage: Usage, encoding_format: str) -> bytes:
     return f'{{"object":"list","data":[{data}],"model":{json.dumps(enc.model)},"usage":{usage.model_dump_json()}}}'.encode()
 
 
+async def answer(core: Core, body: EmbeddingsRequest, request: Request) -> Response:
+    """The answer to a validated request: what the route returns, and the fast path too (``service.http.fastpath``)."""
+    enc = await unless_disconnected(
+        request, core.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions, body.truncation)
+    )
+    usage = Usage.of(enc.usage)
+    return Response(render(enc, usage, body.encoding_format), media_type="application/json", headers=usage.headers())
+
+
 @router.post("/v1/embeddings", response_model=EmbeddingsResponse, responses=ERRORS)
 async def create_embeddings(body: EmbeddingsRequest, request: Request, core: CoreDep) -> Response:
     """Vectors for a string, a list of strings, or cl100k token ids (L2-normalised unless `normalize` is false).
@@ -37,8 +47,4 @@ async def create_embeddings(body: EmbeddingsRequest, request: Request, core: Cor
     Empty or whitespace-only strings are rejected (422 naming `input[i]`). Texts over the model's token
     limit are split into sentences and pooled (or truncated, or rejected: `truncation`).
     """
-    enc = await unless_disconnected(
-        request, core.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions, body.truncation)
-    )
-    usage = Usage.of(enc.usage)
-    return Response(render(enc, usage, body.encoding_format), media_type="application/json", headers=usage.headers())
+    return await answer(core, body, request)
