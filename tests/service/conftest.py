@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 import uvicorn
@@ -131,3 +135,28 @@ def live_server(settings: Settings) -> Iterator[tuple[str, object]]:
     finally:
         server.should_exit = True
         thread.join(timeout=20)
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def serve_process(models_dir: Path, *flags: str) -> tuple[subprocess.Popen, str]:
+    """A real ``thoughtvec serve`` subprocess for the tiny model on 127.0.0.1:<free port>, ready;
+    returns (process, base URL). The caller stops it."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "service.cli", "serve", "--models-dir", str(models_dir), "--port", str(port), "--default-model", "tiny",
+           "--no-build-default-index", "--no-warmup", "--log-level", "warning", *flags]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+        try:
+            if httpx.get(base + "/ready", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("server not ready in 60 s")

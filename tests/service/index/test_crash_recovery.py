@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -21,47 +20,13 @@ from pathlib import Path
 import httpx
 
 from service.index.store import IndexStore
-from service.tools.bench import free_port
+from tests.service.conftest import serve_process
 
 ROUNDS = int(os.environ.get("CRASH_ROUNDS", "3"))
-REPO = Path(__file__).resolve().parents[3]
 
 
 def start(models_dir: Path, index_dir: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "service.cli",
-        "serve",
-        "--models-dir",
-        str(models_dir),
-        "--index-dir",
-        str(index_dir),
-        "--port",
-        str(port),
-        "--default-model",
-        "tiny",
-        "--no-build-default-index",
-        "--no-warmup",
-        "--log-level",
-        "warning",
-    ]
-    env = os.environ | {"PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
-        try:
-            if httpx.get(base + "/ready", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise AssertionError("server not ready in 60 s")
+    return serve_process(models_dir, "--index-dir", str(index_dir))
 
 
 def writer(base: str, client_id: int, rnd: int, stop: threading.Event, log: list) -> None:

@@ -8,60 +8,21 @@ server process answers again, with the data, once Milvus is back.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.service.conftest import SENTENCES, free_port, serve_test, settings_for
+from tests.service.conftest import SENTENCES, serve_process, serve_test, settings_for
 from tests.service.index.milvus_support import prefix
 
 pytest.importorskip("pymilvus", reason="the milvus extra (pymilvus) is not installed")
-REPO = Path(__file__).resolve().parents[3]
 
 
 def start_replica(models_dir: Path, uri: str, coll_prefix: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "service.cli",
-        "serve",
-        "--models-dir",
-        str(models_dir),
-        "--port",
-        str(port),
-        "--default-model",
-        "tiny",
-        "--no-build-default-index",
-        "--no-warmup",
-        "--log-level",
-        "warning",
-        "--index-backend",
-        "milvus",
-        "--milvus-uri",
-        uri,
-        "--milvus-collection-prefix",
-        coll_prefix,
-    ]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"replica exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
-        try:
-            if httpx.get(base + "/ready", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise AssertionError("replica not ready in 60 s")
+    return serve_process(models_dir, "--index-backend", "milvus", "--milvus-uri", uri, "--milvus-collection-prefix", coll_prefix)
 
 
 def test_two_replicas_share_indexes_and_writes(milvus_server, models_dir):
