@@ -58,6 +58,10 @@ class IndexConfig(BaseModel):
     train_size: int = Field(0, ge=0, description="vectors buffered before training (0: no training needed)")
     created: str = ""
 
+    def stats(self) -> dict[str, Any]:
+        """The fields of an index's stats that its configuration fixes (every store adds the rest)."""
+        return {k: getattr(self, k) for k in ("name", "model", "view", "dim", "factory", "metric", "normalize", "train_size", "created")}
+
 
 @dataclass
 class Doc:
@@ -166,20 +170,10 @@ class VectorIndex:
         return self.gpu_index if self.gpu_index is not None else self.index
 
     def stats(self) -> dict[str, Any]:
-        c = self.config
-        return {
-            "name": c.name,
-            "model": c.model,
-            "view": c.view,
-            "dim": c.dim,
-            "factory": c.factory,
-            "metric": c.metric,
-            "normalize": c.normalize,
+        return self.config.stats() | {
             "documents": self.count,
             "trained": self.trained,
             "pending_training": len(self.pending_labels),
-            "train_size": c.train_size,
-            "created": c.created,
             "train_error": self.train_error,
             "gpu": self.on_gpu,
         }

@@ -196,21 +196,11 @@ class MilvusStore:
         return n
 
     def stats(self, name: str) -> dict:
-        c = self.config(name)
         n = self.count(name)
-        return {
-            "name": c.name,
-            "model": c.model,
-            "view": c.view,
-            "dim": c.dim,
-            "factory": c.factory,
-            "metric": c.metric,
-            "normalize": c.normalize,
+        return self.config(name).stats() | {
             "documents": n,
             "trained": True,
             "pending_training": 0,
-            "train_size": c.train_size,
-            "created": c.created,
             "train_error": None,
             "gpu": False,
             "wal_bytes": 0,
