@@ -366,7 +366,7 @@ class MapPoint(BaseModel):
 
     @classmethod
     def of(cls, p: core.MapPoint) -> MapPoint:
-        return cls(id=p.id, text=p.text, x=p.x, y=p.y)
+        return cls.model_validate(p, from_attributes=True)
 
 
 class MapResponse(BaseModel):
@@ -413,23 +413,7 @@ class IndexStats(BaseModel):
 
     @classmethod
     def of(cls, s: core.IndexStats) -> IndexStats:
-        return cls(
-            name=s.name,
-            model=s.model,
-            view=s.view,
-            dim=s.dim,
-            factory=s.factory,
-            metric=s.metric,
-            normalize=s.normalize,
-            documents=s.documents,
-            trained=s.trained,
-            pending_training=s.pending_training,
-            train_size=s.train_size,
-            created=s.created,
-            train_error=s.train_error,
-            wal_bytes=s.wal_bytes,
-            gpu=s.gpu,
-        )
+        return cls.model_validate(s, from_attributes=True)  # the same fields, one to one
 
 
 class IndexList(BaseModel):
@@ -464,7 +448,7 @@ class DeleteDocumentsResponse(BaseModel):
 
     @classmethod
     def of(cls, d: core.DocumentsDeleted) -> DeleteDocumentsResponse:
-        return cls(index=d.index, deleted=d.deleted, not_found=d.not_found, documents=d.documents)
+        return cls.model_validate(d, from_attributes=True)
 
 
 class ErrorDetail(BaseModel):
