@@ -159,26 +159,10 @@ def test_index_build_command_writes_to_the_backend(backend, request, models_dir,
     opts = backend_settings(backend, tmp_path, server)
     for k, v in opts.items():
         monkeypatch.setenv(f"THOUGHTVEC_{k.upper()}", str(v))
+    build = ["index", "build", "--model", "tiny", "--input", str(src), "--name", "built", "--models-dir", str(models_dir),
+             "--index-dir", str(tmp_path / "indexes")]  # fmt: skip
     with released_lite(tmp_path / "milvus.db"):
-        assert (
-            main(
-                [
-                    "index",
-                    "build",
-                    "--model",
-                    "tiny",
-                    "--input",
-                    str(src),
-                    "--name",
-                    "built",
-                    "--models-dir",
-                    str(models_dir),
-                    "--index-dir",
-                    str(tmp_path / "indexes"),
-                ]
-            )
-            == 0
-        )
+        assert main(build) == 0
         store = open_store(
             opts.get("index_backend", "faiss"),
             index_dir=tmp_path / "indexes",
@@ -186,25 +170,7 @@ def test_index_build_command_writes_to_the_backend(backend, request, models_dir,
         )
         store.load_all()
         assert store.names() == ["built"] and store.count("built") == len(SENTENCES)
-        assert (
-            main(
-                [
-                    "index",
-                    "build",
-                    "--model",
-                    "tiny",
-                    "--input",
-                    str(src),
-                    "--name",
-                    "built",
-                    "--models-dir",
-                    str(models_dir),
-                    "--index-dir",
-                    str(tmp_path / "indexes"),
-                ]
-            )
-            == 1
-        )  # exists: --overwrite replaces it
+        assert main(build) == 1  # exists: --overwrite replaces it
         store.close()
         capsys.readouterr()
         assert main(["index", "list", "--index-dir", str(tmp_path / "indexes")]) == 0

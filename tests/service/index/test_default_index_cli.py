@@ -57,42 +57,23 @@ def test_index_build_and_list_commands(models_dir, tmp_path, capsys):
         )
     )
     idx = tmp_path / "idx"
-    rc = main(
-        [
-            "index",
-            "build",
-            "--model",
-            "tiny",
-            "--input",
-            str(src),
-            "--name",
-            "mine",
-            "--models-dir",
-            str(models_dir),
-            "--index-dir",
-            str(idx),
-        ]
-    )
+    build = [
+        "index",
+        "build",
+        "--model",
+        "tiny",
+        "--input",
+        str(src),
+        "--name",
+        "mine",
+        "--models-dir",
+        str(models_dir),
+        "--index-dir",
+        str(idx),
+    ]
+    rc = main(build)
     assert rc == 0 and "index 'mine': 3 documents, Flat cosine, model tiny/mean" in capsys.readouterr().out
-    assert (
-        main(
-            [
-                "index",
-                "build",
-                "--model",
-                "tiny",
-                "--input",
-                str(src),
-                "--name",
-                "mine",
-                "--models-dir",
-                str(models_dir),
-                "--index-dir",
-                str(idx),
-            ]
-        )
-        == 1
-    )
+    assert main(build) == 1
     assert "already exists" in capsys.readouterr().err
     sample = write_sample(tmp_path / "s.tsv.gz", n=20)
     assert (
