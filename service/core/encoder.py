@@ -36,6 +36,29 @@ CUDA = "CUDAExecutionProvider"
 _preloaded = False
 
 
+def keep_blas_off_onnx_runtime_cores() -> None:
+    """Run numpy's matrix products (post-processing maps, similarities) on one thread; at each model load.
+
+    numpy's wheels link OpenBLAS with its own pthreads pool, whose idle workers busy-wait for a while
+    after every product: on the cores ONNX Runtime's threads need next. The products here are small
+    (a batch times a 20 × 1 024 map), so the pool never paid for itself, and its spinning cost a view
+    with a post-processing map 2.7× its throughput (invertible-linear ``de-sif``, batch 32, 2 cores:
+    307 → 821 sentences/s; ``python -m service.tools.bench --models invertible-linear``). OpenMP
+    BLAS builds (FAISS's) are left alone: their threads are FAISS's search parallelism.
+    """
+    from threadpoolctl import ThreadpoolController
+
+    spinning = [
+        lib
+        for lib in ThreadpoolController().lib_controllers
+        if lib.internal_api == "openblas" and lib.info().get("threading_layer") == "pthreads"
+    ]
+    for lib in spinning:
+        lib.set_num_threads(1)
+    if spinning:
+        log.debug("numpy BLAS limited to one thread: %s", [lib.filepath for lib in spinning])
+
+
 def available_providers(prefer_cuda: bool = True) -> list[str]:
     """ONNX Runtime execution providers to use, CUDA first when this build of ONNX Runtime has it."""
     have = ort.get_available_providers()
@@ -70,6 +93,7 @@ class Encoder:
         threads: int | None = None,
         session_config: dict[str, str] | None = None,
     ):
+        keep_blas_off_onnx_runtime_cores()
         self.bundle = bundle
         self.spec = bundle.spec
         self.vocab = bundle.vocab
