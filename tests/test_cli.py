@@ -11,7 +11,7 @@ import pytest
 from thoughtvec.cli import build_parser
 
 SUBCOMMANDS = [
-    ["corpus", "build"], ["corpus", "sample"], ["train"], ["export"], ["eval"], ["postprocess"],
+    ["corpus", "build"], ["corpus", "sample"], ["train"], ["export"], ["eval"], ["postprocess"], ["quantize"],
     ["serve"], ["index", "build"], ["index", "list"], ["bench"],
 ]  # fmt: skip
 

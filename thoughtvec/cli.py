@@ -13,11 +13,11 @@ import os
 import sys
 
 from service import cli as serving
-from training.commands import corpus, export, postprocess, train
+from training.commands import corpus, export, postprocess, quantize, train
 from training.commands import eval as evaluate
 
-# In the order of the --help listing: build a corpus, train, export, evaluate, post-process, serve.
-COMMAND_MODULES = [corpus, train, export, evaluate, postprocess, serving]
+# In the order of the --help listing: build a corpus, train, export, evaluate, post-process, quantise, serve.
+COMMAND_MODULES = [corpus, train, export, evaluate, postprocess, quantize, serving]
 
 
 def build_parser() -> argparse.ArgumentParser:

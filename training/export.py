@@ -63,7 +63,7 @@ def _order_parts(family, variant: str, cks: list[dict], paths: list[Path]) -> li
     return [by_variant[p] for p in parts]
 
 
-def _sample_sentences(corpus: str, n: int, seed: int = 0) -> list[str]:
+def sample_sentences(corpus: str, n: int, seed: int = 0) -> list[str]:
     sents = [s for doc in corpus_documents(corpus) for s in doc]
     rng = np.random.default_rng(seed)
     idx = rng.choice(len(sents), size=min(n, len(sents)), replace=False)
@@ -136,7 +136,7 @@ def export(checkpoints: list[str | Path], variant: str, opts: ExportOptions) -> 
     try:
         bundle = write_bundle(staging / "bundle", spec, vocab, proto.SerializeToString())
         encoder = Encoder(bundle, providers=["CPUExecutionProvider"])
-        checks = _check(enc, encoder, _sample_sentences(corpus, opts.check_sentences, seed=1))
+        checks = _check(enc, encoder, sample_sentences(corpus, opts.check_sentences, seed=1))
         log.info("checks passed: %s", checks)
         spec = spec.model_copy(update={"training": {**spec.training, "export_checks": checks}})
         atomic_write_text(bundle.path / BUNDLE_FILE, spec.model_dump_json(indent=2) + "\n")

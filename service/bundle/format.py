@@ -63,7 +63,7 @@ class VocabularySpec(_Strict):
 class OnnxSpec(_Strict):
     file: str = "model.onnx"
     inputs: tuple[str, str] = INPUT_NAMES
-    weights_dtype: Literal["float32", "float16"] = "float32"
+    weights_dtype: Literal["float32", "float16", "int8"] = "float32"  # int8: dynamic quantisation (thoughtvec quantize)
     opset: int = Field(ge=13)
 
 

@@ -14,6 +14,7 @@ from training.families import get_family
 from training.families.aae import memory_attention
 from training.nn import masked_max, masked_mean
 from training.onnx_export import PADDING_TOL
+from training.quantize import quantize_bundle
 from training.trainer import Trainer
 
 FAM = get_family("mean-max-aae")
@@ -77,10 +78,16 @@ def test_memory_attention_debug_helper(trained):
     np.testing.assert_allclose(w.sum(1), 1.0, atol=1e-5)
 
 
-def test_export_parity_padding_and_inputs(trained, toy_corpus):
-    trainer, out = trained
+@pytest.fixture(scope="module")
+def bundle(trained, toy_corpus):
+    _, out = trained
     export([out / "run" / "checkpoint.pt"], "mean-max-aae", ExportOptions(out=out / "bundle", corpus=str(toy_corpus), card_sample=300))
-    enc = Encoder.load(out / "bundle")
+    return out / "bundle"
+
+
+def test_export_parity_padding_and_inputs(trained, bundle):
+    trainer, out = trained
+    enc = Encoder.load(bundle)
     assert list(enc.spec.views) == ["mean_max", "mean", "max"] and enc.dim() == 64
     assert (out / "bundle" / "memory_attention.png").exists()
     mixed = ["anna walked into the garden .", "the coat was old and small and the door was old", "ben", "", "qwertyuiop zxcvb"]
@@ -94,3 +101,26 @@ def test_export_parity_padding_and_inputs(trained, toy_corpus):
     assert np.isfinite(v).all() and not np.allclose(v[0], v[1])
     # A word outside the output vocabulary but known to GloVe is still read through its vector.
     assert enc.token_ids("government")[0] > 2
+
+
+def test_int8_variant_is_faithful_batch_independent_and_recorded(bundle, tmp_path):
+    sentences = [" ".join(doc[0:2]) for doc in toy_documents(200, seed=3)]
+    report = quantize_bundle(bundle, tmp_path / "aae-int8", sentences, min_speedup=0.0, log=lambda m: None)
+    q, ref = Encoder.load(tmp_path / "aae-int8"), Encoder.load(bundle)
+    assert q.spec.onnx.weights_dtype == "int8" and q.name == "aae-int8" and report.int8
+    assert q.spec.training["quantization"]["int8_nodes"] == report.int8
+    assert "## int8 variant" in (tmp_path / "aae-int8" / "MODEL_CARD.md").read_text()
+    mixed = ["anna walked into the garden .", "the coat was old and small and the door was old", "ben", ""]
+    for view in q.spec.views:  # static scales: each row alone equals the row in a padded batch
+        together = q.encode(mixed, view, normalize=False)
+        alone = np.stack([q.encode([s], view, normalize=False)[0] for s in mixed])
+        np.testing.assert_allclose(together, alone, atol=PADDING_TOL, rtol=0)
+        cos = np.einsum("ij,ij->i", q.encode(sentences[:50], view), ref.encode(sentences[:50], view))
+        assert cos.min() >= 0.99
+
+
+def test_int8_variant_is_not_written_when_no_node_keeps_the_vectors(bundle, tmp_path):
+    sentences = [" ".join(doc[0:2]) for doc in toy_documents(60, seed=4)]
+    with pytest.raises(ValueError, match="stays within cosine"):
+        quantize_bundle(bundle, tmp_path / "q", sentences, min_cosine=1.01, min_speedup=0.0, log=lambda m: None)
+    assert not (tmp_path / "q").exists()

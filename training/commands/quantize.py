@@ -1,0 +1,52 @@
+"""``thoughtvec quantize``: a bundle's int8 variant (ONNX Runtime dynamic quantisation), written only when
+every view stays within cosine 0.99 of the float vectors and it runs faster; see training/quantize.py.
+
+  thoughtvec quantize --bundle models/mean-max-aae              # writes models/mean-max-aae-int8
+  thoughtvec eval --bundle models/mean-max-aae-int8             # then compare SentEval with the float bundle
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("quantize", help="write a bundle's int8 variant where it is faithful and faster",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--bundle", required=True, type=Path, help="float bundle folder")
+    p.add_argument("--out", type=Path, help="new bundle folder (default: <bundle>-int8 beside it)")
+    p.add_argument("--corpus", type=Path, help="corpus to calibrate and compare on (default: the bundle's training corpus)")
+    p.add_argument("--sample", type=int, default=2000, help="corpus sentences: half calibrate the int8 ranges, half score (default 2000)")
+    p.add_argument("--min-cosine", type=float, default=0.99, help="smallest cosine to the float vectors, every view (default 0.99)")
+    p.add_argument("--min-speedup", type=float, default=1.05, help="int8 ÷ float sentences/s at batch 32 (default 1.05)")
+    p.add_argument("--threads", type=int, help="ONNX Runtime threads (default: all cores)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from service.bundle.errors import BundleError
+    from service.bundle.format import load_bundle
+    from training.export import sample_sentences
+    from training.quantize import quantize_bundle
+
+    out = args.out or args.bundle.with_name(args.bundle.name + "-int8")
+    try:
+        corpus = args.corpus or load_bundle(args.bundle).spec.training.get("corpus", {}).get("path")
+        if not corpus or not Path(corpus).is_file():
+            print(f"thoughtvec quantize: corpus {corpus!r} not found; build it (`thoughtvec corpus build`) or name one with --corpus",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        sentences = sample_sentences(str(corpus), args.sample, seed=2)
+        report = quantize_bundle(args.bundle, out, sentences, min_cosine=args.min_cosine,
+                                 min_speedup=args.min_speedup, threads=args.threads,
+                                 log=lambda m: print(m, file=sys.stderr, flush=True))  # fmt: skip
+    except (BundleError, ValueError) as e:
+        print(f"thoughtvec quantize: {e}; nothing written", file=sys.stderr)
+        return 2
+    print(json.dumps(report.as_dict(), indent=2))
+    print(f"wrote {out}")
+    return 0
