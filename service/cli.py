@@ -51,7 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lst.add_argument("--milvus-uri", default=None, help="with --index-backend milvus; default: the serve setting milvus_uri")
     lst.set_defaults(func=cmd_index_list)
 
-    bench = subparsers.add_parser("bench", help="throughput and latency: in-process ONNX and the HTTP server, batching on and off")
+    bench = subparsers.add_parser(
+        "bench", help="throughput, latency, CPU per request, GFLOP/s and memory: in-process and behind the server"
+    )
     from service.tools.bench import add_arguments
 
     add_arguments(bench)

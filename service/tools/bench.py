@@ -1,30 +1,45 @@
-"""``thoughtvec bench``: throughput and latency per bundle. Prints figures; asserts nothing.
+"""``thoughtvec bench``: what each bundle costs and how fast it runs, in-process and behind the server.
+Prints figures; asserts nothing.
 
-1. In-process: ``Encoder.encode`` at batch 1, 32, 128 (sentences/s, length-sorted), no HTTP.
-2. Server: a real ``thoughtvec serve`` subprocess on a free 127.0.0.1 port serving that one
-   bundle; a closed-loop load generator (its own process: this one) keeps C requests in flight
-   over C keep-alive connections, with 1-sentence and 32-sentence requests; sentences/s and
-   latency p50/p95/p99 per level.
-3. The same with batching off (``--max-batch-size 1 --max-wait-ms 0``).
+Per bundle:
 
-The load generator speaks minimal HTTP/1.1 over asyncio streams: a full HTTP client costs more
-CPU per request than the server does, and on a small machine it would measure itself.
+1. **In-process**: ``Encoder.encode`` at batch 1, 32, 128 (tokenize, length-sort, run, normalise; no
+   HTTP): sentences/s, and achieved GFLOP/s: the graph's matrix-product and recurrent-cell FLOPs per
+   token (``service/tools/flops.py``, a floor) times the real tokens run per second. Resident memory
+   the loaded bundle adds to this process.
+2. **Server**: a real ``thoughtvec serve`` subprocess serving that bundle alone, flooded closed-loop
+   with 1-sentence and 32-sentence ``POST /v1/embeddings`` requests at each concurrency: sentences/s,
+   latency p50/p90/p99, and the server's own CPU time per request (``/proc/<pid>/stat``, every
+   thread: the HTTP loop and ONNX Runtime). The load generator is ``wrk`` when installed (Debian:
+   ``apt-get install wrk``; a C program, it costs the shared cores little), else this process over
+   asyncio, whose own CPU use is printed beside the figures: on a small machine that client measures
+   itself as much as the server.
+3. **Summary**: the batching ratio (1-sentence requests at concurrency 64 over 32-sentence requests
+   at concurrency 4, sentences/s, same server), the server CPU one request costs beyond its sentence,
+   achieved GFLOP/s, and the server's resident memory.
+4. ``--mixed``: fairness under overload. 32-sentence requests (2 in flight) alone, then beside a
+   flood of 1-sentence requests (64 in flight): their sentences/s and latency either way.
+5. ``--batching-off``: the server levels again with ``--max-batch-size 1 --max-wait-ms 0``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import gzip
 import json
 import os
 import random
+import re
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +51,7 @@ FALLBACK_WORDS = (
     "the a man woman child dog cat walked ran sat on in under over house river city old new small big "
     "red green happy sad quickly slowly and but because when while letter book table door window"
 ).split()
+RATIO_LEVELS = ((1, 64), (32, 4))  # (sentences per request, concurrency): the batching ratio's two floods
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,14 +64,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="texts to send (.txt or sample .tsv.gz); default: the search sample if present, else generated",
     )
     p.add_argument("--batches", default="1,32,128", help="in-process batch sizes")
-    p.add_argument("--concurrency", default="1,8,32,64", help="requests in flight")
+    p.add_argument("--concurrency", default="1,4,64", help="requests in flight")
     p.add_argument("--request-sizes", default="1,32", help="sentences per request")
-    p.add_argument("--seconds", type=float, default=4.0, help="measured seconds per level (after 1 s of warm-up)")
+    p.add_argument("--seconds", type=float, default=4.0, help="measured seconds per level (after a warm-up flood per server)")
+    p.add_argument("--repeats", type=int, default=1, help="measure the batching ratio's two floods this many times")
+    p.add_argument("--client", default="auto", choices=["auto", "wrk", "python"], help="load generator (auto: wrk when installed)")
     p.add_argument(
         "--encoding", default="base64", choices=["base64", "float"], help="encoding_format of the requests (the openai client sends base64)"
     )
     p.add_argument("--no-server", action="store_true", help="in-process figures only")
-    p.add_argument("--no-batching-off", action="store_true", help="skip the max-batch-size 1 run")
+    p.add_argument("--mixed", action="store_true", help="also: 32-sentence requests alone and beside a 1-sentence flood")
+    p.add_argument("--batching-off", action="store_true", help="also: the server levels with max batch size 1")
     p.add_argument("--server-flag", action="append", default=[], help="extra flag for the server, e.g. --server-flag=--max-wait-ms=1")
 
 
@@ -73,23 +92,74 @@ def load_sentences(path: Path | None, n: int = 4000) -> list[str]:
     return [" ".join(rng.choice(FALLBACK_WORDS) for _ in range(rng.randint(3, 40))) + " ." for _ in range(n)]
 
 
-def bench_inprocess(bundle: Path, sentences: list[str], batches: list[int], seconds: float) -> dict[int, float]:
-    """``Encoder.encode(texts, batch_size=b)`` sentences/s: tokenized, length-sorted, normalised, no HTTP."""
+# -- process figures -----------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def resident_mb(pid: int | str = "self") -> dict[str, float]:
+    """``rss`` (now) and ``peak`` (high-water mark) resident memory of a process, MB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    kb = {k: int(re.search(rf"^{k}:\s+(\d+) kB", status, re.M)[1]) for k in ("VmRSS", "VmHWM")}  # type: ignore[index]
+    return {"rss": kb["VmRSS"] / 1024, "peak": kb["VmHWM"] / 1024}
+
+
+# -- in-process ----------------------------------------------------------------------------
+
+
+@dataclass
+class InProcess:
+    speed: dict[int, float]  # batch -> sentences/s
+    gflops: dict[int, float]  # batch -> achieved GFLOP/s (nan without onnx)
+    flops_per_token: float
+    rss_added_mb: float  # by loading the bundle and running one batch
+
+
+def graph_flops_or_nan(onnx_path: Path) -> dict[str, float]:
+    try:
+        from service.tools.flops import graph_flops
+
+        return graph_flops(onnx_path)
+    except ImportError:  # the serving install has no onnx
+        return {"per_token": float("nan"), "per_sentence": float("nan")}
+
+
+def bench_inprocess(bundle: Path, sentences: list[str], batches: list[int], seconds: float) -> InProcess:
+    """``Encoder.encode(texts, batch_size=b)``: tokenized, length-sorted, normalised, no HTTP."""
+    from service.bundle.format import load_bundle
     from service.core.encoder import Encoder
 
+    flops = graph_flops_or_nan(load_bundle(bundle).onnx_path)
+    gc.collect()
+    before = resident_mb()["rss"]
     enc = Encoder.load(bundle)
-    out = {}
+    enc.encode(sentences[:256], batch_size=32)
+    added = resident_mb()["rss"] - before  # the session, its weights, the vocabulary, a batch's buffers
+    tokens = [len(enc.fit(enc.token_ids(s), "truncate")) for s in sentences]
+    speed, gflops = {}, {}
     chunk = 1024  # encode() sorts each call's texts by length, as a bulk caller would
     for b in batches:
         enc.encode(sentences[: b * 2], batch_size=b)  # warm-up at this shape
-        done, start, i = 0, time.perf_counter(), 0
+        done = done_tokens = i = 0
+        start = time.perf_counter()
         while time.perf_counter() - start < seconds:
-            texts = [sentences[(i + j) % len(sentences)] for j in range(max(b, min(chunk, b * 8)))]
-            i += len(texts)
-            enc.encode(texts, batch_size=b)
-            done += len(texts)
-        out[b] = done / (time.perf_counter() - start)
-    return out
+            idx = [(i + j) % len(sentences) for j in range(max(b, min(chunk, b * 8)))]
+            i += len(idx)
+            enc.encode([sentences[k] for k in idx], batch_size=b)
+            done += len(idx)
+            done_tokens += sum(tokens[k] for k in idx)
+        dt = time.perf_counter() - start
+        speed[b] = done / dt
+        gflops[b] = (done_tokens * flops["per_token"] + done * flops["per_sentence"]) / dt / 1e9
+    del enc
+    return InProcess(speed, gflops, flops["per_token"], added)
+
+
+# -- the server under load -----------------------------------------------------------------
 
 
 def free_port() -> int:
@@ -150,6 +220,71 @@ class Server:
         self.tmp.cleanup()
 
 
+@dataclass
+class Flood:
+    """One closed-loop flood: ``concurrency`` connections, each sending its next request when the last answers."""
+
+    size: int  # sentences per request
+    concurrency: int
+    requests: int
+    seconds: float
+    latency_ms: dict[int, float]  # percentile -> ms
+    errors: int
+    server_cpu_ms: float = float("nan")  # per request
+    client_cpu: float = float("nan")  # cores the load generator used (python client only)
+
+    @property
+    def sentences_per_s(self) -> float:
+        return self.requests * self.size / self.seconds
+
+
+def request_bodies(sentences: list[str], size: int, n: int, model: str, encoding: str, seed: int = 1) -> list[bytes]:
+    rng = random.Random(seed)
+    bodies = []
+    for _ in range(n):
+        texts = [rng.choice(sentences) for _ in range(size)]
+        bodies.append(json.dumps({"model": model, "input": texts[0] if size == 1 else texts, "encoding_format": encoding}).encode())
+    return bodies
+
+
+WRK_LUA = """wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local bodies = {%s}
+local i = 0
+request = function()
+  i = i + 1
+  return wrk.format(nil, "/v1/embeddings", nil, bodies[(i %% #bodies) + 1])
+end
+"""
+
+
+def wrk_script(bodies: list[bytes], path: Path) -> Path:
+    """A wrk script cycling through ``bodies`` (Lua long strings: JSON needs no escaping there)."""
+    path.write_text(WRK_LUA % ",\n".join("[==[" + b.decode() + "]==]" for b in bodies), encoding="utf-8")
+    return path
+
+
+_UNIT_MS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
+
+
+def parse_wrk(out: str, size: int, concurrency: int) -> Flood:
+    """wrk's report (run with ``--latency``) as a :class:`Flood`; its own measured duration is used."""
+    m = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)\b", out)
+    if m is None:
+        raise RuntimeError(f"cannot read wrk's report:\n{out}")
+    done, seconds = int(m[1]), float(m[2]) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[m[3]]
+    lat = {int(p): float(v) * _UNIT_MS[u] for p, v, u in re.findall(r"^\s+(\d+)%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)}
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    socket_errors = sum(int(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
+    return Flood(size, concurrency, done, seconds, lat, (int(bad[1]) if bad else 0) + socket_errors)
+
+
+def start_wrk(port: int, script: Path, connections: int, seconds: float) -> subprocess.Popen:
+    duration = f"-d{max(1, round(seconds))}s"  # wrk takes whole seconds
+    cmd = ["wrk", "-t1", f"-c{connections}", duration, "--latency", "-s", str(script), f"http://127.0.0.1:{port}"]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
 async def _worker(port: int, bodies: list[bytes], start_at: float, stop_at: float, lat: list[float], errors: list[int], seed: int) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     rng = random.Random(seed)
@@ -170,49 +305,107 @@ async def _worker(port: int, bodies: list[bytes], start_at: float, stop_at: floa
         writer.close()
 
 
-def load_level(port: int, bodies: list[bytes], concurrency: int, seconds: float) -> tuple[float, np.ndarray, list[int]]:
-    """Closed loop: ``concurrency`` connections, each sending its next request when the last answers."""
-    lat: list[float] = []
-    errors: list[int] = []
+@dataclass
+class Load:
+    """A flood to run: request bodies, their size, connections."""
 
-    async def main() -> None:
-        t0 = time.perf_counter()
-        await asyncio.gather(*(_worker(port, bodies, t0 + 1.0, t0 + 1.0 + seconds, lat, errors, i) for i in range(concurrency)))
-
-    asyncio.run(main())
-    return len(lat) / seconds, np.asarray(lat) * 1000, errors
+    bodies: list[bytes]
+    size: int
+    concurrency: int
 
 
-def server_table(
-    port: int, sentences: list[str], model: str, sizes: list[int], levels: list[int], seconds: float, encoding: str
-) -> list[tuple]:
-    rows = []
-    rng = random.Random(1)
-    for size in sizes:
-        bodies = [
-            json.dumps({"model": model, "input": [rng.choice(sentences) for _ in range(size)], "encoding_format": encoding}).encode()
-            for _ in range(256)
-        ]
-        for c in levels:
-            rps, lat, errors = load_level(port, bodies, c, seconds)
-            p50, p95, p99 = np.percentile(lat, [50, 95, 99]) if len(lat) else (float("nan"),) * 3
-            rows.append((size, c, rps * size, rps, p50, p95, p99, len(errors)))
-            print(
-                f"  size {size:>3} c {c:>3}: {rps * size:9.0f} sent/s  p50 {p50:7.1f} ms  p95 {p95:7.1f}  p99 {p99:7.1f}  errors {len(errors)}",
-                flush=True,
+class LoadGenerator:
+    """Runs floods (one, or several at once) against a server and reads its CPU time around them."""
+
+    def __init__(self, server: Server, client: str, seconds: float):
+        self.server, self.seconds = server, seconds
+        self.wrk = client == "wrk" or (client == "auto" and shutil.which("wrk") is not None)
+        if client == "wrk" and shutil.which("wrk") is None:
+            raise SystemExit("--client wrk: wrk is not installed (Debian: apt-get install wrk)")
+        self.tmp = tempfile.TemporaryDirectory(prefix="tv-load-")
+        self._scripts: dict[int, Path] = {}
+
+    @property
+    def name(self) -> str:
+        return "wrk" if self.wrk else "python (asyncio, this process)"
+
+    def run(self, *loads: Load, seconds: float | None = None) -> list[Flood]:
+        """The floods side by side for ``seconds``; a flood alone also gets the server's CPU per request."""
+        seconds = seconds or self.seconds
+        cpu0 = cpu_seconds(self.server.proc.pid)
+        floods = self._run_wrk(loads, seconds) if self.wrk else self._run_python(loads, seconds)
+        if len(floods) == 1:  # side by side, the server's CPU cannot be told apart per flood
+            floods[0].server_cpu_ms = (cpu_seconds(self.server.proc.pid) - cpu0) * 1000 / max(floods[0].requests, 1)
+        return floods
+
+    def _run_wrk(self, loads: tuple[Load, ...], seconds: float) -> list[Flood]:
+        procs = []
+        for load in loads:
+            script = self._scripts.get(id(load.bodies)) or wrk_script(load.bodies, Path(self.tmp.name) / f"b{len(self._scripts)}.lua")
+            self._scripts[id(load.bodies)] = script
+            procs.append(start_wrk(self.server.port, script, load.concurrency, seconds))
+        outs = [p.communicate()[0] for p in procs]
+        return [parse_wrk(out, load.size, load.concurrency) for out, load in zip(outs, loads)]
+
+    def _run_python(self, loads: tuple[Load, ...], seconds: float) -> list[Flood]:
+        lats: list[list[float]] = [[] for _ in loads]
+        errs: list[list[int]] = [[] for _ in loads]
+        warm = 0.0  # the server was warmed by its first flood
+
+        async def main() -> None:
+            t0 = time.perf_counter()
+            await asyncio.gather(
+                *(
+                    _worker(self.server.port, load.bodies, t0 + warm, t0 + warm + seconds, lats[k], errs[k], 1000 * k + i)
+                    for k, load in enumerate(loads)
+                    for i in range(load.concurrency)
+                )
             )
-    return rows
+
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        asyncio.run(main())
+        client = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
+        out = []
+        for load, lat, err in zip(loads, lats, errs):
+            ms = np.asarray(lat) * 1000
+            pct = {p: float(np.percentile(ms, p)) if len(ms) else float("nan") for p in (50, 90, 99)}
+            out.append(Flood(load.size, load.concurrency, len(lat), seconds, pct, len(err), client_cpu=client))
+        return out
+
+    def close(self) -> None:
+        self.tmp.cleanup()
 
 
-def print_server_rows(title: str, rows: list[tuple]) -> None:
+# -- printing ------------------------------------------------------------------------------
+
+
+def print_floods(title: str, floods: list[Flood]) -> None:
+    client = not np.isnan(floods[0].client_cpu) if floods else False
+    print(f"\n{title}\n")
     print(
-        f"\n{title}\n\n| sentences/request | concurrency | sentences/s | requests/s | p50 ms | p95 ms | p99 ms | errors |\n|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "| sentences/request | concurrency | sentences/s | requests/s | p50 ms | p90 ms | p99 ms | server CPU ms/request | errors |"
+        + (" client CPU (cores) |" if client else "")
     )
-    for size, c, sps, rps, p50, p95, p99, err in rows:
-        print(f"| {size} | {c} | {sps:.0f} | {rps:.0f} | {p50:.1f} | {p95:.1f} | {p99:.1f} | {err} |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if client else ""))
+    for f in floods:
+        lat = [f.latency_ms.get(p, float("nan")) for p in (50, 90, 99)]
+        print(
+            f"| {f.size} | {f.concurrency} | {f.sentences_per_s:.0f} | {f.requests / f.seconds:.0f} | "
+            + " | ".join(f"{x:.1f}" for x in lat)
+            + (" | –" if np.isnan(f.server_cpu_ms) else f" | {f.server_cpu_ms:.3f}")
+            + f" | {f.errors} |"
+            + (f" {f.client_cpu:.2f} |" if client else "")
+        )
+
+
+def ratio_row(one: Flood, many: Flood) -> tuple[float, float]:
+    """(batching ratio, server CPU ms a 1-sentence request costs beyond its sentence)."""
+    return one.sentences_per_s / many.sentences_per_s, one.server_cpu_ms - many.server_cpu_ms / many.size
 
 
 def run(args: argparse.Namespace) -> int:
+    from service.bundle.format import load_bundle
+
     bundles = discover_bundles(args.models_dir)
     wanted = [m for m in args.models.split(",") if m]
     bundles = [b for b in bundles if not wanted or b.name in wanted]
@@ -225,32 +418,48 @@ def run(args: argparse.Namespace) -> int:
     sizes = [int(x) for x in args.request_sizes.split(",")]
     print(f"# thoughtvec bench: {len(sentences)} sentences, {os.cpu_count()} CPUs, {args.seconds:g} s per level, encoding {args.encoding}")
     for bundle in bundles:
-        from service.bundle.format import load_bundle
-
         name = load_bundle(bundle).name
         print(f"\n## {name}\n", flush=True)
         inproc = bench_inprocess(bundle, sentences, batches, args.seconds)
-        print("| in-process batch | sentences/s |\n|---:|---:|")
-        for b, v in inproc.items():
-            print(f"| {b} | {v:.0f} |")
+        print(
+            f"in-process (graph FLOPs per token {inproc.flops_per_token / 1e6:.2f} M; the loaded bundle adds {inproc.rss_added_mb:.0f} MB resident)\n"
+        )
+        print("| batch | sentences/s | GFLOP/s |\n|---:|---:|---:|")
+        for b, v in inproc.speed.items():
+            print(f"| {b} | {v:.0f} | {inproc.gflops[b]:.1f} |")
         if args.no_server:
             continue
         runs = [("batching on", list(args.server_flag))]
-        if not args.no_batching_off:
+        if args.batching_off:
             runs.append(("batching off (max batch 1)", ["--max-batch-size", "1", "--max-wait-ms", "0", *args.server_flag]))
-        results = {}
         for title, flags in runs:
-            print(f"\nserver, {title}:", flush=True)
             server = Server(bundle, flags)
+            gen = LoadGenerator(server, args.client, args.seconds)
             try:
-                results[title] = server_table(server.port, sentences, name, sizes, levels, args.seconds, args.encoding)
+                bodies = {s: request_bodies(sentences, s, 256 if s == 1 else 64, name, args.encoding) for s in {*sizes, 1, 32}}
+                gen.run(Load(bodies[1], 1, 64), seconds=min(3.0, args.seconds))  # warm-up: threads, arena, caches
+                floods = [gen.run(Load(bodies[s], s, c))[0] for s in sizes for c in levels]
+                print_floods(f"server, {title}; load generator {gen.name}", floods)
+                if title != "batching on":
+                    continue
+                print("\n| run | 1-sentence c=64 sent/s | 32-sentence c=4 sent/s | batching ratio | extra server CPU ms/request |")
+                print("|---:|---:|---:|---:|---:|")
+                for r in range(1, args.repeats + 1):
+                    one, many = (gen.run(Load(bodies[s], s, c))[0] for s, c in RATIO_LEVELS)
+                    ratio, extra = ratio_row(one, many)
+                    print(f"| {r} | {one.sentences_per_s:.0f} | {many.sentences_per_s:.0f} | {ratio:.2f} | {extra:.3f} |", flush=True)
+                mem = resident_mb(server.proc.pid)
+                print(f"\nserver resident memory: {mem['rss']:.0f} MB (peak {mem['peak']:.0f} MB)")
+                if args.mixed:
+                    alone = gen.run(Load(bodies[32], 32, 2))[0]
+                    big, small = gen.run(Load(bodies[32], 32, 2), Load(bodies[1], 1, 64))
+                    print_floods("fairness: 32-sentence requests (c=2) alone, then beside a 1-sentence flood (c=64)", [alone, big, small])
+                    print(
+                        f"\n32-sentence requests beside the flood: {big.sentences_per_s / alone.sentences_per_s:.0%} of their sentences/s "
+                        f"alone, p50 {big.latency_ms.get(50, float('nan')):.0f} ms (alone {alone.latency_ms.get(50, float('nan')):.0f} ms); "
+                        f"they got {big.sentences_per_s / (big.sentences_per_s + small.sentences_per_s):.0%} of the sentences served"
+                    )
             finally:
+                gen.close()
                 server.close()
-        for title, rows in results.items():
-            print_server_rows(f"server, {title}", rows)
-        on = {(r[0], r[1]): r[2] for r in results.get("batching on", [])}
-        if 32 in inproc and (1, 64) in on:
-            print(
-                f"\n1-sentence requests at concurrency 64: {on[(1, 64)]:.0f} sent/s = {100 * on[(1, 64)] / inproc[32]:.0f} % of in-process batch 32 ({inproc[32]:.0f})"
-            )
     return 0

@@ -1,0 +1,75 @@
+import argparse
+import json
+import os
+import re
+import shutil
+
+import pytest
+
+from service.tools.bench import add_arguments, cpu_seconds, parse_wrk, request_bodies, resident_mb, run, wrk_script
+
+WRK_OUTPUT = """Running 4s test @ http://127.0.0.1:40000
+  1 threads and 64 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency    41.20ms   10.11ms 120.00ms   80.00%
+    Req/Sec     1.55k   100.00     1.70k    70.00%
+  Latency Distribution
+     50%  850.00us
+     75%   40.00ms
+     90%   52.10ms
+     99%    1.20s
+  6200 requests in 4.00s, 10.00MB read
+  Socket errors: connect 0, read 2, write 0, timeout 1
+  Non-2xx or 3xx responses: 5
+Requests/sec:   1550.00
+Transfer/sec:      2.50MB
+"""
+
+
+def test_wrk_output_is_read_in_milliseconds_with_every_failure_counted():
+    f = parse_wrk(WRK_OUTPUT, size=1, concurrency=64)
+    assert f.requests == 6200 and f.sentences_per_s == 1550
+    assert f.latency_ms == {50: 0.85, 75: 40.0, 90: 52.1, 99: 1200.0}
+    assert f.errors == 5 + 2 + 1
+    with pytest.raises(RuntimeError, match="cannot read wrk's report"):
+        parse_wrk("Usage: wrk <options> <url>", 1, 1)
+
+
+def test_wrk_script_cycles_through_valid_embeddings_bodies(tmp_path):
+    sentences = [f"sentence number {i} ." for i in range(10)]
+    one = wrk_script(request_bodies(sentences, 1, 4, "m", "base64"), tmp_path / "one.lua").read_text()
+    many = wrk_script(request_bodies(sentences, 3, 2, "m", "float"), tmp_path / "many.lua").read_text()
+    bodies = [json.loads(b) for b in re.findall(r"\[==\[(.*?)\]==\]", one)]
+    assert len(bodies) == 4 and all(isinstance(b["input"], str) and b["input"] in sentences for b in bodies)
+    assert all(b["model"] == "m" and b["encoding_format"] == "base64" for b in bodies)
+    assert [len(json.loads(b)["input"]) for b in re.findall(r"\[==\[(.*?)\]==\]", many)] == [3, 3]
+    assert 'wrk.format(nil, "/v1/embeddings", nil, bodies[(i % #bodies) + 1])' in one
+
+
+def test_process_figures_come_from_proc():
+    before = cpu_seconds(os.getpid())
+    sum(i * i for i in range(2_000_000))
+    assert cpu_seconds(os.getpid()) > before
+    mem = resident_mb()
+    assert 10 < mem["rss"] <= mem["peak"]
+
+
+@pytest.mark.parametrize("client", ["python", "wrk"])
+def test_bench_prints_every_figure_against_a_real_server(models_dir, client, capsys):
+    if client == "wrk" and shutil.which("wrk") is None:
+        pytest.skip("wrk is not installed (Debian: apt-get install wrk)")
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    args = p.parse_args(["--models-dir", str(models_dir), "--models", "tiny", "--seconds", "0.4", "--batches", "4",
+                         "--concurrency", "1,4", "--client", client, "--mixed", "--repeats", "2"])  # fmt: skip
+    assert run(args) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\| 4 \| \d+ \| [\d.]+ \|", out)  # in-process sentences/s and GFLOP/s
+    server = re.findall(r"^\| (1|32) \| (\d+) \| (\d+) \| \d+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| ([\d.]+|–) \| (\d+) \|", out, re.M)
+    assert len(server) == 4 + 3 and all(int(row[2]) > 0 and row[4] == "0" for row in server)  # 2 sizes x 2 levels + mixed
+    ratios = re.findall(r"^\| [12] \| \d+ \| \d+ \| ([\d.]+) \| (-?[\d.]+) \|$", out, re.M)
+    assert len(ratios) == 2 and all(float(r) > 0 for r, _ in ratios)
+    assert re.search(r"server resident memory: \d+ MB \(peak \d+ MB\)", out)
+    assert re.search(r"32-sentence requests beside the flood: \d+% of their sentences/s alone", out)
+    assert f"load generator {'wrk' if client == 'wrk' else 'python'}" in out
+    assert ("client CPU (cores)" in out) == (client == "python")
