@@ -71,7 +71,7 @@ class Settings(BaseSettings):
     max_queue_size: int = Field(2048, ge=1, description="sentences waiting per model before requests get 429")
     retry_after_s: int = Field(1, ge=1, description="Retry-After seconds sent with 429 and 503")
     ort_threads: int = Field(
-        0, ge=0, description="ONNX Runtime intra-op threads per model (0 = cores - 1, at least 1: one core stays with the HTTP loop)"
+        0, ge=0, description="ONNX Runtime intra-op threads per model (0 = all usable cores; idle threads sleep unless ort_spinning)"
     )
     ort_spinning: bool = Field(
         False, description="let ONNX Runtime's idle threads spin; off leaves the cores to the HTTP loop between batches"
