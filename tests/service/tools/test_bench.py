@@ -73,3 +73,14 @@ def test_bench_prints_every_figure_against_a_real_server(models_dir, client, cap
     assert re.search(r"32-sentence requests beside the flood: \d+% of their sentences/s alone", out)
     assert f"load generator {'wrk' if client == 'wrk' else 'python'}" in out
     assert ("client CPU (cores)" in out) == (client == "python")
+
+
+def test_compute_prints_the_peak_the_graph_and_the_profile(models_dir, capsys):
+    from service.tools import compute
+
+    compute.main(["--models-dir", str(models_dir), "--models", "tiny", "--sentences", "40"])
+    out = capsys.readouterr().out
+    peaks = [float(x) for x in re.findall(r"sgemm 2048\^3, [12] thread\(s\): ([\d.]+) GFLOP/s", out)]
+    assert len(peaks) == 2 and all(p > 0 for p in peaks)
+    assert len(re.findall(r"^tiny graph alone, batch (?:32|128): \d+ sent/s", out, re.M)) == 2
+    assert re.search(r"^tiny, batch 32, ONNX Runtime's profile, time by operator: \w+ \d+ %", out, re.M)
