@@ -42,8 +42,8 @@ def keep_blas_off_onnx_runtime_cores() -> None:
     numpy's wheels link OpenBLAS with its own pthreads pool, whose idle workers busy-wait for a while
     after every product: on the cores ONNX Runtime's threads need next. The products here are small
     (a batch times a 20 × 1 024 map), so the pool never paid for itself, and its spinning cost a view
-    with a post-processing map 2.7× its throughput (invertible-linear ``de-sif``, batch 32, 2 cores:
-    307 → 821 sentences/s; ``python -m service.tools.bench --models invertible-linear``). OpenMP
+    with a post-processing map over half its throughput (invertible-linear ``de-sif``, in-process batch
+    32 on 2 cores: 302–328 → 713–727 sentences/s; ``thoughtvec bench --models invertible-linear``). OpenMP
     BLAS builds (FAISS's) are left alone: their threads are FAISS's search parallelism.
     """
     from threadpoolctl import ThreadpoolController
@@ -193,17 +193,21 @@ class Encoder:
         name = self.view(view)
         return self.run_views(batch, [name])[name]
 
+    def inputs(self, batch: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:
+        """The graph's feeds for a non-empty batch of id lists: ids padded to the longest, and the lengths."""
+        lengths = np.fromiter((len(s) for s in batch), dtype=np.int64, count=len(batch))
+        ids = np.full((len(batch), max(1, int(lengths.max()))), self.spec.vocabulary.pad_id, dtype=np.int64)
+        for i, row in enumerate(batch):
+            ids[i, : len(row)] = row
+        return {"input_ids": ids, "lengths": lengths}
+
     def run_views(self, batch: Sequence[Sequence[int]], views: Sequence[str]) -> dict[str, np.ndarray]:
         """Several views of one batch in a single graph run (the graph computes them together)."""
         specs = {v: self.spec.views[self.view(v)] for v in views}
         if not batch:
             return {v: np.zeros((0, s.dim), np.float32) for v, s in specs.items()}
-        lengths = np.fromiter((len(s) for s in batch), dtype=np.int64, count=len(batch))
-        ids = np.full((len(batch), max(1, int(lengths.max()))), self.spec.vocabulary.pad_id, dtype=np.int64)
-        for i, row in enumerate(batch):
-            ids[i, : len(row)] = row
         names = list(dict.fromkeys(s.output for s in specs.values()))  # views may share an output
-        outs = dict(zip(names, self.session.run(names, {"input_ids": ids, "lengths": lengths})))
+        outs = dict(zip(names, self.session.run(names, self.inputs(batch))))
         res = {}
         for v, s in specs.items():
             x = np.asarray(outs[s.output], dtype=np.float32)

@@ -6,7 +6,7 @@
 2. Per bundle, the graph alone: pre-tokenized, length-sorted batches of 32 and 128 sentences through
    the ONNX session (all threads), no tokenizing or post-processing; FLOP/s counted by
    ``service/tools/flops.py`` (matrix products and recurrent cells) on the real and on the padded tokens.
-3. For the first bundle, ONNX Runtime's own profile at batch 32: its time by operator.
+3. For the first bundle, ONNX Runtime's own profile at batch 32 (1 000 sentences): its time by operator.
 
 Needs ``onnx`` and ``sympy`` (the training and dev installs).
 """
@@ -44,14 +44,8 @@ def sgemm_peak(threads: int, n: int = 2048, repeats: int = 5) -> float:
 
 
 def feeds(enc: Encoder, ids: list[list[int]], batch: int) -> list[dict[str, np.ndarray]]:
-    out = []
-    for idx in plan_batches([len(s) for s in ids], batch, 10**9):
-        rows = [ids[i] for i in idx]
-        x = np.full((len(rows), max(map(len, rows))), enc.spec.vocabulary.pad_id, np.int64)
-        for j, r in enumerate(rows):
-            x[j, : len(r)] = r
-        out.append({"input_ids": x, "lengths": np.array([len(r) for r in rows], np.int64)})
-    return out
+    """Length-sorted batches of ``ids`` (the planner's), padded as the encoder pads them."""
+    return [enc.inputs([ids[i] for i in idx]) for idx in plan_batches([len(s) for s in ids], batch, 10**9)]
 
 
 def graph_speed(enc: Encoder, ids: list[list[int]], batch: int, per_token: float) -> tuple[float, float, float]:
@@ -68,11 +62,10 @@ def graph_speed(enc: Encoder, ids: list[list[int]], batch: int, per_token: float
     return len(ids) / dt, real * per_token / dt / 1e9, padded * per_token / dt / 1e9
 
 
-def operator_profile(path: str, ids: list[list[int]]) -> list[tuple[str, float]]:
-    """ONNX Runtime's profile of batch-32 runs: (operator, share of kernel time), largest first."""
+def operator_profile(enc: Encoder, ids: list[list[int]]) -> list[tuple[str, float]]:
+    """ONNX Runtime's profile of batch-32 runs of ``enc``'s graph: (operator, share of kernel time), largest first."""
     import onnxruntime as ort
 
-    enc = Encoder.load(path)
     opts = ort.SessionOptions()
     opts.enable_profiling = True
     opts.profile_file_prefix = os.path.join(tempfile.mkdtemp(prefix="tv-prof-"), "run")
@@ -100,11 +93,9 @@ def main(argv: list[str] | None = None) -> None:
     for th in (1, 2):
         print(f"numpy sgemm 2048^3, {th} thread(s): {sgemm_peak(th):.0f} GFLOP/s", flush=True)
     texts = load_sentences(None, args.sentences)
-    names = args.models.split(",")
-    for name in names:
-        path = os.path.join(args.models_dir, name)
-        per_token = graph_flops(os.path.join(path, "model.onnx"))["per_token"]
-        enc = Encoder.load(path)
+    for k, name in enumerate(args.models.split(",")):
+        enc = Encoder.load(os.path.join(args.models_dir, name))
+        per_token = graph_flops(enc.bundle.onnx_path)["per_token"]
         ids = [enc.fit(enc.token_ids(t), "truncate") for t in texts]
         for batch in (32, 128):
             sps, real, padded = graph_speed(enc, ids, batch, per_token)
@@ -112,10 +103,11 @@ def main(argv: list[str] | None = None) -> None:
                 f"{name} graph alone, batch {batch}: {sps:.0f} sent/s, {real:.0f} GFLOP/s on real tokens ({padded:.0f} on padded)",
                 flush=True,
             )
-    enc = Encoder.load(os.path.join(args.models_dir, names[0]))
-    ids = sorted((enc.fit(enc.token_ids(t), "truncate") for t in texts[:1000]), key=len)
-    shares = operator_profile(os.path.join(args.models_dir, names[0]), ids)
-    print(f"{names[0]}, batch 32, ONNX Runtime's profile, time by operator: " + ", ".join(f"{op} {100 * v:.0f} %" for op, v in shares[:6]))
+        if k == 0:
+            shares = operator_profile(enc, ids[:1000])
+            print(
+                f"{name}, batch 32, ONNX Runtime's profile, time by operator: " + ", ".join(f"{op} {100 * v:.0f} %" for op, v in shares[:6])
+            )
 
 
 if __name__ == "__main__":
