@@ -176,3 +176,23 @@ def test_index_build_command_writes_to_the_backend(backend, request, models_dir,
         assert main(["index", "list", "--index-dir", str(tmp_path / "indexes")]) == 0
         listed = capsys.readouterr().out.splitlines()
         assert listed[1].split()[:2] == ["built", "tiny/mean"] and str(len(SENTENCES)) in listed[1].split()
+
+
+def test_a_name_milvus_lite_cannot_index_is_a_422_and_leaves_nothing(tmp_path):
+    """Milvus Lite 2.4.12 fails to store the index of some collection names ("taece289dc7_docs" was one,
+    drawn by a random test prefix): a clear 422 naming ``name``, the half-made collection dropped."""
+    pytest.importorskip("milvus_lite")
+    from service.errors import InvalidInput
+    from service.index.indexes import new_config
+    from tests.service.index.milvus_support import released_lite
+
+    with released_lite(tmp_path / "m.db"):
+        store = open_store("milvus", index_dir=tmp_path, milvus=MilvusOptions(str(tmp_path / "m.db"), prefix="taece289dc7_"))
+        try:
+            with pytest.raises(InvalidInput, match="Milvus Lite cannot index a collection named 'taece289dc7_docs'") as e:
+                store.create(new_config("docs", "tiny", "mean", 8))
+            assert e.value.field == "name" and store.names() == []
+            store.create(new_config("notes", "tiny", "mean", 8))  # another name is fine
+            assert store.names() == ["notes"]
+        finally:
+            store.close()
