@@ -106,7 +106,8 @@ def _vocabulary_line(spec) -> str:
     v = spec.vocabulary
     if v.trained_size == v.size:
         return f"{v.size:,} words"
-    return f"{v.size:,} words: {v.trained_size:,} trained + {v.size - v.trained_size:,} by vocabulary expansion"
+    how = "read from the same fixed word vectors" if spec.family == "invertible-decoder" else "by vocabulary expansion"
+    return f"{v.size:,} words: {v.trained_size:,} trained + {v.size - v.trained_size:,} {how}"
 
 
 def run_summary(ck: dict) -> dict:

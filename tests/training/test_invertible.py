@@ -114,3 +114,24 @@ def test_de_sif_is_the_sif_weighted_mean_of_the_inverted_word_vectors(trained, t
     plain = enc.encode([" ".join(words)], "de", normalize=False)[0]
     assert np.abs(sentence - plain).max() > 1e-2  # the weights change the vector
     assert np.allclose(enc.encode([""], "de-sif", normalize=False), 0)
+
+
+def test_export_reads_more_words_of_the_same_vectors(trained, toy_corpus):
+    """``input_words``: the graph reads the trained vocabulary (same ids, same vectors) plus the most
+    frequent words of the fixed vectors that training did not read; those are then known words."""
+    from service.bundle.vocab import Vocabulary
+
+    export([trained / "run" / "checkpoint.pt"], json.loads((trained / "bundle" / "bundle.json").read_text())["variant"],
+           ExportOptions(out=trained / "more", corpus=str(toy_corpus), card_sample=300, family_options={"input_words": 4000}))  # fmt: skip
+    small, more = Encoder.load(trained / "bundle"), Encoder.load(trained / "more")
+    v_small, v_more = Vocabulary.load(trained / "bundle" / "vocab.txt"), Vocabulary.load(trained / "more" / "vocab.txt")
+    assert v_more.tokens[: len(v_small)] == v_small.tokens  # the trained ids are unchanged
+    assert len(v_more) > len(v_small) and more.spec.vocabulary.trained_size == len(v_small)
+    new = next(w for w in v_more.tokens[len(v_small) :] if w.isalpha())
+    seen = ["anna walked into the garden .", "the letter was old and small"]
+    for view in more.spec.views:  # the words training read give the same vectors
+        np.testing.assert_allclose(more.encode(seen, view, normalize=False), small.encode(seen, view, normalize=False), atol=1e-5)
+    unknown = small.encode(["qwertyuiop"], "de-supervised", normalize=False)  # a word no vectors know
+    np.testing.assert_allclose(small.encode([new], "de-supervised", normalize=False), unknown, atol=1e-6)  # <unk> before
+    assert np.abs(more.encode([new], "de-supervised", normalize=False) - unknown).max() > 1e-3  # now it has a vector
+    assert "## Input vocabulary" in (trained / "more" / "MODEL_CARD.md").read_text()

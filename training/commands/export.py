@@ -2,6 +2,7 @@
 
 combine-skip takes two checkpoints (a uni-skip and a bi-skip trained on the same vocabulary).
 Skip-thought bundles get vocabulary expansion (§2.2) from GloVe 6B 50d unless ``--expand none``.
+Invertible-decoder bundles read more words of the fixed vectors they were trained on (``--input-words``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="skip-thought vocabulary expansion source: glove-6b-50d, a GloVe/word2vec text file, or none",
     )
     p.add_argument("--expand-words", type=int, default=100_000, help="the N most frequent pretrained words make the expanded vocabulary")
+    p.add_argument(
+        "--input-words",
+        type=int,
+        default=150_000,
+        help="invertible-decoder bundles read the N most frequent words of their own pretrained vectors besides the trained "
+        "vocabulary (chosen on STS-B/SICK dev; 0: the trained vocabulary only)",
+    )
     p.set_defaults(func=run)
 
 
@@ -35,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     variant = args.variant or load_checkpoint(args.checkpoint[0])["variant"]
     name = args.name or variant
-    options = {}
+    options: dict = {"input_words": args.input_words}
     if args.expand != "none":
         from training.expansion import ExpansionOptions
         from training.wordvecs import load_word_vectors

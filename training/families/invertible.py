@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from service.bundle.format import TokenizerSpec, ViewSpec
-from service.bundle.vocab import UNK_ID
+from service.bundle.vocab import UNK_ID, Vocabulary
 from training.data import IdCorpus, TokenCorpus, pad_batch
 from training.families.base import ExportEncoder, Family, Prepared, TrainModel
 from training.nn import FactoredTable, GRUStates, length_mask, masked_max, masked_mean, masked_min
@@ -130,9 +130,10 @@ class InvertibleModel(TrainModel):
 class InvertibleExport(ExportEncoder):
     """All six views in one graph; the top principal components are constants (B, ·) → (B, ·)."""
 
-    def __init__(self, model: InvertibleModel, sif: torch.Tensor | None = None):
+    def __init__(self, model: InvertibleModel, sif: torch.Tensor | None = None, words: nn.Module | None = None):
         super().__init__()
-        self.words, self.encoder, self.decoder = model.words, model.encoder, model.decoder
+        # words: the lookup the graph reads (default: the trained table; the export may read more words of the same vectors)
+        self.words, self.encoder, self.decoder = words or model.words, model.encoder, model.decoder
         dz = 2 * model.cfg.hidden
         self.register_buffer("pc_en", torch.zeros(dz))
         self.register_buffer("pc_de", torch.zeros(dz))
@@ -175,6 +176,25 @@ class InvertibleExport(ExportEncoder):
         sup_en = torch.cat([masked_max(h_en, mask), mean_en, masked_min(h_en, mask)], -1)
         sup_de = torch.cat([masked_max(h_de, mask), mean_de, masked_min(h_de, mask)], -1)
         return z_en + z_de, z_en, z_de, drop(sif_de, self.pc_de_sif), torch.cat([sup_en, sup_de], -1), sup_en, sup_de
+
+
+def read_more_words(cfg: InvertibleConfig, trained: np.ndarray, vocab: Vocabulary, words: int) -> tuple[Vocabulary, np.ndarray]:
+    """The trained vocabulary (its ids unchanged) plus the ``words`` most frequent words of the same
+    pretrained vectors that it lacks, and their (V, dim_w) table.
+
+    Both encoders read fixed word vectors, never trained embeddings, so a word the vectors know is as
+    known to the model as one it met in training; the paper reads every word of fastText (§3.4). Training
+    reads fewer (``input_words``) only to keep its batches' lookups small. ``words`` ≤ 0: the trained
+    vocabulary alone."""
+    if words <= 0:
+        return vocab, trained
+    vectors = load_word_vectors(cfg.word_vectors)
+    known = set(vocab.tokens)
+    extra = [w for w in vectors.words[:words] if w not in known and not any(c.isspace() for c in w)]
+    rows = [vectors.index[w] for w in vocab.tokens[3:]]
+    if not np.array_equal(vectors.vectors[rows], trained[3:]):
+        raise ValueError(f"the word vectors {cfg.word_vectors} changed since this model was trained")
+    return Vocabulary(list(vocab.tokens) + extra), np.concatenate([trained, vectors.vectors[[vectors.index[w] for w in extra]]])
 
 
 def _word_vectors_line(c: InvertibleConfig) -> str:
@@ -245,7 +265,9 @@ class InvertibleFamily(Family):
         ortho = float((W @ W.t() - torch.eye(W.shape[0], device=W.device)).abs().max())
         return {"ns_loss": float(np.mean(losses)), "max_abs_WWt_minus_I": ortho}
 
-    def export_encoder(self, cfgs, models, prepared, variant, corpus: str = "", pc_sample: int = 20_000, **_):
+    def export_encoder(self, cfgs, models, prepared, variant, corpus: str = "", pc_sample: int = 20_000, input_words: int = 0, **_):
+        """The graph of every view; ``input_words`` > 0 lets it read that many of the most frequent words of
+        its pretrained vectors besides the trained vocabulary (:func:`read_more_words`)."""
         from pathlib import Path
 
         from service.bundle import postprocess
@@ -254,17 +276,18 @@ class InvertibleFamily(Family):
         from training.postprocess import corpus_sample
 
         (cfg,), (model,) = cfgs, models
-        sif = torch.from_numpy(sif_weights(prepared.vocab.tokens, word_counts(Path(corpus)))) if corpus else None
-        enc = InvertibleExport(model, sif).eval()
-        table = model.words.table.cpu().numpy()
+        vocab, table = read_more_words(cfg, model.words.table.cpu().numpy(), prepared.vocab, input_words)
+        sif = torch.from_numpy(sif_weights(vocab.tokens, word_counts(Path(corpus)))) if corpus else torch.ones(len(vocab))
+        words: nn.Module = FixedVectors(table)
         factored = FactoredTable(table, block_dims(cfg.word_vectors, table.shape[1]))
         if sum(b.numel() for b in factored.buffers()) < table.size:  # lossless, and smaller: GloVe ⊕ spaCy
-            enc.words = factored
+            words = factored
+        enc = InvertibleExport(model, sif, words).eval()
         sents = corpus_sample(corpus, pc_sample) if corpus else []
         means: dict[str, list[np.ndarray]] = {"en": [], "de": [], "de_sif": []}
         with torch.no_grad():
             for start in range(0, len(sents), 256):
-                ids = [prepared.vocab.ids(tokenize(s))[: cfg.max_len] or [UNK_ID] for s in sents[start : start + 256]]
+                ids = [vocab.ids(tokenize(s))[: cfg.max_len] or [UNK_ID] for s in sents[start : start + 256]]
                 x, lengths = (torch.from_numpy(a) for a in pad_batch([np.asarray(i) for i in ids], cfg.max_len, eos=False))
                 h_en, h_de, mask = enc.states(x, lengths)
                 means["en"].append(masked_mean(h_en, mask).numpy())
@@ -289,9 +312,10 @@ class InvertibleFamily(Family):
                 "all": [round(float(s), 5) for s in sv],
             },
             "pc_sentences": len(sents),
+            "input_words": {"trained": len(prepared.vocab), "read": len(vocab)},
             "inverse_max_abs_err": inv_err,
         }
-        return enc, prepared.vocab, report
+        return enc, vocab, report
 
     def describe(self, cfgs, variant) -> str:
         c = cfgs[0]
@@ -331,7 +355,16 @@ class InvertibleFamily(Family):
               "![singular values of W](singular_values.png)")  # fmt: skip
         if cfgs[0].decoder == "bijection":
             md += f"\n\nBijection check: max |g⁻¹(g(z)) − z| = {report['inverse_max_abs_err']:.2e} on 256 random z."
-        return [("Decoder W", md)]
+        sections = [("Decoder W", md)]
+        words = report.get("input_words")
+        if words and words["read"] > words["trained"]:
+            sections.append(("Input vocabulary", (
+                f"Training read {words['trained']:,} words; the graph reads {words['read']:,}: the trained ones plus the most "
+                f"frequent words of the same fixed vectors ({cfgs[0].word_vectors}) that training did not read "
+                "(`thoughtvec export --input-words`). No embedding is trained in this family, so a word the vectors "
+                "know is as known to both encoders as a trained one, and the paper reads every word of fastText. "
+                "`vocabulary.trained_size` in bundle.json counts the trained ones.")))  # fmt: skip
+        return sections
 
 
 FAMILY = InvertibleFamily()
