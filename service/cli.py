@@ -135,6 +135,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
             model=encoder.name,
             view=view,
             dim=encoder.dim(view),
+            fingerprint=encoder.fingerprint(view),
             factory="Flat" if milvus else args.factory,
             metric=args.metric,
             normalize=args.normalize,

@@ -47,10 +47,10 @@ from service.core.results import (
     Usage,
 )
 from service.core.token_ids import read_input
-from service.errors import InputTooLong, InvalidInput, QueueFull
+from service.errors import Conflict, InputTooLong, InvalidInput, QueueFull
 from service.index.backend import MilvusOptions, open_store
 from service.index.build import build_index, read_documents
-from service.index.indexes import Doc, Metric, gpu_count, new_config
+from service.index.indexes import Doc, IndexConfig, Metric, gpu_count, new_config
 from service.index.jsonvalues import check_metadata
 from service.index.store import new_id
 from service.settings import Settings, Truncation
@@ -125,7 +125,17 @@ class Core:
 
             view = model.encoder.view(None)
             vi = await loop.run_in_executor(
-                None, lambda: build_index(encode, name, docs, model=model.name, view=view, dim=model.encoder.dim(view), progress=progress)
+                None,
+                lambda: build_index(
+                    encode,
+                    name,
+                    docs,
+                    model=model.name,
+                    view=view,
+                    dim=model.encoder.dim(view),
+                    progress=progress,
+                    fingerprint=model.encoder.fingerprint(view),
+                ),  # fmt: skip
             )
             store.building[name] = "writing"
             await loop.run_in_executor(None, store.install, vi)
@@ -422,16 +432,34 @@ class Core:
             raise InvalidInput(f"k is {k}; it must be between 1 and {self.settings.max_k}", field="k")
         texts_or_vector = self._query(query, config.dim, name)
         if isinstance(texts_or_vector, np.ndarray):
+            if config.model in self.registry.models:  # a vector query needs no model, but its index must not be stale
+                self.index_model(name, config)
             vectors, counts = texts_or_vector, Usage()
         else:
             texts = texts_or_vector
             fields = ["query"] if isinstance(query, str) else [f"query[{i}]" for i in range(len(texts))]
-            model = self.registry.get(config.model, field_name="index")
+            model = self.index_model(name, config)
             enc = await self.encode(model, config.view, self.texts(texts, fields, truncation), fields, normalize=False, mode=truncation)
             vectors, counts = enc.vectors, enc.usage
         hits = await asyncio.get_running_loop().run_in_executor(None, self.store.search, name, vectors, k)
         results = [[Hit(d.id, d.text, s if math.isfinite(s) else None, d.metadata) for d, s in row] for row in hits]
         return SearchResult(name, config.model, config.metric, results, counts)
+
+    def index_model(self, name: str, config: IndexConfig) -> Model:
+        """The model that embeds texts for index ``name``: 409 if its bundle is not the export the index's
+        vectors came from (a re-exported bundle keeps its name but not its vectors; mixing the two would
+        rank by numbers that mean nothing). Indexes made before fingerprints were kept are not checked."""
+        model = self.registry.get(config.model, field_name="index")
+        now = model.encoder.fingerprint(config.view)
+        if config.fingerprint and config.fingerprint != now:
+            raise Conflict(
+                f"index '{name}' holds vectors of an earlier export of model '{config.model}' (view '{config.view}', "
+                f"fingerprint {config.fingerprint}; the loaded bundle's is {now}), so new queries and documents would not "
+                "be comparable with them: drop the index and add its documents again, or serve the bundle it was made with"
+                + (" (the default index is built again from the sample at the next start)" if name == self.settings.default_index else ""),
+                field="index",
+            )
+        return model
 
     # -- index management ----------------------------------------------------------------
     def index_stats(self, name: str) -> IndexStats:
@@ -452,7 +480,9 @@ class Core:
         m = self.registry.get(model)
         view = m.encoder.view(view)
         try:
-            config = new_config(name, m.name, view, m.encoder.dim(view), factory, metric, normalize, train_size)
+            config = new_config(
+                name, m.name, view, m.encoder.dim(view), factory, metric, normalize, train_size, m.encoder.fingerprint(view)
+            )
         except ValueError as e:
             raise InvalidInput(str(e), field="factory") from None
         await asyncio.get_running_loop().run_in_executor(None, self.store.create, config)
@@ -466,7 +496,7 @@ class Core:
         texts = self.texts([d.text for d in docs], fields, truncation)
         for i, d in enumerate(docs):  # checked before anything is stored: a search must always be able to return it
             check_metadata(d.metadata, f"documents[{i}].metadata", self.settings.max_metadata_bytes, self.settings.max_metadata_depth)
-        model = self.registry.get(config.model, field_name="index")
+        model = self.index_model(name, config)
         enc = await self.encode(model, config.view, texts, fields, normalize=False, mode=truncation)
         items = [Doc(d.id or new_id(), t, d.metadata) for d, t in zip(docs, texts)]
         ids = await asyncio.get_running_loop().run_in_executor(None, self.store.add, name, items, enc.vectors)
@@ -481,7 +511,7 @@ class Core:
         docs = await asyncio.get_running_loop().run_in_executor(None, self.store.documents, name, limit, include)
         if len(docs) < 3:
             raise InvalidInput(f"index '{name}' has {len(docs)} documents; a map needs at least 3", field="name")
-        model = self.registry.get(config.model, field_name="index")
+        model = self.index_model(name, config)
         texts = [d.text for d in docs] + ([query] if query is not None else [])
         fields = [f"documents[{i}]" for i in range(len(docs))] + ["query"]
         enc = await self.encode(model, config.view, self.texts(texts, fields[: len(texts)]), fields[: len(texts)], normalize=True)

@@ -84,10 +84,12 @@ def build_index(
     normalize: bool = True,
     chunk: int = 2048,
     progress: Progress | None = None,
+    fingerprint: str = "",
 ) -> VectorIndex:
     """Embed ``docs`` with ``encode`` (texts -> raw vectors ``(n, dim)``) and return the filled index (not yet on disk).
 
-    ``model``, ``view`` and ``dim`` describe what ``encode`` produces; they go into the index's config.
+    ``model``, ``view``, ``dim`` and ``fingerprint`` (:meth:`Encoder.fingerprint`) describe what ``encode``
+    produces; they go into the index's config.
     ``encode`` is called on ``chunk`` texts at a time (it plans its own batches), then progress is reported.
     """
     seen: set[str] = set()
@@ -95,7 +97,7 @@ def build_index(
         if d.id in seen:
             raise ValueError(f"document id {d.id!r} appears twice")
         seen.add(d.id)
-    vi = VectorIndex(new_config(name, model, view, dim, factory, metric, normalize))
+    vi = VectorIndex(new_config(name, model, view, dim, factory, metric, normalize, fingerprint=fingerprint))
     vectors = np.zeros((len(docs), dim), np.float32)
     step = max(1, len(docs) // 10)
     next_log = step

@@ -57,6 +57,9 @@ class IndexConfig(BaseModel):
     normalize: bool = True  # L2-normalise vectors (and vector queries) before they reach FAISS
     train_size: int = Field(0, ge=0, description="vectors buffered before training (0: no training needed)")
     created: str = ""
+    fingerprint: str = Field(
+        "", description="Encoder.fingerprint of the model's view that made the vectors ('' in indexes made before it was kept)"
+    )
 
     def stats(self) -> dict[str, Any]:
         """The fields of an index's stats that its configuration fixes (every store adds the rest)."""
@@ -378,6 +381,7 @@ def new_config(
     metric: Metric = "cosine",
     normalize: bool = True,
     train_size: int | None = None,
+    fingerprint: str = "",
 ) -> IndexConfig:
     """An index config, checking the factory string with FAISS now rather than at the first add."""
     probe = make_faiss(dim, factory, metric)
@@ -385,5 +389,14 @@ def new_config(
     size = (train_size if train_size is not None else default_train_size(factory)) if needs_training else 0
     created = datetime.now(UTC).isoformat(timespec="seconds")
     return IndexConfig(
-        name=name, model=model, view=view, dim=dim, factory=factory, metric=metric, normalize=normalize, train_size=size, created=created
+        name=name,
+        model=model,
+        view=view,
+        dim=dim,
+        factory=factory,
+        metric=metric,
+        normalize=normalize,
+        train_size=size,
+        created=created,
+        fingerprint=fingerprint,
     )
