@@ -124,3 +124,24 @@ def test_int8_variant_is_not_written_when_no_node_keeps_the_vectors(bundle, tmp_
     with pytest.raises(ValueError, match="stays within cosine"):
         quantize_bundle(bundle, tmp_path / "q", sentences, min_cosine=1.01, min_speedup=0.0, log=lambda m: None)
     assert not (tmp_path / "q").exists()
+
+
+def test_a_factored_table_reads_exactly_as_the_table_it_replaces():
+    """Export swaps the GloVe ⊕ spaCy table for its distinct rows plus an index (FactoredTable): the
+    words read, </S>'s trained vector and the positions must not change by a bit."""
+    from service.bundle.vocab import EOS_ID
+    from training.families.aae import FixedWords
+    from training.nn import FactoredTable
+
+    rng = np.random.default_rng(0)
+    shared = rng.standard_normal((4, 3)).astype(np.float32)  # the "spaCy" half: many words, few distinct rows
+    table = np.concatenate([rng.standard_normal((40, 2)).astype(np.float32), shared[rng.integers(0, 4, 40)]], 1)
+    table[:3] = 0.0  # specials
+    words = FixedWords(torch.from_numpy(table))
+    ids = torch.from_numpy(rng.integers(3, 40, (5, 7)))
+    ids[:, -1] = EOS_ID
+    before = words(ids)
+    factored = FactoredTable(table, [2, 3])
+    assert sum(b.numel() for b in factored.buffers()) < table.size
+    words.lookup = factored
+    assert torch.equal(words(ids), before)

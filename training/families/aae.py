@@ -23,9 +23,9 @@ from service.bundle.format import TokenizerSpec, ViewSpec
 from service.bundle.vocab import EOS_ID, UNK_ID
 from training.data import IdCorpus, TokenCorpus, pad_batch, vocabulary_from_counts
 from training.families.base import ExportEncoder, Family, Prepared, TrainModel
-from training.nn import length_mask, masked_max, masked_mean
+from training.nn import FactoredTable, length_mask, masked_max, masked_mean
 from training.softmax import OutputLayer
-from training.wordvecs import fixed_vocabulary, load_word_vectors
+from training.wordvecs import CONCAT, block_dims, fixed_vocabulary, load_word_vectors
 
 NEG = -1e9  # attention logit for masked keys (finite: no NaN when a row is fully masked)
 
@@ -102,9 +102,10 @@ class FixedWords(nn.Module):
         self.register_buffer("table", table)  # (V, d_w)
         self.register_buffer("pe", sinusoid(max_positions, table.shape[1]))
         self.eos = nn.Parameter(torch.randn(table.shape[1]) * 0.1)
+        self.lookup: nn.Module | None = None  # set at export: the same table, stored smaller (FactoredTable)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        e = F.embedding(ids, self.table)  # (B, T, d_w)
+        e = self.lookup(ids) if self.lookup is not None else F.embedding(ids, self.table)  # (B, T, d_w)
         e = torch.where((ids == EOS_ID).unsqueeze(-1), self.eos, e)
         return e + self.pe[: ids.shape[1]]  # x_t = e_t + p_t
 
@@ -243,6 +244,11 @@ class AAEFamily(Family):
 
     def export_encoder(self, cfgs, models, prepared, variant, **_):
         (cfg,), (model,) = cfgs, models
+        words = model.encoder.words
+        table = words.table.cpu().numpy()
+        factored = FactoredTable(table, block_dims(cfg.word_vectors, table.shape[1]))
+        if sum(b.numel() for b in factored.buffers()) < table.size:  # lossless, and smaller: GloVe ⊕ spaCy
+            words.lookup = factored
         return AAEExport(model.encoder, cfg.pooling, cfg.d_model), prepared.vocab, {"_model": model, "_prepared": prepared}
 
     def describe(self, cfgs, variant) -> str:
@@ -255,11 +261,18 @@ class AAEFamily(Family):
             "Corpus: the ~14 M-word thoughtvec default corpus instead of the Toronto Book Corpus (70 M sentences).",
             f"Dimensions sized for CPU training: d_m {c.d_model}, d_f {c.d_ff}, {c.heads} heads (paper: 2048, 4096, 8); "
             f"the representation is {2 * c.d_model if c.pooling == 'mean-max' else c.d_model}-d (paper 4096).",
-            f"Input words: GloVe 6B 50d, the {c.input_words:,} most frequent words (plus any output-vocabulary word GloVe knows), "
-            "instead of GloVe 300d with 2.2 M words; other words read as a zero vector (<unk>).",
+            (
+                f"Input words: GloVe 6B 50d ⊕ spaCy en_core_web_md 300d (350-d, each half scaled to unit mean norm; stored as "
+                f"each half's distinct rows plus an index), the {c.input_words:,} most frequent GloVe words (plus any "
+                "output-vocabulary word they know), instead of GloVe 300d with 2.2 M words; other words read as a zero vector (<unk>)."
+                if c.word_vectors == CONCAT
+                else f"Input words: {'GloVe 6B 50d' if c.word_vectors == 'glove-6b-50d' else c.word_vectors}, the {c.input_words:,} "
+                "most frequent words (plus any output-vocabulary word the vectors know), instead of GloVe 300d with 2.2 M words; "
+                "other words read as a zero vector (<unk>)."
+            ),
             f"Output softmax over the {c.out_vocab:,} most frequent corpus words (paper 21 583).",
             f"Dropout {c.dropout} (paper 0.5): with a few epochs over ~17 M tokens the model is far from over-fitting (held-out reconstruction accuracy was still rising).",
-            "</S> has a trained 50-d vector (GloVe has none); the decoder's first input is a zero vector.",
+            "</S> has a trained vector of the word-vector size (the pretrained vectors have none); the decoder's first input is a zero vector.",
             "The multi-head attention concatenates the heads with no output projection W^O, as eq. 4 writes it.",
             f"Training sentences are cut to {c.max_len} tokens (</S> included).",
             "Stopping: the paper's rule (until the held-out reconstruction accuracy stops improving; here after "
