@@ -133,7 +133,8 @@ class InvertibleExport(ExportEncoder):
     def __init__(self, model: InvertibleModel, sif: torch.Tensor | None = None, words: nn.Module | None = None):
         super().__init__()
         # words: the lookup the graph reads (default: the trained table; the export may read more words of the same vectors)
-        self.words, self.encoder, self.decoder = words or model.words, model.encoder, model.decoder
+        self.words = words if words is not None else model.words
+        self.encoder, self.decoder = model.encoder, model.decoder
         dz = 2 * model.cfg.hidden
         self.register_buffer("pc_en", torch.zeros(dz))
         self.register_buffer("pc_de", torch.zeros(dz))
@@ -183,7 +184,8 @@ def read_more_words(cfg: InvertibleConfig, trained: np.ndarray, vocab: Vocabular
     pretrained vectors that it lacks, and their (V, dim_w) table.
 
     Both encoders read fixed word vectors, never trained embeddings, so a word the vectors know is as
-    known to the model as one it met in training; the paper reads every word of fastText (§3.4). Training
+    known to the model as one it met in training; the paper gives every word its fastText vector and zeros
+    only the words fastText lacks (appendix A). Training
     reads fewer (``input_words``) only to keep its batches' lookups small. ``words`` ≤ 0: the trained
     vocabulary alone."""
     if words <= 0:
