@@ -139,8 +139,7 @@ class Encoder:
         tokenizer, the view's spec and its post-processing. An index records it at creation, so that
         vectors of an earlier export are never compared with a re-exported bundle's (same name, new vectors)."""
         name = self.view(view)
-        cache = self._fingerprints
-        if name not in cache:
+        if name not in self._fingerprints:
             h = hashlib.sha256(self._files_digest)
             h.update(self.spec.tokenizer.model_dump_json().encode())
             h.update(self.spec.views[name].model_dump_json(exclude={"description"}).encode())
@@ -148,8 +147,8 @@ class Encoder:
             if pp is not None:
                 h.update(np.ascontiguousarray(pp.mean, np.float32).tobytes())
                 h.update(np.ascontiguousarray(pp.components, np.float32).tobytes())
-            cache[name] = h.hexdigest()[:16]
-        return cache[name]
+            self._fingerprints[name] = h.hexdigest()[:16]
+        return self._fingerprints[name]
 
     @property
     def device(self) -> str:

@@ -135,7 +135,7 @@ class Core:
                     dim=model.encoder.dim(view),
                     progress=progress,
                     fingerprint=model.encoder.fingerprint(view),
-                ),  # fmt: skip
+                ),
             )
             store.building[name] = "writing"
             await loop.run_in_executor(None, store.install, vi)

@@ -130,17 +130,16 @@ class InvertibleModel(TrainModel):
 class InvertibleExport(ExportEncoder):
     """All six views in one graph; the top principal components are constants (B, ·) → (B, ·)."""
 
-    def __init__(self, model: InvertibleModel, sif: torch.Tensor | None = None, words: nn.Module | None = None):
+    def __init__(self, model: InvertibleModel, words: nn.Module, sif: torch.Tensor):
+        """``words``: the lookup the graph reads (the trained table, or more words of the same vectors);
+        ``sif``: (V,) SIF weight per id of that lookup."""
         super().__init__()
-        # words: the lookup the graph reads (default: the trained table; the export may read more words of the same vectors)
-        self.words = words if words is not None else model.words
-        self.encoder, self.decoder = model.encoder, model.decoder
+        self.words, self.encoder, self.decoder = words, model.encoder, model.decoder
         dz = 2 * model.cfg.hidden
         self.register_buffer("pc_en", torch.zeros(dz))
         self.register_buffer("pc_de", torch.zeros(dz))
         self.register_buffer("pc_de_sif", torch.zeros(dz))
-        # (V,) SIF weight per vocabulary id; all ones (a plain mean) until the export sets them from corpus counts
-        self.register_buffer("sif", sif if sif is not None else torch.ones(model.words.table.shape[0]))
+        self.register_buffer("sif", sif)
         u = "unsupervised"
         self.views = {
             "ensemble": ViewSpec(output="ensemble", dim=dz, pooling=u, description="z = z_en + z_de: mean pooling, top PC removed from each (§3.4)"),
@@ -284,7 +283,7 @@ class InvertibleFamily(Family):
         factored = FactoredTable(table, block_dims(cfg.word_vectors, table.shape[1]))
         if sum(b.numel() for b in factored.buffers()) < table.size:  # lossless, and smaller: GloVe ⊕ spaCy
             words = factored
-        enc = InvertibleExport(model, sif, words).eval()
+        enc = InvertibleExport(model, words, sif).eval()
         sents = corpus_sample(corpus, pc_sample) if corpus else []
         means: dict[str, list[np.ndarray]] = {"en": [], "de": [], "de_sif": []}
         with torch.no_grad():
