@@ -80,19 +80,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     import uvicorn
 
-    from service.http.app import create_app
+    from service.http.app import create_app, server_config
 
     logging.getLogger().setLevel(settings.log_level.upper())
     log.info("http://%s:%d  (docs at /docs)", settings.host, settings.port)
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        access_log=settings.access_log,
-        workers=1,
-    )
-    return 0
+    server = uvicorn.Server(server_config(create_app(settings), settings))
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    return 0 if server.started else 3  # uvicorn.run's STARTUP_FAILURE (the port is taken, say)
 
 
 def _settings_dirs(models_dir: Path | None, index_dir: Path | None) -> tuple[Path, Path]:

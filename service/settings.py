@@ -76,6 +76,10 @@ class Settings(BaseSettings):
     ort_spinning: bool = Field(
         False, description="let ONNX Runtime's idle threads spin; off leaves the cores to the HTTP loop between batches"
     )
+    fast_protocol: bool = Field(
+        True,
+        description="answer plain `POST /v1/embeddings` requests in uvicorn's HTTP protocol, without ASGI (`service/http/protocol.py`: less CPU per request); off: every request goes through FastAPI",
+    )
     prefer_cuda: bool = Field(True, description="use CUDAExecutionProvider / GPU FAISS when present")
     warmup: bool = Field(True, description="run each model on a few inputs before /ready turns true")
 

@@ -24,6 +24,7 @@ class Metrics:
     """Every metric the service exports, on a private registry."""
 
     def __init__(self) -> None:
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}  # (metric, labels) -> its child: see `_child`
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter("thoughtvec_requests_total", "HTTP requests", ["route", "method", "status"], registry=r)
@@ -58,6 +59,20 @@ class Metrics:
             "thoughtvec_long_inputs_total", "texts over the token limit, by what was done", ["model", "action"], registry=r
         )
 
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, looked up once: ``.labels()`` takes a lock and builds a key, and the
+        hot path (a request, a batch) touches several series; label sets are bounded (routes, models)."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
+    def request_done(self, route: str, method: str, status: int, seconds: float) -> None:
+        """One HTTP request answered (``MetricsMiddleware``, and the embeddings fast path that bypasses it)."""
+        self._child(self.requests, route, method, str(status)).inc()
+        self._child(self.latency, route, method, str(status)).observe(seconds)
+
     def routes_known(self, routes: list[tuple[str, str]]) -> None:
         """Create each route's 200 series at zero: a rate over a route nobody called yet is 0, not absent."""
         for path, method in routes:
@@ -72,28 +87,28 @@ class Metrics:
         self.depth.labels(model).set(0)
 
     def embedded(self, model: str, inputs: int, parts: int, tokens: int, split: int, truncated: int) -> None:
-        self.inputs.labels(model).inc(inputs)
-        self.sentences.labels(model).inc(parts)
-        self.tokens.labels(model).inc(tokens)
+        self._child(self.inputs, model).inc(inputs)
+        self._child(self.sentences, model).inc(parts)
+        self._child(self.tokens, model).inc(tokens)
         if split:
-            self.long_inputs.labels(model, "split").inc(split)
+            self._child(self.long_inputs, model, "split").inc(split)
         if truncated:
-            self.long_inputs.labels(model, "truncated").inc(truncated)
+            self._child(self.long_inputs, model, "truncated").inc(truncated)
 
     # -- batcher hooks (service.core.batcher.Observer) ------------------------------------------
     def queue_depth(self, model: str, depth: int) -> None:
-        self.depth.labels(model).set(depth)
+        self._child(self.depth, model).set(depth)
 
     def batch_done(self, model: str, size: int, padded_tokens: int, seconds: float, waits: list[float]) -> None:
-        self.batch_size.labels(model).observe(size)
-        self.batch_tokens.labels(model).observe(padded_tokens)
-        self.inference.labels(model).observe(seconds)
-        hist = self.queue_wait.labels(model)
+        self._child(self.batch_size, model).observe(size)
+        self._child(self.batch_tokens, model).observe(padded_tokens)
+        self._child(self.inference, model).observe(seconds)
+        hist = self._child(self.queue_wait, model)
         for w in waits:
             hist.observe(w)
 
     def dropped(self, model: str, sentences: int) -> None:
-        self.dropped_total.labels(model).inc(sentences)
+        self._child(self.dropped_total, model).inc(sentences)
 
     # -- indexes -----------------------------------------------------------------------------
     def index_documents(self, index: str, count: int | None) -> None:
@@ -115,7 +130,6 @@ class MetricsMiddleware:
     def __init__(self, app: ASGIApp, metrics: Metrics):
         self.app = app
         self.metrics = metrics
-        self._series: dict[tuple[str, str, str], tuple[Any, Any]] = {}  # labels -> (counter, histogram) children
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -135,9 +149,4 @@ class MetricsMiddleware:
         finally:
             route = scope.get("route")
             path = getattr(route, "path", None) or "unmatched"
-            labels = (path, scope["method"], str(status))
-            series = self._series.get(labels)
-            if series is None:  # .labels() takes a lock and builds a key: once per series, not per request
-                series = self._series[labels] = (self.metrics.requests.labels(*labels), self.metrics.latency.labels(*labels))
-            series[0].inc()
-            series[1].observe(time.perf_counter() - start)
+            self.metrics.request_done(path, scope["method"], status, time.perf_counter() - start)

@@ -3,15 +3,20 @@
 Middleware, outermost first: metrics (sees every answer, 401/413 included) → CORS → body limit →
 API keys → catch-all (an unexpected exception becomes a JSON 500) → the embeddings fast path (a
 well-formed ``POST /v1/embeddings`` answered without FastAPI's routing: ``service/http/fastpath.py``)
-→ routes. Start-up runs in the background (``lifespan``), so ``/health`` answers while
+→ routes. Under ``thoughtvec serve`` (``server_config``) a plain embeddings request is answered even
+before all of this, by uvicorn's HTTP protocol itself (``service/http/protocol.py``), which does for it
+what the middleware would. Start-up runs in the background (``lifespan``), so ``/health`` answers while
 models load and the default index builds; ``/ready`` tells when the models are warm.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from contextlib import asynccontextmanager
+from typing import Any
 
+import uvicorn
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
@@ -19,7 +24,7 @@ import service
 from service.core.engine import Core
 from service.core.metrics import Metrics, MetricsMiddleware
 from service.http.fastpath import PATH as EMBEDDINGS_PATH
-from service.http.fastpath import EmbeddingsFastPath
+from service.http.fastpath import EmbeddingsFastPath, Shortcut
 from service.http.middleware import AuthMiddleware, BodyLimitMiddleware, CatchAllMiddleware, install_error_handlers
 from service.http.routes import ROUTERS
 from service.settings import Settings
@@ -62,6 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.core = core
     app.state.settings = settings
+    app.state.shortcut = Shortcut(core, settings)  # what server_config's protocol answers without ASGI
     for router in ROUTERS:
         app.include_router(router)
     install_error_handlers(app, settings)
@@ -82,3 +88,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
+
+
+def server_config(app: FastAPI, settings: Settings, **options: Any) -> uvicorn.Config:
+    """uvicorn's configuration for ``app``: with ``fast_protocol``, the HTTP protocol that answers plain
+    embeddings requests itself (``service/http/protocol.py``), when the installed uvicorn allows it."""
+    http: type[asyncio.Protocol] | str = "auto"
+    if settings.fast_protocol:
+        try:
+            from service.http import protocol
+        except ImportError as e:  # httptools is part of uvicorn[standard]; without it uvicorn uses h11
+            log.warning("fast_protocol: off (%s)", e)
+        else:
+            problem = protocol.available()
+            if problem is None:
+                http = protocol.EmbeddingsProtocol
+            else:
+                log.warning("fast_protocol: off (%s)", problem)
+    kw: dict[str, Any] = {"host": settings.host, "port": settings.port, "log_level": settings.log_level, "access_log": settings.access_log}
+    return uvicorn.Config(app, http=http, **(kw | options))

@@ -1,29 +1,59 @@
-"""``POST /v1/embeddings`` without FastAPI's per-request machinery, for the requests that need none of it.
+"""``POST /v1/embeddings`` without the per-request machinery, for the requests that need none of it.
 
-A one-sentence request costs the server more in routing, dependency solving and the framework's
-middleware than in its share of the batch (issue 16). This ASGI layer sits inside our middleware
-(metrics, CORS, body limit, API keys, catch-all: all still apply) and answers a well-formed
-embeddings request itself: the body is validated by the same ``EmbeddingsRequest`` (pydantic's
-JSON parser) and answered by the same ``answer`` as the route, errors by the same error table.
-Anything else (another path, a body without Content-Length, a body that does not validate) goes
-on to FastAPI untouched, with the body replayed, so its answer, error messages included, is the
-route's.
+A one-sentence request costs the server more in HTTP plumbing than in its share of the batch
+(issue 16). Two entrances share one answer, :func:`respond`: the body validated by the route's own
+``EmbeddingsRequest`` (pydantic's JSON parser), answered by the route's ``answer``, errors by the one
+error table. Anything that does not validate goes on to FastAPI with its body, so its answer, error
+messages included, is the route's.
+
+* :class:`EmbeddingsFastPath`, an ASGI middleware inside ours (metrics, CORS, body limit, API keys,
+  catch-all all apply): it skips FastAPI's routing, dependency solving and inner middleware.
+* ``service.http.protocol.EmbeddingsProtocol``, what ``thoughtvec serve`` runs (setting
+  ``fast_protocol``): uvicorn's HTTP protocol answering a plain request before any ASGI exists for
+  it. :class:`Shortcut` says which requests it may take, and does for them what the middleware
+  would; everything else goes the ASGI way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from functools import partial
+
 from pydantic import ValidationError
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.core.engine import Core
+from service.core.results import Encoded
 from service.errors import ThoughtvecError
-from service.http.middleware import ClientGone, client_gone, domain_error
+from service.http.middleware import ClientGone, bearer_token, client_gone, domain_error, key_matches, unless_disconnected
 from service.http.routes.embeddings import answer
 from service.http.schemas import EmbeddingsRequest
+from service.settings import Settings
 
 PATH = "/v1/embeddings"
+
+
+def parse(body: bytes) -> EmbeddingsRequest | None:
+    """The request, or None when it does not validate (FastAPI then answers, in its words)."""
+    try:
+        return EmbeddingsRequest.model_validate_json(body)
+    except (ValidationError, ValueError):
+        return None
+
+
+async def respond(
+    core: Core, request: EmbeddingsRequest, guard: Callable[[Awaitable[Encoded]], Awaitable[Encoded]], retry_after_s: int
+) -> Response:
+    """The route's answer, or its error response: what both entrances send."""
+    try:
+        return await answer(core, request, guard)
+    except ThoughtvecError as e:
+        return domain_error(e, retry_after_s)
+    except ClientGone:
+        return client_gone()
 
 
 def _is_json_with_length(scope: Scope) -> bool:
@@ -53,20 +83,12 @@ class EmbeddingsFastPath:
             messages.append(message)
             if message["type"] != "http.request" or not message.get("more_body", False):
                 break
-        try:
-            if message["type"] != "http.request":
-                raise ValueError("no body")
-            body = EmbeddingsRequest.model_validate_json(b"".join(m.get("body", b"") for m in messages))
-        except (ValidationError, ValueError):
+        request = parse(b"".join(m.get("body", b"") for m in messages)) if message["type"] == "http.request" else None
+        if request is None:
             await self.app(scope, _replay(messages, receive), send)  # FastAPI answers, in its words
             return
         scope["route"] = self.route
-        try:
-            response = await answer(self.core, body, Request(scope, receive))
-        except ThoughtvecError as e:
-            response = domain_error(e, self.retry_after_s)
-        except ClientGone:
-            response = client_gone()
+        response = await respond(self.core, request, partial(unless_disconnected, Request(scope, receive)), self.retry_after_s)
         await response(scope, receive, send)
 
 
@@ -77,3 +99,47 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
         return pending.pop(0) if pending else await receive()
 
     return replayed
+
+
+class Shortcut:
+    """Which requests the protocol answers itself, and what it answers them with.
+
+    It takes a ``POST /v1/embeddings`` with a JSON body of declared length within ``max_body_bytes``,
+    no ``Expect`` or ``Transfer-Encoding``, a valid key when keys are configured, and no ``Origin``
+    when CORS is configured. Everything else (401, 413, CORS, 100-continue, chunked bodies) is left
+    to the ASGI stack, whose middleware answers it as it always has.
+    """
+
+    def __init__(self, core: Core, settings: Settings):
+        self.core = core
+        self.metrics = core.metrics
+        self.limit = settings.max_body_bytes
+        self.keys = [k.encode() for k in settings.api_keys + settings.admin_keys] if settings.api_keys else None
+        self.cors = bool(settings.cors_origins)
+        self.retry_after_s = settings.retry_after_s
+
+    def takes(self, scope: Scope) -> bool:
+        if scope["method"] != "POST" or scope["path"] != PATH:
+            return False
+        json_type, length = False, b""
+        for name, value in scope["headers"]:
+            if name == b"content-type":
+                json_type = value.split(b";", 1)[0].strip().lower() == b"application/json"
+            elif name == b"content-length":
+                length = value
+            elif name in (b"expect", b"transfer-encoding") or (name == b"origin" and self.cors):
+                return False
+        if not json_type or not length.isdigit() or int(length) > self.limit:
+            return False
+        if self.keys is not None:
+            token = bearer_token(scope)
+            return token is not None and key_matches(token, self.keys)
+        return True
+
+    async def respond(self, request: EmbeddingsRequest) -> Response:
+        """The answer; the caller's task is cancelled if its client leaves (nothing to watch here)."""
+        return await respond(self.core, request, _as_is, self.retry_after_s)
+
+
+def _as_is(work: Awaitable[Encoded]) -> Awaitable[Encoded]:
+    return work

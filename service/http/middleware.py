@@ -156,19 +156,24 @@ class CatchAllMiddleware:
         try:
             await self.app(scope, receive, watch)
         except Exception:
-            rid = uuid.uuid4().hex[:16]
-            # %r: a path with odd characters is escaped, never a second error inside logging
-            log.exception("request %s: %s %r failed", rid, scope.get("method"), scope.get("path"))
+            response = internal_error(scope)
             if started:
                 raise
-            response = error_response(
-                500,
-                "internal_error",
-                f"unexpected server error; the log has the details under request id {rid}",
-                headers={"X-Request-Id": rid},
-                request_id=rid,
-            )
             await response(scope, receive, send)
+
+
+def internal_error(scope: Scope) -> JSONResponse:
+    """Log the exception being handled under a fresh request id; the 500 that names that id."""
+    rid = uuid.uuid4().hex[:16]
+    # %r: a path with odd characters is escaped, never a second error inside logging
+    log.exception("request %s: %s %r failed", rid, scope.get("method"), scope.get("path"))
+    return error_response(
+        500,
+        "internal_error",
+        f"unexpected server error; the log has the details under request id {rid}",
+        headers={"X-Request-Id": rid},
+        request_id=rid,
+    )
 
 
 class _BodyTooLargeHTTP(StarletteHTTPException):

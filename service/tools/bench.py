@@ -10,13 +10,14 @@ Per bundle:
 2. **Server**: a real ``thoughtvec serve`` subprocess serving that bundle alone, flooded closed-loop
    with 1-sentence and 32-sentence ``POST /v1/embeddings`` requests at each concurrency: sentences/s,
    latency p50/p90/p99, and the server's own CPU time per request (``/proc/<pid>/stat``, every
-   thread: the HTTP loop and ONNX Runtime). The load generator is ``wrk`` when installed (Debian:
+   thread: the HTTP loop and ONNX Runtime), and the main thread's part of it (``/proc/<pid>/task/<pid>/stat``:
+   the event loop: HTTP, admission, tokenizing, answers; none of ONNX Runtime's work). The load generator is ``wrk`` when installed (Debian:
    ``apt-get install wrk``; a C program, it costs the shared cores little), else this process over
    asyncio, whose own CPU use is printed beside the figures: on a small machine that client measures
    itself as much as the server.
 3. **Summary**: the batching ratio (1-sentence requests at concurrency 64 over 32-sentence requests
-   at concurrency 4, sentences/s, same server), the server CPU one request costs beyond its sentence,
-   achieved GFLOP/s, and the server's resident memory.
+   at concurrency 4, sentences/s, same server), the server CPU one request costs beyond its sentence
+   (and the event loop's part of it, which moves less with the shared machine's drift), achieved GFLOP/s, and the server's resident memory.
 4. ``--mixed``: fairness under overload. 32-sentence requests (2 in flight) alone, then beside a
    flood of 1-sentence requests (64 in flight): their sentences/s and latency either way.
 5. ``--batching-off``: the server levels again with ``--max-batch-size 1 --max-wait-ms 0``.
@@ -95,9 +96,10 @@ def load_sentences(path: Path | None, n: int = 4000) -> list[str]:
 # -- process figures -----------------------------------------------------------------------
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process, all its threads."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """User + system CPU of a process, all its threads; or of one thread (the main one: ``thread=pid``)."""
+    stat = Path(f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat")
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -231,6 +233,7 @@ class Flood:
     latency_ms: dict[int, float]  # percentile -> ms
     errors: int
     server_cpu_ms: float = float("nan")  # per request
+    loop_cpu_ms: float = float("nan")  # per request, the server's main thread: the event loop (HTTP, admission, answers)
     client_cpu: float = float("nan")  # cores the load generator used (python client only)
 
     @property
@@ -333,10 +336,13 @@ class LoadGenerator:
     def run(self, *loads: Load, seconds: float | None = None) -> list[Flood]:
         """The floods side by side for ``seconds``; a flood alone also gets the server's CPU per request."""
         seconds = seconds or self.seconds
-        cpu0 = cpu_seconds(self.server.proc.pid)
+        pid = self.server.proc.pid
+        cpu0, loop0 = cpu_seconds(pid), cpu_seconds(pid, pid)
         floods = self._run_wrk(loads, seconds) if self.wrk else self._run_python(loads, seconds)
         if len(floods) == 1:  # side by side, the server's CPU cannot be told apart per flood
-            floods[0].server_cpu_ms = (cpu_seconds(self.server.proc.pid) - cpu0) * 1000 / max(floods[0].requests, 1)
+            n = max(floods[0].requests, 1)
+            floods[0].server_cpu_ms = (cpu_seconds(pid) - cpu0) * 1000 / n
+            floods[0].loop_cpu_ms = (cpu_seconds(pid, pid) - loop0) * 1000 / n
         return floods
 
     def _run_wrk(self, loads: tuple[Load, ...], seconds: float) -> list[Flood]:
@@ -384,24 +390,28 @@ def print_floods(title: str, floods: list[Flood]) -> None:
     client = not np.isnan(floods[0].client_cpu) if floods else False
     print(f"\n{title}\n")
     print(
-        "| sentences/request | concurrency | sentences/s | requests/s | p50 ms | p90 ms | p99 ms | server CPU ms/request | errors |"
+        "| sentences/request | concurrency | sentences/s | requests/s | p50 ms | p90 ms | p99 ms | server CPU ms/request | of which event loop | errors |"
         + (" client CPU (cores) |" if client else "")
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if client else ""))
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if client else ""))
     for f in floods:
         lat = [f.latency_ms.get(p, float("nan")) for p in (50, 90, 99)]
         print(
             f"| {f.size} | {f.concurrency} | {f.sentences_per_s:.0f} | {f.requests / f.seconds:.0f} | "
             + " | ".join(f"{x:.1f}" for x in lat)
-            + (" | –" if np.isnan(f.server_cpu_ms) else f" | {f.server_cpu_ms:.3f}")
+            + "".join(" | –" if np.isnan(x) else f" | {x:.3f}" for x in (f.server_cpu_ms, f.loop_cpu_ms))
             + f" | {f.errors} |"
             + (f" {f.client_cpu:.2f} |" if client else "")
         )
 
 
-def ratio_row(one: Flood, many: Flood) -> tuple[float, float]:
-    """(batching ratio, server CPU ms a 1-sentence request costs beyond its sentence)."""
-    return one.sentences_per_s / many.sentences_per_s, one.server_cpu_ms - many.server_cpu_ms / many.size
+def ratio_row(one: Flood, many: Flood) -> tuple[float, float, float]:
+    """(batching ratio, server CPU ms a 1-sentence request costs beyond its sentence, the event loop's part of it)."""
+    return (
+        one.sentences_per_s / many.sentences_per_s,
+        one.server_cpu_ms - many.server_cpu_ms / many.size,
+        one.loop_cpu_ms - many.loop_cpu_ms / many.size,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -443,12 +453,17 @@ def run(args: argparse.Namespace) -> int:
                 print_floods(f"server, {title}; load generator {gen.name}", floods)
                 if title != "batching on":
                     continue
-                print("\n| run | 1-sentence c=64 sent/s | 32-sentence c=4 sent/s | batching ratio | extra server CPU ms/request |")
-                print("|---:|---:|---:|---:|---:|")
+                print(
+                    "\n| run | 1-sentence c=64 sent/s | 32-sentence c=4 sent/s | batching ratio | extra server CPU ms/request | of which event loop |"
+                )
+                print("|---:|---:|---:|---:|---:|---:|")
                 for r in range(1, args.repeats + 1):
                     one, many = (gen.run(Load(bodies[s], s, c))[0] for s, c in RATIO_LEVELS)
-                    ratio, extra = ratio_row(one, many)
-                    print(f"| {r} | {one.sentences_per_s:.0f} | {many.sentences_per_s:.0f} | {ratio:.2f} | {extra:.3f} |", flush=True)
+                    ratio, extra, loop = ratio_row(one, many)
+                    print(
+                        f"| {r} | {one.sentences_per_s:.0f} | {many.sentences_per_s:.0f} | {ratio:.2f} | {extra:.3f} | {loop:.3f} |",
+                        flush=True,
+                    )
                 mem = resident_mb(server.proc.pid)
                 print(f"\nserver resident memory: {mem['rss']:.0f} MB (peak {mem['peak']:.0f} MB)")
                 if args.mixed:

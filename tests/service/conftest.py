@@ -19,7 +19,7 @@ import uvicorn
 from fastapi.testclient import TestClient
 
 from service.bundle.heads import RelatednessHead, save
-from service.http.app import create_app
+from service.http.app import create_app, server_config
 from service.settings import Settings
 from service.tools.bench import free_port
 from tests.service.openapi_check import check_responses
@@ -114,7 +114,7 @@ def live_server(settings: Settings) -> Iterator[tuple[str, object]]:
     """A real uvicorn on 127.0.0.1:<free port> in a thread; yields (base URL, app)."""
     app = create_app(settings)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False))
+    server = uvicorn.Server(server_config(app, settings, host="127.0.0.1", port=port, log_level="warning", access_log=False))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{port}"
@@ -124,7 +124,8 @@ def live_server(settings: Settings) -> Iterator[tuple[str, object]]:
         deadline = time.time() + 20
         while time.time() < deadline:
             try:
-                if httpx.get(base + "/ready", timeout=1).status_code == 200:
+                key = {"Authorization": f"Bearer {settings.api_keys[0]}"} if settings.api_keys else None
+                if httpx.get(base + "/ready", timeout=1, headers=key).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Awaitable, Callable
+from functools import partial
 
 import numpy as np
 from fastapi import APIRouter, Request, Response
@@ -31,11 +33,12 @@ def render(enc: Encoded, usage: Usage, encoding_format: str) -> bytes:
     return f'{{"object":"list","data":[{data}],"model":{json.dumps(enc.model)},"usage":{usage.model_dump_json()}}}'.encode()
 
 
-async def answer(core: Core, body: EmbeddingsRequest, request: Request) -> Response:
-    """The answer to a validated request: what the route returns, and the fast path too (``service.http.fastpath``)."""
-    enc = await unless_disconnected(
-        request, core.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions, body.truncation)
-    )
+async def answer(core: Core, body: EmbeddingsRequest, guard: Callable[[Awaitable[Encoded]], Awaitable[Encoded]]) -> Response:
+    """The answer to a validated request: what the route returns, and the fast path too (``service.http.fastpath``).
+
+    ``guard`` awaits the work on the caller's terms: the route cancels it when the client leaves
+    (``unless_disconnected``); the fast protocol cancels its task from ``connection_lost``."""
+    enc = await guard(core.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions, body.truncation))
     usage = Usage.of(enc.usage)
     return Response(render(enc, usage, body.encoding_format), media_type="application/json", headers=usage.headers())
 
@@ -47,4 +50,4 @@ async def create_embeddings(body: EmbeddingsRequest, request: Request, core: Cor
     Empty or whitespace-only strings are rejected (422 naming `input[i]`). Texts over the model's token
     limit are split into sentences and pooled (or truncated, or rejected: `truncation`).
     """
-    return await answer(core, body, request)
+    return await answer(core, body, partial(unless_disconnected, request))

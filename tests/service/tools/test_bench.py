@@ -47,9 +47,10 @@ def test_wrk_script_cycles_through_valid_embeddings_bodies(tmp_path):
 
 
 def test_process_figures_come_from_proc():
-    before = cpu_seconds(os.getpid())
+    pid = os.getpid()
+    before, main_before = cpu_seconds(pid), cpu_seconds(pid, pid)
     sum(i * i for i in range(2_000_000))
-    assert cpu_seconds(os.getpid()) > before
+    assert cpu_seconds(pid) > before and cpu_seconds(pid, pid) > main_before  # this is the main thread
     mem = resident_mb()
     assert 10 < mem["rss"] <= mem["peak"]
 
@@ -65,10 +66,14 @@ def test_bench_prints_every_figure_against_a_real_server(models_dir, client, cap
     assert run(args) == 0
     out = capsys.readouterr().out
     assert re.search(r"\| 4 \| \d+ \| [\d.]+ \|", out)  # in-process sentences/s and GFLOP/s
-    server = re.findall(r"^\| (1|32) \| (\d+) \| (\d+) \| \d+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| ([\d.]+|–) \| (\d+) \|", out, re.M)
-    assert len(server) == 4 + 3 and all(int(row[2]) > 0 and row[4] == "0" for row in server)  # 2 sizes x 2 levels + mixed
-    ratios = re.findall(r"^\| [12] \| \d+ \| \d+ \| ([\d.]+) \| (-?[\d.]+) \|$", out, re.M)
-    assert len(ratios) == 2 and all(float(r) > 0 for r, _ in ratios)
+    server = re.findall(
+        r"^\| (1|32) \| (\d+) \| (\d+) \| \d+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| ([\d.]+|–) \| ([\d.]+|–) \| (\d+) \|", out, re.M
+    )
+    assert len(server) == 4 + 3 and all(int(row[2]) > 0 and row[5] == "0" for row in server)  # 2 sizes x 2 levels + mixed
+    alone = [row for row in server if row[3] != "–"]  # a flood alone: the server's CPU, and its event loop's part
+    assert len(alone) == 5 and all(0 < float(loop) < float(total) for *_, total, loop, _ in alone)
+    ratios = re.findall(r"^\| [12] \| \d+ \| \d+ \| ([\d.]+) \| (-?[\d.]+) \| (-?[\d.]+) \|$", out, re.M)
+    assert len(ratios) == 2 and all(float(r) > 0 for r, _, _ in ratios)
     assert re.search(r"server resident memory: \d+ MB \(peak \d+ MB\)", out)
     assert re.search(r"32-sentence requests beside the flood: \d+% of their sentences/s alone", out)
     assert f"load generator {'wrk' if client == 'wrk' else 'python'}" in out
