@@ -25,7 +25,7 @@ from service.core.engine import Core
 from service.core.metrics import Metrics, MetricsMiddleware
 from service.http.fastpath import PATH as EMBEDDINGS_PATH
 from service.http.fastpath import EmbeddingsFastPath, Shortcut
-from service.http.middleware import AuthMiddleware, BodyLimitMiddleware, CatchAllMiddleware, install_error_handlers
+from service.http.middleware import AuthMiddleware, BodyLimitMiddleware, CatchAllMiddleware, install_error_handlers, request_keys
 from service.http.routes import ROUTERS
 from service.settings import Settings
 
@@ -76,8 +76,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     embeddings_route = next(r for r in _routes(app.routes) if getattr(r, "path", None) == EMBEDDINGS_PATH)
     app.add_middleware(EmbeddingsFastPath, core=core, route=embeddings_route, retry_after_s=settings.retry_after_s)
     app.add_middleware(CatchAllMiddleware)
-    if settings.api_keys:  # admin keys are API keys too
-        app.add_middleware(AuthMiddleware, keys=settings.api_keys + settings.admin_keys)
+    if keys := request_keys(settings):
+        app.add_middleware(AuthMiddleware, keys=keys)
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     if settings.cors_origins:
         app.add_middleware(

@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.core.engine import Core
 from service.core.results import Encoded
 from service.errors import ThoughtvecError
-from service.http.middleware import ClientGone, bearer_token, client_gone, domain_error, key_matches, unless_disconnected
+from service.http.middleware import ClientGone, bearer_token, client_gone, domain_error, key_matches, request_keys, unless_disconnected
 from service.http.routes.embeddings import answer
 from service.http.schemas import EmbeddingsRequest
 from service.settings import Settings
@@ -56,14 +56,17 @@ async def respond(
         return client_gone()
 
 
-def _is_json_with_length(scope: Scope) -> bool:
-    json_type = has_length = False
-    for name, value in scope["headers"]:
-        if name == b"content-type":
-            json_type = value.split(b";", 1)[0].strip().lower() == b"application/json"
-        elif name == b"content-length":
-            has_length = True
-    return json_type and has_length
+_LOOKED_AT = frozenset({b"content-type", b"content-length", b"expect", b"transfer-encoding", b"origin"})
+
+
+def _headers(scope: Scope) -> dict[bytes, bytes]:
+    """The request headers the fast paths decide on, by (lower-case) name."""
+    return {name: value for name, value in scope["headers"] if name in _LOOKED_AT}
+
+
+def _json_with_length(headers: dict[bytes, bytes]) -> bool:
+    json_type = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower() == b"application/json"
+    return json_type and b"content-length" in headers
 
 
 class EmbeddingsFastPath:
@@ -74,7 +77,7 @@ class EmbeddingsFastPath:
         self.retry_after_s = retry_after_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] != PATH or scope["method"] != "POST" or not _is_json_with_length(scope):
+        if scope["type"] != "http" or scope["path"] != PATH or scope["method"] != "POST" or not _json_with_length(_headers(scope)):
             await self.app(scope, receive, send)
             return
         messages: list[Message] = []
@@ -114,22 +117,23 @@ class Shortcut:
         self.core = core
         self.metrics = core.metrics
         self.limit = settings.max_body_bytes
-        self.keys = [k.encode() for k in settings.api_keys + settings.admin_keys] if settings.api_keys else None
+        self.keys = [k.encode() for k in request_keys(settings)] or None  # None: no keys, every request may come
         self.cors = bool(settings.cors_origins)
         self.retry_after_s = settings.retry_after_s
 
     def takes(self, scope: Scope) -> bool:
         if scope["method"] != "POST" or scope["path"] != PATH:
             return False
-        json_type, length = False, b""
-        for name, value in scope["headers"]:
-            if name == b"content-type":
-                json_type = value.split(b";", 1)[0].strip().lower() == b"application/json"
-            elif name == b"content-length":
-                length = value
-            elif name in (b"expect", b"transfer-encoding") or (name == b"origin" and self.cors):
-                return False
-        if not json_type or not length.isdigit() or int(length) > self.limit:
+        headers = _headers(scope)
+        if (
+            not _json_with_length(headers)
+            or b"expect" in headers
+            or b"transfer-encoding" in headers
+            or (self.cors and b"origin" in headers)
+        ):
+            return False
+        length = headers[b"content-length"]
+        if not length.isdigit() or int(length) > self.limit:
             return False
         if self.keys is not None:
             token = bearer_token(scope)

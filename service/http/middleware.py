@@ -234,6 +234,11 @@ class AuthMiddleware:
         await self.app(scope, receive, send)
 
 
+def request_keys(settings: Settings) -> list[str]:
+    """The keys a request may carry: none configured means open; admin keys are API keys too."""
+    return settings.api_keys + settings.admin_keys if settings.api_keys else []
+
+
 def bearer_token(scope: Scope) -> bytes | None:
     for name, value in scope["headers"]:
         if name == b"authorization":
