@@ -68,6 +68,10 @@ class Settings(BaseSettings):
         le=1000,
         description="longest wait for more sentences once one has arrived (a lone request does not wait while waiting has not paid off)",
     )
+    batch_planning: Literal["cost", "greedy"] = Field(
+        "cost",
+        description="how a window of queued sentences is cut into batches: `cost` times each model at warm-up and takes the cut of least predicted run time (splits a window of mixed lengths where padding costs more than a run); `greedy` fills each batch to the limits (also what `cost` does without warm-up)",
+    )
     max_queue_size: int = Field(2048, ge=1, description="sentences waiting per model before requests get 429")
     retry_after_s: int = Field(1, ge=1, description="Retry-After seconds sent with 429 and 503")
     ort_threads: int = Field(

@@ -10,7 +10,10 @@ infinity (``inference/batch_handler.py``):
   ``max_queue_size + max_inputs - 1``);
 * the worker: waits up to ``max_wait_ms`` for a batch to fill, takes a window of the oldest
   sentences, plans it with :func:`service.core.planner.plan_batches` (sorted by length, batches
-  bounded by ``max_batch_size`` sentences and ``max_batch_tokens`` padded tokens), and runs each on a thread so the event loop keeps serving;
+  bounded by ``max_batch_size`` sentences and ``max_batch_tokens`` padded tokens; cut where the
+  model's measured :class:`~service.core.planner.RunCost` says a split saves more padding than a
+  run costs, once :meth:`Batcher.calibrate` has run), and runs each on a thread so the event loop
+  keeps serving;
 * resolution: rows are copied into each request's output; when a request's last row lands its
   future resolves. A failed run fails every request in it; a request whose caller went away
   (future cancelled) is skipped. No caller ever waits on a future nobody will resolve: when the
@@ -33,7 +36,7 @@ from typing import Protocol
 
 import numpy as np
 
-from service.core.planner import MAX_BATCH_SIZE, MAX_BATCH_TOKENS, plan_batches
+from service.core.planner import MAX_BATCH_SIZE, MAX_BATCH_TOKENS, RunCost, plan_batches
 from service.errors import InvalidInput, NotReady, QueueFull, TooManyInputs, WorkerDead
 from service.settings import Truncation
 
@@ -44,6 +47,12 @@ log = logging.getLogger(__name__)
 LOOKAHEAD = 4
 # Requests with more characters than this are tokenized on a thread, not on the event loop.
 OFFLOAD_CHARS = 8192
+# Shapes timed by :meth:`Batcher.calibrate` (sizes over max_batch_size, lengths over the model's
+# limit and shapes over max_batch_tokens are left out): one untimed pass, then this many timed
+# passes over all of them; each shape's fastest run counts.
+CALIBRATION_SIZES = (1, 4, 16, 32)
+CALIBRATION_LENGTHS = (8, 16, 32)
+CALIBRATION_REPEATS = 3
 
 
 class Backend(Protocol):
@@ -120,6 +129,7 @@ class Batcher:
         self._stopping = False
         self._death: BaseException | None = None
         self._wait_paid_off = False
+        self.cost: RunCost | None = None  # measured by calibrate(); None: batches are filled greedily
         # One thread per model: runs of one model never overlap (ORT already uses every core).
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ort-{name}")
 
@@ -274,7 +284,7 @@ class Batcher:
                 by_view.setdefault(item.job.view, []).append(item)
             for view, items in by_view.items():
                 lengths = [len(it.ids) for it in items]
-                for idx in plan_batches(lengths, self.limits.max_batch_size, self.limits.max_batch_tokens):
+                for idx in plan_batches(lengths, self.limits.max_batch_size, self.limits.max_batch_tokens, self.cost):
                     batch = [items[i] for i in idx if not items[i].job.future.done()]
                     if batch:
                         await self._run_batch(loop, view, batch)
@@ -321,6 +331,35 @@ class Batcher:
         for t in texts:
             await self.embed([t], view, truncation="truncate")
         await self.embed(list(texts) * max(1, self.limits.max_batch_size // max(1, len(texts))), view, truncation="truncate")
+
+    async def calibrate(self, view: str, texts: Sequence[str]) -> RunCost | None:
+        """Time runs of a few shapes on the model's thread, fit :class:`RunCost`, plan with it from now on.
+
+        Timed from the event loop, so the hand-off to the thread is part of a run's fixed cost. Run
+        before traffic (the registry does it after warm-up). With fewer than two sizes or two
+        lengths to time (``max_batch_size`` 1, a tiny token budget) the greedy plan stays.
+        """
+        loop = asyncio.get_running_loop()
+        pool = [i for t in texts for i in self.backend.token_ids(t)] or [0]
+        ids = self.backend.fit(pool * (1 + max(CALIBRATION_LENGTHS) // len(pool)), "truncate")
+        lim = self.limits
+        sizes = sorted({min(s, lim.max_batch_size) for s in CALIBRATION_SIZES})
+        lengths = sorted({min(n, len(ids)) for n in CALIBRATION_LENGTHS})
+        shapes = [(b, n) for b in sizes for n in lengths if b == 1 or b * n <= lim.max_batch_tokens]
+        if len({b for b, _ in shapes}) < 2 or len({n for _, n in shapes}) < 2:
+            log.info("%s: batches filled greedily (too few shapes to time within the batch limits)", self.name)
+            return None
+        best = dict.fromkeys(shapes, float("inf"))
+        for timed in range(CALIBRATION_REPEATS + 1):  # passes over every shape: a burst of noise spoils one pass, not a shape
+            for size, length in shapes:
+                started = time.perf_counter()
+                await loop.run_in_executor(self._executor, self.backend.run_ids, [ids[:length]] * size, view)
+                if timed:  # the first pass only lets the runtime allocate for each shape
+                    best[size, length] = min(best[size, length], time.perf_counter() - started)
+        samples = [(size, length, seconds) for (size, length), seconds in best.items()]
+        self.cost = RunCost.fit(samples)
+        log.info("%s: %s", self.name, self.cost.describe())
+        return self.cost
 
 
 def check_count(n: int, limit: int, field: str) -> None:

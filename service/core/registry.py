@@ -149,6 +149,8 @@ class Registry:
             if self.settings.warmup:
                 for view in model.encoder.spec.views:
                     await model.batcher.warm_up(view, WARMUP_TEXTS)
+                if self.settings.batch_planning == "cost":
+                    await model.batcher.calibrate(model.encoder.spec.default_view, WARMUP_TEXTS)
             model.warmed = True
         self.started = True
 

@@ -11,7 +11,9 @@ Per bundle:
    with 1-sentence and 32-sentence ``POST /v1/embeddings`` requests at each concurrency: sentences/s,
    latency p50/p90/p99, and the server's own CPU time per request (``/proc/<pid>/stat``, every
    thread: the HTTP loop and ONNX Runtime), and the main thread's part of it (``/proc/<pid>/task/<pid>/stat``:
-   the event loop: HTTP, admission, tokenizing, answers; none of ONNX Runtime's work). The load generator is ``wrk`` when installed (Debian:
+   the event loop: HTTP, admission, tokenizing, answers; none of ONNX Runtime's work), and how the
+   batcher ran it (from the server's ``/metrics``): sentences per run, and padded tokens per real
+   token (how much of the compute went to padding). The load generator is ``wrk`` when installed (Debian:
    ``apt-get install wrk``; a C program, it costs the shared cores little), else this process over
    asyncio, whose own CPU use is printed beside the figures: on a small machine that client measures
    itself as much as the server.
@@ -213,6 +215,24 @@ class Server:
             time.sleep(0.2)
         raise RuntimeError("server not ready after 300 s")
 
+    def batching(self) -> dict[str, float]:
+        """The batcher's counters so far (``/metrics``): ONNX runs, sentences run, padded tokens, real tokens."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        wanted = {
+            "thoughtvec_batch_size_count": "runs",
+            "thoughtvec_batch_size_sum": "sentences",
+            "thoughtvec_batch_tokens_sum": "padded",
+            "thoughtvec_tokens_total": "tokens",
+        }
+        out = dict.fromkeys(wanted.values(), 0.0)
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as r:
+            for family in text_string_to_metric_families(r.read().decode()):
+                for sample in family.samples:
+                    if sample.name in wanted:
+                        out[wanted[sample.name]] += sample.value
+        return out
+
     def close(self) -> None:
         self.proc.terminate()
         try:
@@ -235,6 +255,8 @@ class Flood:
     server_cpu_ms: float = float("nan")  # per request
     loop_cpu_ms: float = float("nan")  # per request, the server's main thread: the event loop (HTTP, admission, answers)
     client_cpu: float = float("nan")  # cores the load generator used (python client only)
+    run_size: float = float("nan")  # sentences per ONNX run
+    padding: float = float("nan")  # padded tokens run per real token
 
     @property
     def sentences_per_s(self) -> float:
@@ -337,12 +359,16 @@ class LoadGenerator:
         """The floods side by side for ``seconds``; a flood alone also gets the server's CPU per request."""
         seconds = seconds or self.seconds
         pid = self.server.proc.pid
-        cpu0, loop0 = cpu_seconds(pid), cpu_seconds(pid, pid)
+        batched0, cpu0, loop0 = self.server.batching(), cpu_seconds(pid), cpu_seconds(pid, pid)
         floods = self._run_wrk(loads, seconds) if self.wrk else self._run_python(loads, seconds)
-        if len(floods) == 1:  # side by side, the server's CPU cannot be told apart per flood
-            n = max(floods[0].requests, 1)
-            floods[0].server_cpu_ms = (cpu_seconds(pid) - cpu0) * 1000 / n
-            floods[0].loop_cpu_ms = (cpu_seconds(pid, pid) - loop0) * 1000 / n
+        if len(floods) == 1:  # side by side, the server's CPU and its batches cannot be told apart per flood
+            flood, n = floods[0], max(floods[0].requests, 1)
+            flood.server_cpu_ms = (cpu_seconds(pid) - cpu0) * 1000 / n
+            flood.loop_cpu_ms = (cpu_seconds(pid, pid) - loop0) * 1000 / n
+            batched = {k: v - batched0[k] for k, v in self.server.batching().items()}
+            if batched["runs"] and batched["tokens"]:
+                flood.run_size = batched["sentences"] / batched["runs"]
+                flood.padding = batched["padded"] / batched["tokens"]
         return floods
 
     def _run_wrk(self, loads: tuple[Load, ...], seconds: float) -> list[Flood]:
@@ -390,16 +416,17 @@ def print_floods(title: str, floods: list[Flood]) -> None:
     client = not np.isnan(floods[0].client_cpu) if floods else False
     print(f"\n{title}\n")
     print(
-        "| sentences/request | concurrency | sentences/s | requests/s | p50 ms | p90 ms | p99 ms | server CPU ms/request | of which event loop | errors |"
-        + (" client CPU (cores) |" if client else "")
+        "| sentences/request | concurrency | sentences/s | requests/s | p50 ms | p90 ms | p99 ms | server CPU ms/request | of which event loop "
+        "| sentences/run | padded/real tokens | errors |" + (" client CPU (cores) |" if client else "")
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if client else ""))
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if client else ""))
     for f in floods:
         lat = [f.latency_ms.get(p, float("nan")) for p in (50, 90, 99)]
         print(
             f"| {f.size} | {f.concurrency} | {f.sentences_per_s:.0f} | {f.requests / f.seconds:.0f} | "
             + " | ".join(f"{x:.1f}" for x in lat)
             + "".join(" | –" if np.isnan(x) else f" | {x:.3f}" for x in (f.server_cpu_ms, f.loop_cpu_ms))
+            + "".join(" | –" if np.isnan(x) else f" | {x:.{d}f}" for x, d in ((f.run_size, 1), (f.padding, 2)))
             + f" | {f.errors} |"
             + (f" {f.client_cpu:.2f} |" if client else "")
         )
@@ -454,14 +481,16 @@ def run(args: argparse.Namespace) -> int:
                 if title != "batching on":
                     continue
                 print(
-                    "\n| run | 1-sentence c=64 sent/s | 32-sentence c=4 sent/s | batching ratio | extra server CPU ms/request | of which event loop |"
+                    "\n| run | 1-sentence c=64 sent/s | 32-sentence c=4 sent/s | batching ratio | extra server CPU ms/request | of which event loop "
+                    "| padded/real tokens, 1-sentence | padded/real tokens, 32-sentence |"
                 )
-                print("|---:|---:|---:|---:|---:|---:|")
+                print("|---:|---:|---:|---:|---:|---:|---:|---:|")
                 for r in range(1, args.repeats + 1):
                     one, many = (gen.run(Load(bodies[s], s, c))[0] for s, c in RATIO_LEVELS)
                     ratio, extra, loop = ratio_row(one, many)
                     print(
-                        f"| {r} | {one.sentences_per_s:.0f} | {many.sentences_per_s:.0f} | {ratio:.2f} | {extra:.3f} | {loop:.3f} |",
+                        f"| {r} | {one.sentences_per_s:.0f} | {many.sentences_per_s:.0f} | {ratio:.2f} | {extra:.3f} | {loop:.3f} "
+                        f"| {one.padding:.2f} | {many.padding:.2f} |",
                         flush=True,
                     )
                 mem = resident_mb(server.proc.pid)

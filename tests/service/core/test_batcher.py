@@ -11,7 +11,7 @@ import pytest
 
 from service.core.batcher import Batcher, BatchLimits
 from service.core.encoder import Encoder
-from service.core.planner import plan_batches
+from service.core.planner import RunCost
 from service.errors import InputTooLong, InvalidInput, QueueFull, WorkerDead
 from tests.service.conftest import SENTENCES
 
@@ -64,18 +64,6 @@ class Recording:
 async def in_run_ids(rec: Recording) -> None:
     """Until the worker has taken the first batch and reached run_ids (blocked there while the gate is closed)."""
     assert await asyncio.to_thread(rec.entered.wait, 10)
-
-
-def test_plan_batches_respects_size_and_padded_tokens():
-    lengths = [5, 1, 9, 3, 3, 30, 2, 8]
-    batches = plan_batches(lengths, max_size=3, max_tokens=20)
-    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
-    for b in batches:
-        assert len(b) <= 3
-        assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= 20
-    # sorted by length: each batch's lengths are contiguous in sorted order
-    flat = [lengths[i] for b in batches for i in b]
-    assert flat == sorted(flat)
 
 
 async def test_batched_equals_alone_under_concurrency(encoder):
@@ -290,4 +278,46 @@ async def test_a_large_request_is_admitted_like_a_small_one(encoder):
     rec.gate.set()
     assert (await large).vectors.shape == (4, 8)
     await asyncio.gather(running, small)
+    await b.stop()
+
+
+class Timed(Recording):
+    """A backend whose runs take ``cost``'s time (sleeps), so calibration has something known to measure."""
+
+    def __init__(self, enc: Encoder, cost: RunCost):
+        super().__init__(enc)
+        self.cost = cost
+
+    def run_ids(self, batch, view=None):
+        time.sleep(self.cost.seconds(len(batch), max(len(s) for s in batch)))
+        return super().run_ids(batch, view)
+
+
+async def test_calibration_measures_the_model_and_the_worker_plans_with_it(encoder):
+    true = RunCost(per_run=4e-3, per_step=0.0, per_row_step=1e-4)
+    rec = Timed(encoder, true)
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=32, max_wait_ms=0))
+    b.start()
+    assert b.cost is None
+    cost = await b.calibrate("mean", ["the cat sat on the mat .", "a dog ran ."])
+    assert cost is b.cost and cost is not None
+    assert cost.per_run == pytest.approx(4e-3, abs=2e-3) and cost.per_row_step == pytest.approx(1e-4, rel=0.3)
+    # one window: four short sentences and a long one; greedy would pad the four to the long one's length
+    rec.batches.clear()
+    rec.gate.clear()
+    first = asyncio.create_task(b.embed(["the cat"], "mean"))
+    await in_run_ids(rec)
+    window = [asyncio.create_task(b.embed([s], "mean")) for s in ["a dog", "the man", "she ran", "the cat"]]
+    window.append(asyncio.create_task(b.embed([" ".join(["the old man read a book"] * 5)], "mean")))
+    await asyncio.sleep(0.01)
+    rec.gate.set()
+    await asyncio.gather(first, *window)
+    assert rec.batches[1:] == [(4, 3), (1, 31)]
+    await b.stop()
+
+
+async def test_calibration_keeps_greedy_plans_when_there_is_nothing_to_choose(encoder):
+    b = Batcher("tiny", Recording(encoder), BatchLimits(max_batch_size=1))
+    b.start()
+    assert await b.calibrate("mean", ["the cat sat on the mat ."]) is None and b.cost is None
     await b.stop()

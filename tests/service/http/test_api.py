@@ -146,3 +146,10 @@ def test_every_answer_is_checked_against_the_schema(client):
     assert checker.checked == before + 3
     with pytest.raises(AssertionError, match="does not match its OpenAPI schema"):
         checker.check("POST", "/v1/similarity", 200, b'{"object": "list", "model": "tiny", "data": [{"index": 0, "score": "high"}]}')
+
+
+def test_models_are_timed_at_warm_up_unless_planning_is_greedy(make_client):
+    timed = make_client().app.state.core.registry.models
+    assert all(m.batcher.cost is not None and m.batcher.cost.per_row_step > 0 for m in timed.values())
+    greedy = make_client(batch_planning="greedy").app.state.core.registry.models
+    assert all(m.batcher.cost is None for m in greedy.values())

@@ -67,13 +67,18 @@ def test_bench_prints_every_figure_against_a_real_server(models_dir, client, cap
     out = capsys.readouterr().out
     assert re.search(r"\| 4 \| \d+ \| [\d.]+ \|", out)  # in-process sentences/s and GFLOP/s
     server = re.findall(
-        r"^\| (1|32) \| (\d+) \| (\d+) \| \d+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| ([\d.]+|–) \| ([\d.]+|–) \| (\d+) \|", out, re.M
+        r"^\| (1|32) \| (\d+) \| (\d+) \| \d+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| ([\d.]+|–) \| ([\d.]+|–) \| ([\d.]+|–) \| ([\d.]+|–) \| (\d+) \|",
+        out,
+        re.M,
     )
-    assert len(server) == 4 + 3 and all(int(row[2]) > 0 and row[5] == "0" for row in server)  # 2 sizes x 2 levels + mixed
+    assert len(server) == 4 + 3 and all(int(row[2]) > 0 and row[7] == "0" for row in server)  # 2 sizes x 2 levels + mixed
     alone = [row for row in server if row[3] != "–"]  # a flood alone: the server's CPU, and its event loop's part
-    assert len(alone) == 5 and all(0 < float(loop) < float(total) for *_, total, loop, _ in alone)
-    ratios = re.findall(r"^\| [12] \| \d+ \| \d+ \| ([\d.]+) \| (-?[\d.]+) \| (-?[\d.]+) \|$", out, re.M)
-    assert len(ratios) == 2 and all(float(r) > 0 for r, _, _ in ratios)
+    assert len(alone) == 5 and all(0 < float(loop) < float(total) for *_, total, loop, _, _, _ in alone)
+    # and how it was batched: 1 to 32 sentences a run, never fewer padded tokens than real ones
+    assert all(1 <= float(per_run) <= 32 and float(padding) >= 1 for *_, per_run, padding, _ in alone)
+    assert any(float(per_run) > 1 for size, _, _, _, _, per_run, _, _ in alone if size == "1")  # 1-sentence requests batched
+    ratios = re.findall(r"^\| [12] \| \d+ \| \d+ \| ([\d.]+) \| (-?[\d.]+) \| (-?[\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", out, re.M)
+    assert len(ratios) == 2 and all(float(r) > 0 and float(p1) >= 1 and float(p32) >= 1 for r, _, _, p1, p32 in ratios)
     assert re.search(r"server resident memory: \d+ MB \(peak \d+ MB\)", out)
     assert re.search(r"32-sentence requests beside the flood: \d+% of their sentences/s alone", out)
     assert f"load generator {'wrk' if client == 'wrk' else 'python'}" in out
