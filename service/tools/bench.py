@@ -23,6 +23,9 @@ Per bundle:
 4. ``--mixed``: fairness under overload. 32-sentence requests (2 in flight) alone, then beside a
    flood of 1-sentence requests (64 in flight): their sentences/s and latency either way.
 5. ``--batching-off``: the server levels again with ``--max-batch-size 1 --max-wait-ms 0``.
+6. ``--against FLAG``: a setting compared in one run, as drift on a shared machine requires: a server
+   without the flag (A) and one with it (B), alternated ``--repeats`` times, each measured on the
+   batching ratio's two floods; then B over A, the median of the rounds. Replaces 2–4.
 """
 
 from __future__ import annotations
@@ -79,6 +82,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mixed", action="store_true", help="also: 32-sentence requests alone and beside a 1-sentence flood")
     p.add_argument("--batching-off", action="store_true", help="also: the server levels with max batch size 1")
     p.add_argument("--server-flag", action="append", default=[], help="extra flag for the server, e.g. --server-flag=--max-wait-ms=1")
+    p.add_argument(
+        "--against",
+        action="append",
+        default=[],
+        help="compare: servers without (A) and with (B) this extra flag, alternated --repeats times, on the batching ratio's "
+        "floods (instead of the server levels), e.g. --against=--batch-planning=greedy",
+    )
 
 
 def load_sentences(path: Path | None, n: int = 4000) -> list[str]:
@@ -432,6 +442,21 @@ def print_floods(title: str, floods: list[Flood]) -> None:
         )
 
 
+RATIO_HEADER = (
+    "| 1-sentence c=64 sent/s | 32-sentence c=4 sent/s | batching ratio | extra server CPU ms/request | of which event loop "
+    "| padded/real tokens, 1-sentence | padded/real tokens, 32-sentence |"
+)
+
+
+def ratio_cells(one: Flood, many: Flood) -> str:
+    """The batching ratio's floods as table cells, under :data:`RATIO_HEADER`."""
+    ratio, extra, loop = ratio_row(one, many)
+    return (
+        f" {one.sentences_per_s:.0f} | {many.sentences_per_s:.0f} | {ratio:.2f} | {extra:.3f} | {loop:.3f} "
+        f"| {one.padding:.2f} | {many.padding:.2f} |"
+    )
+
+
 def ratio_row(one: Flood, many: Flood) -> tuple[float, float, float]:
     """(batching ratio, server CPU ms a 1-sentence request costs beyond its sentence, the event loop's part of it)."""
     return (
@@ -467,6 +492,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"| {b} | {v:.0f} | {inproc.gflops[b]:.1f} |")
         if args.no_server:
             continue
+        if args.against:
+            compare(args, bundle, name, sentences)
+            continue
         runs = [("batching on", list(args.server_flag))]
         if args.batching_off:
             runs.append(("batching off (max batch 1)", ["--max-batch-size", "1", "--max-wait-ms", "0", *args.server_flag]))
@@ -480,19 +508,10 @@ def run(args: argparse.Namespace) -> int:
                 print_floods(f"server, {title}; load generator {gen.name}", floods)
                 if title != "batching on":
                     continue
-                print(
-                    "\n| run | 1-sentence c=64 sent/s | 32-sentence c=4 sent/s | batching ratio | extra server CPU ms/request | of which event loop "
-                    "| padded/real tokens, 1-sentence | padded/real tokens, 32-sentence |"
-                )
-                print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+                print(f"\n| run {RATIO_HEADER}\n|---:|---:|---:|---:|---:|---:|---:|---:|")
                 for r in range(1, args.repeats + 1):
                     one, many = (gen.run(Load(bodies[s], s, c))[0] for s, c in RATIO_LEVELS)
-                    ratio, extra, loop = ratio_row(one, many)
-                    print(
-                        f"| {r} | {one.sentences_per_s:.0f} | {many.sentences_per_s:.0f} | {ratio:.2f} | {extra:.3f} | {loop:.3f} "
-                        f"| {one.padding:.2f} | {many.padding:.2f} |",
-                        flush=True,
-                    )
+                    print(f"| {r} |{ratio_cells(one, many)}", flush=True)
                 mem = resident_mb(server.proc.pid)
                 print(f"\nserver resident memory: {mem['rss']:.0f} MB (peak {mem['peak']:.0f} MB)")
                 if args.mixed:
@@ -508,3 +527,27 @@ def run(args: argparse.Namespace) -> int:
                 gen.close()
                 server.close()
     return 0
+
+
+def compare(args: argparse.Namespace, bundle: Path, name: str, sentences: list[str]) -> None:
+    """``--against``: servers without (A) and with (B) the flags, alternated, on the batching ratio's floods."""
+    bodies = {s: request_bodies(sentences, s, 256 if s == 1 else 64, name, args.encoding) for s, _ in RATIO_LEVELS}
+    base = list(args.server_flag)
+    print(f"server A: `{' '.join(base) or 'defaults'}`; server B: A with `{' '.join(args.against)}`; alternated\n")
+    print(f"| round | server {RATIO_HEADER}\n|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    gains: list[tuple[float, float]] = []
+    for r in range(1, args.repeats + 1):
+        got = {}
+        for label, flags in (("A", base), ("B", base + list(args.against))):
+            server = Server(bundle, flags)
+            gen = LoadGenerator(server, args.client, args.seconds)
+            try:
+                gen.run(Load(bodies[1], 1, 64), seconds=min(3.0, args.seconds))  # warm-up: threads, arena, caches
+                got[label] = [gen.run(Load(bodies[s], s, c))[0] for s, c in RATIO_LEVELS]
+                print(f"| {r} | {label} |{ratio_cells(*got[label])}", flush=True)
+            finally:
+                gen.close()
+                server.close()
+        gains.append(tuple(b.sentences_per_s / a.sentences_per_s for a, b in zip(got["A"], got["B"])))  # type: ignore[arg-type]
+    one, many = np.median(np.array(gains), axis=0)
+    print(f"\nB over A, median of {len(gains)} rounds: 1-sentence requests x{one:.2f} sentences/s, 32-sentence requests x{many:.2f}")

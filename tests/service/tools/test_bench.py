@@ -94,3 +94,18 @@ def test_compute_prints_the_peak_the_graph_and_the_profile(models_dir, capsys):
     assert len(peaks) == 2 and all(p > 0 for p in peaks)
     assert len(re.findall(r"^tiny graph alone, batch (?:32|128): \d+ sent/s", out, re.M)) == 2
     assert re.search(r"^tiny, batch 32, ONNX Runtime's profile, time by operator: \w+ \d+ %", out, re.M)
+
+
+def test_against_alternates_two_servers_in_one_run(models_dir, capsys):
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    args = p.parse_args(["--models-dir", str(models_dir), "--models", "tiny", "--seconds", "0.3", "--batches", "4",
+                         "--repeats", "2", "--server-flag=--batch-planning=greedy", "--against=--batch-planning=cost"])  # fmt: skip
+    assert run(args) == 0
+    out = capsys.readouterr().out
+    assert "server A: `--batch-planning=greedy`; server B: A with `--batch-planning=cost`; alternated" in out
+    rows = re.findall(r"^\| ([12]) \| ([AB]) \| (\d+) \| (\d+) \| ([\d.]+) \|", out, re.M)
+    assert [(r, s) for r, s, *_ in rows] == [("1", "A"), ("1", "B"), ("2", "A"), ("2", "B")]
+    assert all(int(one) > 0 and int(many) > 0 for *_, one, many, _ in rows)
+    assert re.search(r"B over A, median of 2 rounds: 1-sentence requests x[\d.]+ sentences/s, 32-sentence requests x[\d.]+$", out, re.M)
+    assert "sentences/request | concurrency" not in out  # the server levels are not run
