@@ -53,6 +53,10 @@ OFFLOAD_CHARS = 8192
 CALIBRATION_SIZES = (1, 4, 16, 32)
 CALIBRATION_LENGTHS = (8, 16, 32)
 CALIBRATION_REPEATS = 3
+# Served runs refine the run cost: every REFIT_EVERY runs it is fitted again to the calibration and
+# the last OBSERVED runs, timed from hand-off to answered callers (loaded, a run costs more than idle).
+REFIT_EVERY = 64
+OBSERVED = 512
 
 
 class Backend(Protocol):
@@ -130,6 +134,9 @@ class Batcher:
         self._death: BaseException | None = None
         self._wait_paid_off = False
         self.cost: RunCost | None = None  # measured by calibrate(); None: batches are filled greedily
+        self._calibration: list[tuple[int, int, float]] = []
+        self._observed: deque[tuple[int, int, float]] = deque(maxlen=OBSERVED)
+        self._unfitted = 0  # runs observed since the last fit
         # One thread per model: runs of one model never overlap (ORT already uses every core).
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ort-{name}")
 
@@ -323,8 +330,20 @@ class Batcher:
             if job.remaining == 0:
                 waits.append(started - job.enqueued)
                 job.future.set_result(job.out)
+        longest = max(len(it.ids) for it in batch)
         if self.observer is not None:
-            self.observer.batch_done(self.name, len(batch), len(batch) * max(len(it.ids) for it in batch), seconds, waits)
+            self.observer.batch_done(self.name, len(batch), len(batch) * longest, seconds, waits)
+        if self.cost is not None:
+            self._observe(len(batch), longest, time.perf_counter() - started)
+
+    def _observe(self, size: int, longest: int, seconds: float) -> None:
+        """Keep a served run's time; every ``REFIT_EVERY`` runs, fit the run cost again with the calibration."""
+        self._observed.append((size, longest, seconds))
+        self._unfitted += 1
+        if self._unfitted >= REFIT_EVERY:
+            self._unfitted = 0
+            self.cost = RunCost.fit(self._calibration + list(self._observed))
+            log.debug("%s: refitted on %d served runs: %s", self.name, len(self._observed), self.cost.describe())
 
     async def warm_up(self, view: str, texts: Sequence[str]) -> None:
         """Run ``texts`` alone and together, so ONNX Runtime has allocated before real traffic."""
@@ -336,7 +355,8 @@ class Batcher:
         """Time runs of a few shapes on the model's thread, fit :class:`RunCost`, plan with it from now on.
 
         Timed from the event loop, so the hand-off to the thread is part of a run's fixed cost. Run
-        before traffic (the registry does it after warm-up). With fewer than two sizes or two
+        before traffic (the registry does it after warm-up); served runs refine the fit afterwards
+        (``REFIT_EVERY``), since under load a run costs more than on an idle machine. With fewer than two sizes or two
         lengths to time (``max_batch_size`` 1, a tiny token budget) the greedy plan stays.
         """
         loop = asyncio.get_running_loop()
@@ -356,8 +376,9 @@ class Batcher:
                 await loop.run_in_executor(self._executor, self.backend.run_ids, [ids[:length]] * size, view)
                 if timed:  # the first pass only lets the runtime allocate for each shape
                     best[size, length] = min(best[size, length], time.perf_counter() - started)
-        samples = [(size, length, seconds) for (size, length), seconds in best.items()]
-        self.cost = RunCost.fit(samples)
+        self._calibration = [(size, length, seconds) for (size, length), seconds in best.items()]
+        self._observed.clear()
+        self.cost = RunCost.fit(self._calibration)
         log.info("%s: %s", self.name, self.cost.describe())
         return self.cost
 

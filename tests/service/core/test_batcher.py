@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from service.core.batcher import Batcher, BatchLimits
+from service.core.batcher import REFIT_EVERY, Batcher, BatchLimits
 from service.core.encoder import Encoder
 from service.core.planner import RunCost
 from service.errors import InputTooLong, InvalidInput, QueueFull, WorkerDead
@@ -320,4 +320,17 @@ async def test_calibration_keeps_greedy_plans_when_there_is_nothing_to_choose(en
     b = Batcher("tiny", Recording(encoder), BatchLimits(max_batch_size=1))
     b.start()
     assert await b.calibrate("mean", ["the cat sat on the mat ."]) is None and b.cost is None
+    await b.stop()
+
+
+async def test_served_runs_refine_the_run_cost(encoder):
+    rec = Timed(encoder, RunCost(per_run=1e-3, per_step=0.0, per_row_step=1e-5))
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=32, max_wait_ms=0))
+    b.start()
+    idle = await b.calibrate("mean", ["the cat sat on the mat .", "a dog ran ."])
+    assert idle is not None and idle.per_run < 3e-3
+    rec.cost = RunCost(per_run=8e-3, per_step=0.0, per_row_step=1e-5)  # loaded: every run now costs 7 ms more
+    for _ in range(REFIT_EVERY):
+        await b.embed(["the cat"], "mean")
+    assert b.cost is not idle and b.cost.per_run > 4e-3  # fitted again, the served runs outweighing the calibration
     await b.stop()
