@@ -12,7 +12,8 @@ Two ways to cut the sorted list, both into runs of neighbours in length:
   programming over the sorted order. A window of 32 one-sentence requests holds random lengths;
   greedy runs all 32 to the longest (1.72 padded tokens per real one, invertible-linear), while
   a split pays one more run's fixed cost to save the padding. Each model's costs differ (a GRU
-  step against an attention layer, a run's fixed cost), so the batcher measures them at warm-up.
+  step against an attention layer, a run's fixed cost), so the batcher measures them at warm-up
+  and refits them on the runs it serves.
 """
 
 from __future__ import annotations
