@@ -44,7 +44,10 @@ class TrainConfig:
     log_every: int = _setting(50, "append to train_log.jsonl every N steps")
     checkpoint_every: int = _setting(1000, "write checkpoint.pt every N steps (and every --checkpoint-minutes)")
     checkpoint_minutes: float = _setting(10.0, "write checkpoint.pt at least this often")
-    max_minutes: float = _setting(0.0, "stop after this much wall time, checkpointed and resumable (0: no limit)")
+    max_minutes: float = _setting(
+        0.0,
+        "stop once the run has trained this long over all its sessions (a resumed run counts its earlier ones), checkpointed and resumable (0: no limit)",
+    )
     limit_sentences: int = _setting(0, "read only the first N corpus sentences (0: all), for smoke runs")
     threads: int = _setting(0, "torch CPU threads (0: all cores)")
     device: str = _setting("auto", "auto, cpu or cuda")

@@ -266,6 +266,13 @@ class Trainer:
         if stop.reason is not None or p.step < self.total_steps and not p.stopped_early:
             self.save()
             log.info("stopped at step %d/%d; checkpoint saved: resume with --resume", p.step, self.total_steps)
+            if stop.reason == "time":
+                log.info(
+                    "--max-minutes %g reached: the run has trained %.1f min over all its sessions; resume with a larger "
+                    "--max-minutes (or 0: no limit)",
+                    self.tcfg.max_minutes,
+                    p.seconds / 60,
+                )
             return self.ckpt_path
         final = self._final()
         self.save(final=final)

@@ -127,3 +127,20 @@ def test_train_help_comes_from_the_fields():
         if f.name != "model":
             assert "--" + f.name.replace("_", "-") in text
     assert "0: never" in text and "(default 1234)" in text
+
+
+def test_max_minutes_counts_every_session_of_a_run(toy_corpus, tmp_path, caplog):
+    caplog.set_level("INFO", logger="training.trainer")
+    out = tmp_path / "r"
+
+    def step() -> int:
+        return torch.load(out / "checkpoint.pt", weights_only=False)["progress"]["step"]
+
+    Trainer(tiny_config("uni-skip", toy_corpus, out, max_steps=30, max_minutes=1e-6)).train()  # out of time after a step
+    first = step()
+    assert 0 < first < 30 and "--max-minutes 1e-06 reached: the run has trained" in caplog.text
+    again = frozenset({"max_minutes"})
+    Trainer(tiny_config("uni-skip", toy_corpus, out, max_steps=30, max_minutes=1e-6), resume=True, explicit=again).train()
+    assert step() == first + 1  # the earlier session's time counts: one step, then out of time again
+    Trainer(tiny_config("uni-skip", toy_corpus, out, max_steps=30, max_minutes=0), resume=True, explicit=again).train()
+    assert step() == 30
