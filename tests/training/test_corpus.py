@@ -376,9 +376,49 @@ def test_sample_is_seeded_public_domain_only(tmp_path):
     assert all(line.startswith("kjv\t") for line in lines) and b.sentences == 2
 
 
-@pytest.mark.parametrize("action", ["build", "sample"])
+@pytest.mark.parametrize("action", ["build", "sample", "vectors"])
 def test_cli_help(action):
     proc = subprocess.run(
         [sys.executable, "-m", "thoughtvec", "corpus", action, "--help"], capture_output=True, text=True, cwd=REPO, timeout=60
     )
     assert proc.returncode == 0 and f"thoughtvec corpus {action}" in proc.stdout
+
+
+def _small_corpus(path: Path) -> Path:
+    """Two kinds of sentences, so that words of a kind share contexts."""
+    rng = __import__("random").Random(0)
+    animals, foods = ["cat", "dog", "horse", "cow"], ["bread", "soup", "rice", "cake"]
+    lines = [f"the {rng.choice(animals)} runs after the {rng.choice(animals)} ." if i % 2 else f"we eat {rng.choice(foods)} and {rng.choice(foods)} today ."
+             for i in range(400)]  # fmt: skip
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_corpus_vectors_are_reproducible_word2vec_text_the_sources_read(tmp_path, monkeypatch):
+    from training import wordvecs
+    from training.corpus.vectors import VectorsConfig, train_vectors
+
+    corpus = _small_corpus(tmp_path / "corpus.txt")
+    cfg = VectorsConfig(dim=8, epochs=3, min_count=2)
+    info = train_vectors(corpus, tmp_path / "a.txt", cfg, progress=False)
+    train_vectors(corpus, tmp_path / "b.txt", cfg, progress=False)
+    assert (tmp_path / "a.txt").read_bytes() == (tmp_path / "b.txt").read_bytes()  # one thread, seeded
+    head, first, *_ = (tmp_path / "a.txt").read_text().splitlines()
+    assert head == f"{info['words']} 8" and first.split()[0] == "the"  # by descending frequency
+    saved = json.loads((tmp_path / "a.json").read_text())
+    assert saved["settings"]["dim"] == 8 and saved["corpus"]["sentences"] == 400 and saved == info
+    monkeypatch.setattr(wordvecs, "CORPUS_W2V_FILE", tmp_path / "a.txt")
+    wv = wordvecs.load_word_vectors("corpus-w2v")
+    assert wv.dim == 8 and {"cat", "soup", "."} <= set(wv.words)
+
+
+def test_corpus_vectors_cli_refuses_bad_settings_and_a_missing_corpus(tmp_path, capsys):
+    assert main(["corpus", "vectors", "--corpus", str(tmp_path / "none.txt"), "--out", str(tmp_path / "v.txt")]) == 2
+    assert "thoughtvec corpus build" in capsys.readouterr().err
+    corpus = _small_corpus(tmp_path / "corpus.txt")
+    assert main(["corpus", "vectors", "--corpus", str(corpus), "--dim", "0"]) == 2
+    assert "--dim must be at least 1, got 0" in capsys.readouterr().err
+    assert main(["corpus", "vectors", "--corpus", str(corpus), "--out", str(tmp_path / "v.txt"), "--min-count", "1000"]) == 1
+    assert "no word is seen 1000 times" in capsys.readouterr().err and not (tmp_path / "v.txt").exists()
+    assert main(["corpus", "vectors", "--corpus", str(corpus), "--out", str(tmp_path / "v.txt"), "--dim", "4", "--epochs", "1"]) == 0
+    assert "× 4 from 400 sentences" in capsys.readouterr().out and (tmp_path / "v.json").is_file()

@@ -82,10 +82,46 @@ def test_spacy_vectors_are_read_with_numpy_alone(tmp_path):
 def test_concatenation_scales_each_half_and_fills_gaps_with_zeros():
     a = wordvecs.WordVectors(["x", "y"], np.array([[3.0, 4.0], [0.0, 10.0]], np.float32), "a")
     b = wordvecs.WordVectors(["y"], np.array([[2.0, 0.0, 0.0]], np.float32), "b")
-    c = wordvecs.concatenate(a, b, "a+b")
+    c = wordvecs.concatenate([a, b], "a+b")
     assert c.dim == 5 and c.words == ["x", "y"]
     np.testing.assert_allclose(c.vectors[0], [3 / 7.5, 4 / 7.5, 0, 0, 0], atol=1e-6)  # a's mean norm 7.5; b has no x
     np.testing.assert_allclose(c.vectors[1], [0, 10 / 7.5, 1, 0, 0], atol=1e-6)
+    half = wordvecs.concatenate([a, b], "a+b@0.5", [1.0, 0.5])  # a weight scales its part after the norm
+    np.testing.assert_allclose(half.vectors[1], [0, 10 / 7.5, 0.5, 0, 0], atol=1e-6)
+
+
+def _vectors_file(path, rows: dict[str, list[float]], header: bool = True):
+    lines = ([f"{len(rows)} {len(next(iter(rows.values())))}"] if header else []) + [
+        f"{w} " + " ".join(map(str, v)) for w, v in rows.items()
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_source_joins_files_and_named_parts_with_weights(tmp_path, monkeypatch):
+    first = _vectors_file(tmp_path / "first.txt", {"x": [3.0, 4.0], "y": [0.0, 10.0]}, header=False)
+    second = _vectors_file(tmp_path / "second.txt", {"y": [2.0, 0.0, 0.0], "z": [0.0, 2.0, 0.0]})
+    monkeypatch.setattr(wordvecs, "CORPUS_W2V_FILE", second)
+    for source in (f"{first}+{second}@0.5", f"{first}+corpus-w2v@0.5"):
+        wv = wordvecs.load_word_vectors(source)
+        assert wv.words == ["x", "y"] and wv.source == source  # the first part's words
+        np.testing.assert_allclose(wv.vectors[1], [0, 10 / 7.5, 0.5, 0, 0], atol=1e-6)
+        assert wordvecs.block_dims(source, 5) == [2, 3]
+    assert wordvecs.load_word_vectors("corpus-w2v").words == ["y", "z"]  # alone: as trained, unscaled
+    assert wordvecs.parse_source("glove-6b-50d+spacy-md+corpus-w2v@0.5") == [("glove-6b-50d", 1.0), ("spacy-md", 1.0), ("corpus-w2v", 0.5)]
+
+
+@pytest.mark.parametrize(("source", "says"), [("glove-6b-50d+spacy-md@x", "must be a number"), ("glove-6b-50d+@2", "needs a name"),
+                                              ("glove-6b-50d+spacy-md@0", "above 0"), ("glove-6b-50d@0.5", "beside another part")])  # fmt: skip
+def test_a_malformed_source_is_refused_saying_why(source, says):
+    with pytest.raises(ValueError, match=says):
+        wordvecs.parse_source(source)
+
+
+def test_corpus_vectors_not_yet_trained_say_how_to_make_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(wordvecs, "CORPUS_W2V_FILE", tmp_path / "missing.txt")
+    with pytest.raises(FileNotFoundError, match="thoughtvec corpus vectors"):
+        wordvecs.load_word_vectors("glove-6b-50d+corpus-w2v")
 
 
 def test_the_real_spacy_package_when_installed():
@@ -136,3 +172,12 @@ def test_block_dims_split_only_known_concatenations():
     assert wordvecs.block_dims("glove-6b-50d", 50) == [50]
     assert wordvecs.block_dims("/some/vectors.txt", 100) == [100]
     assert wordvecs.block_dims("glove-6b-50d+spacy-md", 50) == [50]  # not the table it names: one block
+
+
+def test_a_source_is_described_for_the_model_card_with_its_dimension(tmp_path, monkeypatch):
+    monkeypatch.setattr(wordvecs, "CORPUS_W2V_FILE", _vectors_file(tmp_path / "w2v.txt", {"y": [2.0, 0.0, 0.0]}))
+    assert wordvecs.describe("glove-6b-50d") == ("GloVe 6B 50d", 50)
+    assert wordvecs.describe("glove-6b-50d+spacy-md+corpus-w2v@0.5") == (
+        "GloVe 6B 50d ⊕ spaCy en_core_web_md 300d ⊕ word2vec on our corpus 3d at weight 0.5",
+        353,
+    )

@@ -1,4 +1,4 @@
-"""``thoughtvec corpus build`` and ``thoughtvec corpus sample``."""
+"""``thoughtvec corpus build``, ``thoughtvec corpus sample`` and ``thoughtvec corpus vectors``."""
 
 from __future__ import annotations
 
@@ -60,6 +60,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
     s.set_defaults(func=_sample)
 
+    v = sub.add_parser(
+        "vectors",
+        help="train word2vec vectors on the corpus (the word-vector source 'corpus-w2v')",
+        description="Train skip-gram word2vec (gensim, one thread, seeded: reproducible) on corpus.txt as the "
+        "models tokenize it, and write word2vec text plus a JSON of its settings. Word-vector sources name "
+        "them 'corpus-w2v', e.g. --set word_vectors=glove-6b-50d+spacy-md+corpus-w2v@0.5.",
+    )
+    v.add_argument("--corpus", type=Path, default=DEFAULT_OUT / "corpus.txt", help="corpus file (default: %(default)s)")
+    v.add_argument("--out", type=Path, default=None, help="output file (default: data/vectors/corpus-w2v.txt)")
+    for name, default, what in (("dim", 100, "vector size"), ("window", 5, "context words each side"),
+                                ("min-count", 5, "words seen fewer times get no vector"), ("epochs", 5, "passes over the corpus"),
+                                ("seed", 1, "random seed")):  # fmt: skip
+        v.add_argument(f"--{name}", type=int, default=default, help=f"{what} (default: %(default)s)")
+    v.set_defaults(func=_vectors)
+
 
 def _source_names() -> list[str]:
     from training.corpus.sources import SOURCES  # stdlib-only modules: ~60 ms, no torch
@@ -118,4 +133,27 @@ def _sample(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(report.summary())
+    return 0
+
+
+def _vectors(args: argparse.Namespace) -> int:
+    from training.corpus.vectors import VectorsConfig, train_vectors
+    from training.wordvecs import CORPUS_W2V_FILE
+
+    bad = [f"--{n.replace('_', '-')} must be at least 1, got {getattr(args, n)}" for n in ("dim", "window", "min_count", "epochs")
+           if getattr(args, n) < 1]  # fmt: skip
+    if bad:
+        print(f"error: {bad[0]}", file=sys.stderr)
+        return 2
+    if not args.corpus.is_file():
+        print(f"error: no corpus at {args.corpus}; build it with `thoughtvec corpus build`", file=sys.stderr)
+        return 2
+    out = args.out or CORPUS_W2V_FILE
+    cfg = VectorsConfig(dim=args.dim, window=args.window, min_count=args.min_count, epochs=args.epochs, seed=args.seed)
+    try:
+        info = train_vectors(args.corpus, out, cfg)
+    except (RuntimeError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {out}: {info['words']:,} words × {cfg.dim} from {info['corpus']['sentences']:,} sentences in {info['seconds']:.0f} s")
     return 0

@@ -18,7 +18,16 @@ import sys
 import time
 from pathlib import Path
 
-BASELINE_NAMES = ("glove-avg", "glove-avg-pp", "sif", "sif-glove-spacy", "sif-glove-spacy-pp", "minilm")
+BASELINE_NAMES = (
+    "glove-avg",
+    "glove-avg-pp",
+    "sif",
+    "sif-glove-spacy",
+    "sif-glove-spacy-pp",
+    "sif-glove-spacy-w2v",
+    "sif-glove-spacy-w2v-pp",
+    "minilm",
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=BASELINE_NAMES,
         help="glove-avg (GloVe 6B 50d mean), glove-avg-pp (that mean post-processed as our views are, chosen on dev), "
         "sif (Arora et al. 2017 over GloVe 6B 50d; word frequencies from data/corpus), sif-glove-spacy(-pp) (over GloVe ⊕ "
-        "spaCy md; needs the vectors extra) or minilm (needs the baseline extra)",
+        "spaCy md; needs the vectors extra), sif-glove-spacy-w2v(-pp) (the same ⊕ our corpus's word2vec at weight 0.5; needs "
+        "`thoughtvec corpus vectors` first) or minilm (needs the baseline extra)",
     )
     src.add_argument("--url", help="a running server; vectors through POST /v1/embeddings")
     src.add_argument("--model", help="with --url: the bundle name (default: the server's default model)")

@@ -18,7 +18,16 @@ from training.evaluation.runner import SCHEMA
 from training.evaluation.tasks import MACRO6_TASKS, MACRO_TASKS
 
 KIND_ORDER = {"bundle": 0, "server": 1, "baseline": 2}
-BASELINE_ORDER = {"glove-avg": 0, "glove-avg-pp": 1, "sif": 2, "sif-glove-spacy": 3, "sif-glove-spacy-pp": 4, "minilm": 5}
+BASELINE_ORDER = {
+    "glove-avg": 0,
+    "glove-avg-pp": 1,
+    "sif": 2,
+    "sif-glove-spacy": 3,
+    "sif-glove-spacy-pp": 4,
+    "sif-glove-spacy-w2v": 5,
+    "sif-glove-spacy-w2v-pp": 6,
+    "minilm": 7,
+}
 
 # (title, intro, columns): a column is (header, key, digits); key "TASK" = accuracy, "TASK.metric" otherwise.
 GROUPS = [

@@ -159,7 +159,10 @@ class GloveAverage:
       the training corpus) removed;
     * ``sif-glove-spacy``: the same over GloVe 50d ⊕ spaCy md 300d (:mod:`training.wordvecs`), the
       best vectors we have by dev score; ``sif-glove-spacy-pp``: SIF weights with the
-      post-processing chosen on dev, the strongest weighted average of word vectors we measured.
+      post-processing chosen on dev;
+    * ``sif-glove-spacy-w2v(-pp)``: the same over GloVe ⊕ spaCy ⊕ our corpus's own word2vec
+      (``thoughtvec corpus vectors``) at weight 0.5 (:data:`W2V_SOURCE`; the weight chosen on dev:
+      README, *Word vectors*).
     """
 
     kind = "baseline"
@@ -295,6 +298,7 @@ class MiniLM:
                 "views": self.views, "default_view": self.default_view, "normalize": self.normalize}  # fmt: skip
 
 
+W2V_SOURCE = "glove-6b-50d+spacy-md+corpus-w2v@0.5"
 BASELINES: dict[str, Callable[..., Source]] = {
     "glove-avg": GloveAverage,
     "glove-avg-pp": lambda **kw: GloveAverage(postprocess="dev", **kw),
@@ -305,6 +309,13 @@ BASELINES: dict[str, Callable[..., Source]] = {
     ),
     "sif-glove-spacy-pp": lambda **kw: GloveAverage(
         source="glove-6b-50d+spacy-md", weighting="sif", postprocess="dev", name="sif-glove-spacy-pp", **kw
+    ),
+    # ... and beside our corpus's own word2vec vectors (`thoughtvec corpus vectors`), at the weight chosen on dev
+    "sif-glove-spacy-w2v": lambda **kw: GloveAverage(
+        source=W2V_SOURCE, weighting="sif", postprocess="first-pc", name="sif-glove-spacy-w2v", **kw
+    ),
+    "sif-glove-spacy-w2v-pp": lambda **kw: GloveAverage(
+        source=W2V_SOURCE, weighting="sif", postprocess="dev", name="sif-glove-spacy-w2v-pp", **kw
     ),
     "minilm": MiniLM,
 }

@@ -25,7 +25,7 @@ from training.data import IdCorpus, TokenCorpus, pad_batch, vocabulary_from_coun
 from training.families.base import ExportEncoder, Family, Prepared, TrainModel
 from training.nn import FactoredTable, length_mask, masked_max, masked_mean
 from training.softmax import OutputLayer
-from training.wordvecs import CONCAT, block_dims, fixed_vocabulary, load_word_vectors
+from training.wordvecs import block_dims, describe, fixed_vocabulary, load_word_vectors
 
 NEG = -1e9  # attention logit for masked keys (finite: no NaN when a row is fully masked)
 
@@ -261,15 +261,10 @@ class AAEFamily(Family):
             "Corpus: the ~14 M-word thoughtvec default corpus instead of the Toronto Book Corpus (70 M sentences).",
             f"Dimensions sized for CPU training: d_m {c.d_model}, d_f {c.d_ff}, {c.heads} heads (paper: 2048, 4096, 8); "
             f"the representation is {2 * c.d_model if c.pooling == 'mean-max' else c.d_model}-d (paper 4096).",
-            (
-                f"Input words: GloVe 6B 50d ⊕ spaCy en_core_web_md 300d (350-d, each half scaled to unit mean norm; stored as "
-                f"each half's distinct rows plus an index), the {c.input_words:,} most frequent GloVe words (plus any "
-                "output-vocabulary word they know), instead of GloVe 300d with 2.2 M words; other words read as a zero vector (<unk>)."
-                if c.word_vectors == CONCAT
-                else f"Input words: {'GloVe 6B 50d' if c.word_vectors == 'glove-6b-50d' else c.word_vectors}, the {c.input_words:,} "
-                "most frequent words (plus any output-vocabulary word the vectors know), instead of GloVe 300d with 2.2 M words; "
-                "other words read as a zero vector (<unk>)."
-            ),
+            f"Input words: {describe(c.word_vectors)[0]}"
+            + (", each part scaled to unit mean norm and stored as its distinct rows plus an index," if "+" in c.word_vectors else ",")
+            + f" the {c.input_words:,} most frequent words (plus any output-vocabulary word the vectors know), instead of GloVe "
+            "300d with 2.2 M words; other words read as a zero vector (<unk>).",
             f"Output softmax over the {c.out_vocab:,} most frequent corpus words (paper 21 583).",
             f"Dropout {c.dropout} (paper 0.5): with a few epochs over ~17 M tokens the model is far from over-fitting (held-out reconstruction accuracy was still rising).",
             "</S> has a trained vector of the word-vector size (the pretrained vectors have none); the decoder's first input is a zero vector.",

@@ -31,8 +31,7 @@ from service.bundle.vocab import UNK_ID, Vocabulary
 from training.data import IdCorpus, TokenCorpus, pad_batch
 from training.families.base import ExportEncoder, Family, Prepared, TrainModel
 from training.nn import FactoredTable, GRUStates, length_mask, masked_max, masked_mean, masked_min
-from training.wordvecs import CONCAT, block_dims, fixed_vocabulary, load_word_vectors
-from training.wordvecs import DEFAULT as DEFAULT_VECTORS
+from training.wordvecs import block_dims, describe, fixed_vocabulary, load_word_vectors, parse_source
 
 
 @dataclass
@@ -199,20 +198,17 @@ def read_more_words(cfg: InvertibleConfig, trained: np.ndarray, vocab: Vocabular
 
 
 def _word_vectors_line(c: InvertibleConfig) -> str:
-    if c.word_vectors == CONCAT:
+    what, dim = describe(c.word_vectors)
+    if len(parse_source(c.word_vectors)) > 1:
         return (
-            f"Word vectors: GloVe 6B 50d ⊕ spaCy en_core_web_md 300d, each half scaled to unit mean norm (the {c.input_words:,} "
-            "most frequent GloVe words plus frequent corpus words), instead of fastText 300d; so dim_w = 350 and W is 350 × 2d. "
-            "The table is stored as the distinct rows of each half plus an index (lossless; spaCy maps many words onto one vector)."
-        )
-    if c.word_vectors == DEFAULT_VECTORS:
-        return (
-            f"Word vectors: GloVe 6B 50d (the {c.input_words:,} most frequent words plus frequent corpus words GloVe knows), "
-            "instead of fastText 300d; so dim_w = 50 and W is 50 × 2d."
+            f"Word vectors: {what}, each part scaled to unit mean norm (the {c.input_words:,} most frequent words of the first "
+            f"plus frequent corpus words), instead of fastText 300d; so dim_w = {dim} and W is {dim} × 2d. The table is stored "
+            "as the distinct rows of each part plus an index (lossless; spaCy maps many words onto one vector, and a word a "
+            "later part lacks reads zeros there)."
         )
     return (
-        f"Word vectors: {c.word_vectors} (the {c.input_words:,} most frequent words plus frequent corpus words the vectors know), "
-        "instead of fastText 300d."
+        f"Word vectors: {what} (the {c.input_words:,} most frequent words plus frequent corpus words the vectors know), "
+        f"instead of fastText 300d; so dim_w = {dim} and W is {dim} × 2d."
     )
 
 
