@@ -125,7 +125,7 @@ def export(checkpoints: list[str | Path], variant: str, opts: ExportOptions) -> 
         variant=variant,
         description=family.describe(cfgs, variant),
         tokenizer=family.tokenizer,
-        vocabulary=VocabularySpec(size=len(vocab), trained_size=len(prepared.vocab)),
+        vocabulary=VocabularySpec(size=len(vocab), trained_size=min(len(prepared.vocab), len(vocab))),  # a cut vocabulary: all trained
         max_input_tokens=family.max_input_tokens(cfgs[0]),
         onnx=OnnxSpec(opset=OPSET, weights_dtype="float16" if opts.fp16 else "float32"),
         views=enc.views,

@@ -135,3 +135,27 @@ def test_export_reads_more_words_of_the_same_vectors(trained, toy_corpus):
     np.testing.assert_allclose(small.encode([new], "de-supervised", normalize=False), unknown, atol=1e-6)  # <unk> before
     assert np.abs(more.encode([new], "de-supervised", normalize=False) - unknown).max() > 1e-3  # now it has a vector
     assert "## Input vocabulary" in (trained / "more" / "MODEL_CARD.md").read_text()
+
+
+def test_export_can_read_fewer_words_keeping_the_corpus_words_and_their_vectors(trained, toy_corpus):
+    """``input_words`` below what training read: the vectors' most frequent words and the corpus's frequent
+    words are kept, and read exactly as before; the words cut read as <unk>."""
+    from service.bundle.vocab import Vocabulary
+
+    export([trained / "run" / "checkpoint.pt"], json.loads((trained / "bundle" / "bundle.json").read_text())["variant"],
+           ExportOptions(out=trained / "fewer", corpus=str(toy_corpus), card_sample=300, family_options={"input_words": 300}))  # fmt: skip
+    full, fewer = Encoder.load(trained / "bundle"), Encoder.load(trained / "fewer")
+    v_full, v_fewer = Vocabulary.load(trained / "bundle" / "vocab.txt"), Vocabulary.load(trained / "fewer" / "vocab.txt")
+    assert 303 < len(v_fewer) < len(v_full) and fewer.spec.vocabulary.trained_size == len(v_fewer)  # every word it reads was trained
+    assert v_fewer.tokens[:303] == v_full.tokens[:303]  # the specials and the vectors' 300 most frequent words, in order
+    corpus_words = set(" ".join(toy_corpus.read_text().split()[:2000]).split())
+    assert {w for w in corpus_words if w in v_full.index} <= set(v_fewer.tokens)  # frequent corpus words stay
+    cut = next(w for w in reversed(v_full.tokens) if w not in set(v_fewer.tokens) and w.isalpha())
+    raw = [v for v in fewer.spec.views if "supervised" in v]  # no principal component estimated on the corpus sample
+    seen = ["anna walked into the garden .", "the letter was old and small"]
+    for view in raw:
+        np.testing.assert_allclose(fewer.encode(seen, view, normalize=False), full.encode(seen, view, normalize=False), atol=1e-5)
+    unknown = full.encode(["qwertyuiop"], "de-supervised", normalize=False)
+    np.testing.assert_allclose(fewer.encode([cut], "de-supervised", normalize=False), unknown, atol=1e-6)  # cut: <unk>
+    assert np.abs(full.encode([cut], "de-supervised", normalize=False) - unknown).max() > 1e-3  # it had a vector
+    assert "of them (`thoughtvec export --input-words 300`)" in (trained / "fewer" / "MODEL_CARD.md").read_text()

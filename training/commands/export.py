@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=150_000,
         help="invertible-decoder bundles read the N most frequent words of their own pretrained vectors besides the trained "
-        "vocabulary (chosen on STS-B/SICK dev; 0: the trained vocabulary only)",
+        "vocabulary (chosen on STS-B/SICK dev; 0: the trained vocabulary only); fewer than training read cuts the trained "
+        "vocabulary to them and the corpus's frequent words, to keep a bundle of wide vectors within its size",
     )
     p.set_defaults(func=run)
 

@@ -177,17 +177,36 @@ class InvertibleExport(ExportEncoder):
         return z_en + z_de, z_en, z_de, drop(sif_de, self.pc_de_sif), torch.cat([sup_en, sup_de], -1), sup_en, sup_de
 
 
-def read_more_words(cfg: InvertibleConfig, trained: np.ndarray, vocab: Vocabulary, words: int) -> tuple[Vocabulary, np.ndarray]:
-    """The trained vocabulary (its ids unchanged) plus the ``words`` most frequent words of the same
-    pretrained vectors that it lacks, and their (V, dim_w) table.
+FREQUENT_CORPUS_WORDS = 50_000  # training reads these corpus words too, where the vectors know them
 
-    Both encoders read fixed word vectors, never trained embeddings, so a word the vectors know is as
-    known to the model as one it met in training; the paper gives every word its fastText vector and zeros
-    only the words fastText lacks (appendix A). Training
-    reads fewer (``input_words``) only to keep its batches' lookups small. ``words`` ≤ 0: the trained
-    vocabulary alone."""
+
+def input_vocabulary(cfg: InvertibleConfig, trained: np.ndarray, vocab: Vocabulary, words: int,
+                     counts: np.ndarray | None = None) -> tuple[Vocabulary, np.ndarray]:  # fmt: skip
+    """The vocabulary the exported graph reads, and its (V, dim_w) table: the ``words`` most frequent words
+    of the model's fixed vectors plus the corpus's frequent words that training read.
+
+    Both encoders read fixed word vectors, never trained embeddings, so the graph may read other words
+    than training did, with no retraining:
+
+    * ``words`` ≤ 0: the trained vocabulary as it is;
+    * more than training read (``cfg.input_words``): the trained vocabulary, its ids unchanged, plus the
+      most frequent words of the same vectors that it lacks; those are then as known as trained words
+      (the paper gives every word its fastText vector and zeros only the words fastText lacks, appendix A);
+    * fewer: the trained vocabulary cut to its first ``words`` (the vectors' most frequent) and the
+      :data:`FREQUENT_CORPUS_WORDS` most frequent corpus words among the rest (``counts``: training's
+      corpus counts per id), in training's order; the words cut read as ``<unk>``. This keeps a bundle
+      within its size when the vectors are wide.
+    """
     if words <= 0:
         return vocab, trained
+    if words < cfg.input_words:
+        keep = np.zeros(len(vocab), bool)
+        keep[: 3 + words] = True  # the specials and the vectors' most frequent words
+        if counts is not None:
+            top = np.argsort(-counts, kind="stable")[:FREQUENT_CORPUS_WORDS]
+            keep[top[counts[top] > 0]] = True
+        ids = np.flatnonzero(keep)
+        return Vocabulary([vocab.tokens[i] for i in ids]), trained[ids]
     vectors = load_word_vectors(cfg.word_vectors)
     known = set(vocab.tokens)
     extra = [w for w in vectors.words[:words] if w not in known and not any(c.isspace() for c in w)]
@@ -222,7 +241,7 @@ class InvertibleFamily(Family):
 
     def prepare(self, cfg: InvertibleConfig, corpus: TokenCorpus) -> Prepared:
         counts = corpus.counts()
-        frequent = [w for w, _ in counts.most_common(50_000)]
+        frequent = [w for w, _ in counts.most_common(FREQUENT_CORPUS_WORDS)]
         vocab, _ = fixed_vocabulary(load_word_vectors(cfg.word_vectors), cfg.input_words, frequent)
         freq = np.array([counts.get(w, 0) for w in vocab.tokens], np.float64)
         freq[:3] = 0.0  # never sample specials as negatives
@@ -264,7 +283,7 @@ class InvertibleFamily(Family):
 
     def export_encoder(self, cfgs, models, prepared, variant, corpus: str = "", pc_sample: int = 20_000, input_words: int = 0, **_):
         """The graph of every view; ``input_words`` > 0 lets it read that many of the most frequent words of
-        its pretrained vectors besides the trained vocabulary (:func:`read_more_words`)."""
+        its pretrained vectors besides the trained vocabulary, or fewer (:func:`input_vocabulary`)."""
         from pathlib import Path
 
         from service.bundle import postprocess
@@ -273,7 +292,7 @@ class InvertibleFamily(Family):
         from training.postprocess import corpus_sample
 
         (cfg,), (model,) = cfgs, models
-        vocab, table = read_more_words(cfg, model.words.table.cpu().numpy(), prepared.vocab, input_words)
+        vocab, table = input_vocabulary(cfg, model.words.table.cpu().numpy(), prepared.vocab, input_words, prepared.state.get("counts"))
         sif = torch.from_numpy(sif_weights(vocab.tokens, word_counts(Path(corpus)))) if corpus else torch.ones(len(vocab))
         words: nn.Module = FixedVectors(table)
         factored = FactoredTable(table, block_dims(cfg.word_vectors, table.shape[1]))
@@ -309,7 +328,7 @@ class InvertibleFamily(Family):
                 "all": [round(float(s), 5) for s in sv],
             },
             "pc_sentences": len(sents),
-            "input_words": {"trained": len(prepared.vocab), "read": len(vocab)},
+            "input_words": {"trained": len(prepared.vocab), "read": len(vocab), "cut_to": input_words},
             "inverse_max_abs_err": inv_err,
         }
         return enc, vocab, report
@@ -361,6 +380,13 @@ class InvertibleFamily(Family):
                 "(`thoughtvec export --input-words`). No embedding is trained in this family, so a word the vectors "
                 "know is as known to both encoders as a trained one, and the paper reads every word of fastText. "
                 "`vocabulary.trained_size` in bundle.json counts the trained ones.")))  # fmt: skip
+        elif words and words["read"] < words["trained"]:
+            sections.append(("Input vocabulary", (
+                f"Training read {words['trained']:,} words; the graph reads {words['read']:,} of them (`thoughtvec export "
+                f"--input-words {words['cut_to']:,}`): the {words['cut_to']:,} most frequent words of its fixed vectors and "
+                f"the {FREQUENT_CORPUS_WORDS:,} most frequent corpus words, so that the bundle stays within its size; the "
+                "words cut read as `<unk>` (a zero vector). No embedding is trained in this family, so the words kept "
+                "read exactly as in training.")))  # fmt: skip
         return sections
 
 
