@@ -350,7 +350,7 @@ class InvertibleFamily(Family):
             "The top principal component for post-processing is estimated at export on a sample of training-corpus "
             "sentences and stored in the graph (the paper estimates it per evaluation set).",
             f"Training sentences are cut to {c.max_len} tokens.",
-            "Training time: at most one epoch on a 2-core CPU (see Training; paper: 3.5–9 hours on a GPU over far more data).",
+            "Training time: one or two epochs on a 2-core CPU (see Training; paper: 3.5–9 hours on a GPU over far more data).",
             "The `de-sif` view is ours, not the paper's: z_de pooled with SIF weights a/(a + p(w)) (Arora et al. 2017, "
             "a = 1e-3, p from the training corpus), its first PC removed.",
         ] + (
@@ -383,7 +383,7 @@ class InvertibleFamily(Family):
         elif words and words["read"] < words["trained"]:
             sections.append(("Input vocabulary", (
                 f"Training read {words['trained']:,} words; the graph reads {words['read']:,} of them (`thoughtvec export "
-                f"--input-words {words['cut_to']:,}`): the {words['cut_to']:,} most frequent words of its fixed vectors and "
+                f"--input-words {words['cut_to']}`): the {words['cut_to']:,} most frequent words of its fixed vectors and "
                 f"the {FREQUENT_CORPUS_WORDS:,} most frequent corpus words, so that the bundle stays within its size; the "
                 "words cut read as `<unk>` (a zero vector). No embedding is trained in this family, so the words kept "
                 "read exactly as in training.")))  # fmt: skip
