@@ -25,7 +25,8 @@ def save_png(fig, path: str | Path) -> None:
 
 
 def plot_loss_curve(log_path: str | Path, png_path: str | Path, title: str) -> bool:
-    """Training loss per logged step, validation metrics on a second axis. False if nothing to plot."""
+    """Training loss per logged step on top; below it, one panel per validation metric, each on its own
+    scale (on one shared axis a metric near 0.05 flattened a loss near 2.3 into a line). False if nothing to plot."""
     log_path = Path(log_path)
     if not log_path.exists():
         return False
@@ -33,23 +34,26 @@ def plot_loss_curve(log_path: str | Path, png_path: str | Path, title: str) -> b
     steps = [e["step"] for e in entries if "loss" in e]
     if not steps:
         return False
+    evals = [e for e in entries if "eval" in e]
+    keys = sorted(evals[-1]["eval"]) if evals else []
     plt = _figure()
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, axes = plt.subplots(1 + len(keys), 1, figsize=(7, 3.2 + 1.6 * len(keys)), sharex=True,
+                             gridspec_kw={"height_ratios": [2] + [1] * len(keys)}, squeeze=False)  # fmt: skip
+    ax = axes[0][0]
     ax.plot(steps, [e["loss"] for e in entries if "loss" in e], lw=1, label="training loss")
-    ax.set_xlabel("step")
     ax.set_ylabel("loss")
     ax.grid(alpha=0.3)
-    evals = [e for e in entries if "eval" in e]
-    if evals:
-        ax2 = ax.twinx()
-        for key in sorted(evals[-1]["eval"]):
-            ax2.plot([e["step"] for e in evals], [e["eval"].get(key) for e in evals], "o--", ms=3, label=f"validation {key}")
-        ax2.set_ylabel("validation")
-        lines = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
-        ax.legend(lines, [ln.get_label() for ln in lines], loc="upper right", fontsize=8)
-    else:
-        ax.legend(loc="upper right", fontsize=8)
+    ax.legend(loc="upper right", fontsize=8)
     ax.set_title(title)
+    for (vax,), key in zip(axes[1:], keys, strict=True):
+        points = [(e["step"], e["eval"][key]) for e in evals if e["eval"].get(key) is not None]
+        vax.plot([x for x, _ in points], [y for _, y in points], "o--", ms=3, color="tab:orange")
+        vax.set_ylabel(key, fontsize=8)
+        vax.grid(alpha=0.3)
+        if points:
+            vax.set_title(f"validation {key}: {points[0][1]:.4g} at step {points[0][0]:,} → {points[-1][1]:.4g} at step {points[-1][0]:,}",
+                          fontsize=8, loc="left")  # fmt: skip
+    axes[-1][0].set_xlabel("step")
     save_png(fig, png_path)
     plt.close(fig)
     return True
