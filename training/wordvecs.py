@@ -243,29 +243,38 @@ def _file_dim(path: Path) -> int:
     return -1
 
 
+def _part_dim(name: str) -> int:
+    return PART_DIMS.get(name) or _file_dim(_part_path(name))
+
+
 def block_dims(source: str, dim: int) -> list[int]:
-    """The column blocks of a source's table: ``[50, 300]`` for GloVe ⊕ spaCy, else ``[dim]``."""
+    """The column blocks of a source's table: one per part (``[50, 300]`` for GloVe ⊕ spaCy), else ``[dim]``."""
     try:
         parts = parse_source(source)
     except ValueError:
         return [dim]
-    dims = [PART_DIMS.get(name) or (_file_dim(_part_path(name)) if len(parts) > 1 else -1) for name, _ in parts]
+    if len(parts) == 1:
+        return [dim]
+    dims = [_part_dim(name) for name, _ in parts]
     return dims if sum(dims) == dim and min(dims) > 0 else [dim]
 
 
 PART_TITLES = {DEFAULT: "GloVe 6B 50d", SPACY: "spaCy en_core_web_md 300d", CORPUS_W2V: "word2vec on our corpus"}
 
 
-def describe(source: str) -> tuple[str, int]:
-    """A model card's words for a source and its dimension: ``("GloVe 6B 50d ⊕ spaCy en_core_web_md 300d ⊕
-    word2vec on our corpus 100d at weight 0.5", 450)``; the dimension is -1 where a part cannot be read."""
+def describe(source: str) -> tuple[str, int, bool]:
+    """A model card's words for a source, its dimension, and whether it joins parts: ``("GloVe 6B 50d ⊕
+    spaCy en_core_web_md 300d ⊕ word2vec on our corpus 100d at weight 0.5, each part scaled to unit mean norm",
+    450, True)``; the dimension is -1 where a part cannot be read."""
     parts = parse_source(source)
-    dims = [PART_DIMS.get(name) or _file_dim(_part_path(name)) for name, _ in parts]
+    dims = [_part_dim(name) for name, _ in parts]
     words = []
     for (name, w), d in zip(parts, dims, strict=True):
         title = PART_TITLES.get(name, name)
         words.append((title if name in PART_DIMS else f"{title} {d}d") + (f" at weight {w:g}" if w != 1 else ""))
-    return " ⊕ ".join(words), (sum(dims) if min(dims) > 0 else -1)
+    joined = len(parts) > 1
+    text = " ⊕ ".join(words) + (", each part scaled to unit mean norm" if joined else "")
+    return text, (sum(dims) if min(dims) > 0 else -1), joined
 
 
 def _load_part(part: str, limit: int | None) -> WordVectors:

@@ -176,8 +176,9 @@ def test_block_dims_split_only_known_concatenations():
 
 def test_a_source_is_described_for_the_model_card_with_its_dimension(tmp_path, monkeypatch):
     monkeypatch.setattr(wordvecs, "CORPUS_W2V_FILE", _vectors_file(tmp_path / "w2v.txt", {"y": [2.0, 0.0, 0.0]}))
-    assert wordvecs.describe("glove-6b-50d") == ("GloVe 6B 50d", 50)
+    assert wordvecs.describe("glove-6b-50d") == ("GloVe 6B 50d", 50, False)
     assert wordvecs.describe("glove-6b-50d+spacy-md+corpus-w2v@0.5") == (
-        "GloVe 6B 50d ⊕ spaCy en_core_web_md 300d ⊕ word2vec on our corpus 3d at weight 0.5",
+        "GloVe 6B 50d ⊕ spaCy en_core_web_md 300d ⊕ word2vec on our corpus 3d at weight 0.5, each part scaled to unit mean norm",
         353,
+        True,
     )

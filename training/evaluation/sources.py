@@ -18,11 +18,14 @@ import base64
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from service.bundle.postprocess import l2_normalize
+
+if TYPE_CHECKING:
+    from training.wordvecs import WordVectors
 
 Progress = Callable[[int], None]  # called with the number of sentences just encoded
 DEFAULT_CORPUS = Path("data/corpus/corpus.txt")  # the committed bundles' training corpus (`thoughtvec corpus build`)
@@ -170,10 +173,11 @@ class GloveAverage:
 
     def __init__(self, normalize: bool = True, threads: int | None = None, source: str = "glove-6b-50d",
                  weighting: str = "uniform", postprocess: str = "none", corpus: str | os.PathLike = DEFAULT_CORPUS,
-                 sample: int = 20_000, data_root: Path | None = None, name: str | None = None):  # fmt: skip
+                 sample: int = 20_000, data_root: Path | None = None, name: str | None = None,
+                 vectors: WordVectors | None = None):  # fmt: skip
         from training.wordvecs import load_word_vectors
 
-        self.wv = load_word_vectors(source)
+        self.wv = vectors if vectors is not None else load_word_vectors(source)  # ``vectors``: ``source`` already loaded
         self.normalize = normalize
         self.views = {"mean": self.wv.dim}
         self.weighting, self.post, self.corpus = weighting, postprocess, Path(corpus)

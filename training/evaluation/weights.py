@@ -26,9 +26,12 @@ from training.evaluation.sources import GloveAverage
 
 def score(source: str, data_root: Path, seed: int = 1111) -> dict[str, float]:
     """Dev scores of the SIF average over ``source``: cosine (post-processed on dev) and feature accuracy."""
-    cos = GloveAverage(source=source, weighting="sif", postprocess="dev", data_root=data_root)
+    from training.wordvecs import load_word_vectors
+
+    wv = load_word_vectors(source)  # once for both averages
+    cos = GloveAverage(source=source, weighting="sif", postprocess="dev", data_root=data_root, vectors=wv)
     assert cos.choice is not None
-    feats = GloveAverage(source=source, weighting="sif", postprocess="first-pc", name=source)
+    feats = GloveAverage(source=source, weighting="sif", postprocess="first-pc", name=source, vectors=wv)
     opts = runner.RunOptions(tasks=tasks.select(",".join(report.MACRO_TASKS)), protocol=dataclasses.replace(MODES["quick"], seed=seed),
                              data_root=data_root)  # fmt: skip
     rec = runner.evaluate(feats, ["mean"], opts, log=lambda _: None)[0]

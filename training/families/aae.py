@@ -257,12 +257,13 @@ class AAEFamily(Family):
 
     def deviations(self, cfgs) -> list[str]:
         c = cfgs[0]
+        vectors, _, joined = describe(c.word_vectors)
         out = [
             "Corpus: the ~14 M-word thoughtvec default corpus instead of the Toronto Book Corpus (70 M sentences).",
             f"Dimensions sized for CPU training: d_m {c.d_model}, d_f {c.d_ff}, {c.heads} heads (paper: 2048, 4096, 8); "
             f"the representation is {2 * c.d_model if c.pooling == 'mean-max' else c.d_model}-d (paper 4096).",
-            f"Input words: {describe(c.word_vectors)[0]}"
-            + (", each part scaled to unit mean norm and stored as its distinct rows plus an index," if "+" in c.word_vectors else ",")
+            f"Input words: {vectors}"
+            + (" and stored as each part's distinct rows plus an index," if joined else ",")
             + f" the {c.input_words:,} most frequent words (plus any output-vocabulary word the vectors know), instead of GloVe "
             "300d with 2.2 M words; other words read as a zero vector (<unk>).",
             f"Output softmax over the {c.out_vocab:,} most frequent corpus words (paper 21 583).",

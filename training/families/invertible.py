@@ -31,7 +31,7 @@ from service.bundle.vocab import UNK_ID, Vocabulary
 from training.data import IdCorpus, TokenCorpus, pad_batch
 from training.families.base import ExportEncoder, Family, Prepared, TrainModel
 from training.nn import FactoredTable, GRUStates, length_mask, masked_max, masked_mean, masked_min
-from training.wordvecs import block_dims, describe, fixed_vocabulary, load_word_vectors, parse_source
+from training.wordvecs import block_dims, describe, fixed_vocabulary, load_word_vectors
 
 
 @dataclass
@@ -181,7 +181,7 @@ FREQUENT_CORPUS_WORDS = 50_000  # training reads these corpus words too, where t
 
 
 def input_vocabulary(cfg: InvertibleConfig, trained: np.ndarray, vocab: Vocabulary, words: int,
-                     counts: np.ndarray | None = None) -> tuple[Vocabulary, np.ndarray]:  # fmt: skip
+                     counts: np.ndarray) -> tuple[Vocabulary, np.ndarray]:  # fmt: skip
     """The vocabulary the exported graph reads, and its (V, dim_w) table: the ``words`` most frequent words
     of the model's fixed vectors plus the corpus's frequent words that training read.
 
@@ -202,9 +202,8 @@ def input_vocabulary(cfg: InvertibleConfig, trained: np.ndarray, vocab: Vocabula
     if words < cfg.input_words:
         keep = np.zeros(len(vocab), bool)
         keep[: 3 + words] = True  # the specials and the vectors' most frequent words
-        if counts is not None:
-            top = np.argsort(-counts, kind="stable")[:FREQUENT_CORPUS_WORDS]
-            keep[top[counts[top] > 0]] = True
+        top = np.argsort(-counts, kind="stable")[:FREQUENT_CORPUS_WORDS]
+        keep[top[counts[top] > 0]] = True
         ids = np.flatnonzero(keep)
         return Vocabulary([vocab.tokens[i] for i in ids]), trained[ids]
     vectors = load_word_vectors(cfg.word_vectors)
@@ -217,10 +216,10 @@ def input_vocabulary(cfg: InvertibleConfig, trained: np.ndarray, vocab: Vocabula
 
 
 def _word_vectors_line(c: InvertibleConfig) -> str:
-    what, dim = describe(c.word_vectors)
-    if len(parse_source(c.word_vectors)) > 1:
+    what, dim, joined = describe(c.word_vectors)
+    if joined:
         return (
-            f"Word vectors: {what}, each part scaled to unit mean norm (the {c.input_words:,} most frequent words of the first "
+            f"Word vectors: {what} (the {c.input_words:,} most frequent words of the first "
             f"plus frequent corpus words), instead of fastText 300d; so dim_w = {dim} and W is {dim} × 2d. The table is stored "
             "as the distinct rows of each part plus an index (lossless; spaCy maps many words onto one vector, and a word a "
             "later part lacks reads zeros there)."
@@ -292,7 +291,7 @@ class InvertibleFamily(Family):
         from training.postprocess import corpus_sample
 
         (cfg,), (model,) = cfgs, models
-        vocab, table = input_vocabulary(cfg, model.words.table.cpu().numpy(), prepared.vocab, input_words, prepared.state.get("counts"))
+        vocab, table = input_vocabulary(cfg, model.words.table.cpu().numpy(), prepared.vocab, input_words, prepared.state["counts"])
         sif = torch.from_numpy(sif_weights(vocab.tokens, word_counts(Path(corpus)))) if corpus else torch.ones(len(vocab))
         words: nn.Module = FixedVectors(table)
         factored = FactoredTable(table, block_dims(cfg.word_vectors, table.shape[1]))
