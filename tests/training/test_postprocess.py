@@ -46,8 +46,34 @@ def test_choose_keeps_the_candidate_best_on_dev_and_says_so():
     )
     dev = postprocess.DevPairs({"STS-B": (firsts, seconds, gold), "SICK-R": (firsts, seconds, gold)})
     c = postprocess.choose(encode([f"c{i}" for i in range(500)]), encode(dev.sentences()), dev, "v")
-    assert len(c.table) == len(postprocess.GRID) and not c.identity
+    assert len(c.table) == len(postprocess.candidates(postprocess.GRID, 16)) == 8 and not c.identity  # k <= 16 / 4
     assert c.scores["dev"] == max(r["dev"] for r in c.table) and c.scores["dev"] > c.raw["dev"] + 0.3
+
+
+def test_the_grid_reaches_past_20_components_where_a_view_is_wide_enough():
+    """The invertible views chose k = 20, the old grid's edge: a view whose shared directions number 30
+    now gets a k that removes them all."""
+    rng = np.random.default_rng(2)
+    dim, shared = 200, 30
+    basis = np.linalg.qr(rng.standard_normal((dim, dim)))[0]
+    nuisance, signal = basis[:, :shared], basis[:, shared:]
+    table: dict[str, np.ndarray] = {}
+
+    def encode(texts):
+        for t in texts:
+            if t not in table:
+                table[t] = nuisance @ (10.0 * rng.standard_normal(shared)) + signal @ rng.standard_normal(dim - shared)
+        return np.stack([table[t] for t in texts]).astype(np.float32)
+
+    a, b = [f"a{i}" for i in range(300)], [f"b{i}" for i in range(300)]
+    encode(a + b)
+    part = lambda t: table[t] @ signal  # noqa: E731
+    gold = np.array([np.dot(part(x), part(y)) / np.linalg.norm(part(x)) / np.linalg.norm(part(y)) for x, y in zip(a, b)])
+    dev = postprocess.DevPairs({"STS-B": (a, b, gold), "SICK-R": (a, b, gold)})
+    c = postprocess.choose(encode([f"c{i}" for i in range(2000)]), encode(dev.sentences()), dev, "v")
+    assert c.k == 40 and c.scores["dev"] > max(r["dev"] for r in c.table if r["k"] <= 20) + 0.1
+    assert max(k for _, k in postprocess.candidates(postprocess.GRID, 8)) == 2
+    assert max(k for _, k in postprocess.candidates(postprocess.GRID, 1024)) == 80
 
 
 def test_choose_keeps_the_identity_when_nothing_helps():
