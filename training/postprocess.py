@@ -190,11 +190,11 @@ def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int =
             was = next((f" {c.scores['dev']:.4f}" for c in choices if c.view == spec["default_view"]), " not measured: a feature view")
             log(f"{bundle.name}: default view {spec['default_view']} -> {best.view} (dev Spearman{was} -> {best.scores['dev']:.4f})")
             spec["default_view"] = best.view
+    parse_spec(spec, str(bundle_dir))  # never write a spec the service would refuse, nor its maps
     if maps:
         pp.save(bundle_dir / NPZ, maps)
     else:
         (bundle_dir / NPZ).unlink(missing_ok=True)
-    parse_spec(spec, str(bundle_dir))  # never write a spec the service would refuse
     atomic_write_text(bundle_dir / BUNDLE_FILE, json.dumps(spec, indent=2, ensure_ascii=False) + "\n")
     Encoder.load(bundle_dir, providers=["CPUExecutionProvider"])  # and check it loads with its maps
     _card_section(bundle_dir, choices, len(texts))

@@ -74,7 +74,7 @@ class PostprocessSpec(_Strict):
     file: str = Field(min_length=1, description="npz in the bundle with <key>.mean (dim,) and <key>.components (k, dim)")
     key: str = Field(min_length=1)
     center: bool
-    components: int = Field(ge=0, le=64)
+    components: int = Field(ge=0, description="top principal components removed; fewer than the view's dim")
     note: str = ""  # how it was estimated and chosen; shown in /v1/models
 
 
@@ -85,6 +85,12 @@ class ViewSpec(_Strict):
     # What the view is meant for: cosine similarity ("unsupervised") or features for a linear model.
     pooling: Literal["unsupervised", "supervised", "last-state"] = "last-state"
     postprocess: PostprocessSpec | None = None
+
+    @model_validator(mode="after")
+    def _components_fit(self) -> ViewSpec:
+        if self.postprocess is not None and self.postprocess.components >= self.dim:
+            raise ValueError(f"postprocess.components {self.postprocess.components} must be below the view's dim {self.dim}")
+        return self
 
 
 class HeadSpec(_Strict):

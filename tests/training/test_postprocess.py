@@ -142,6 +142,33 @@ def test_postprocess_bundle_writes_maps_keeps_raw_views_and_moves_the_head(tmp_p
     assert not (bundle / "postprocess.npz").exists()
 
 
+def test_a_choice_the_service_would_refuse_leaves_the_bundle_as_it_was(tmp_path, monkeypatch):
+    """The maps were written before the spec was checked: a refused spec left new maps beside the old
+    spec, a bundle the server then refused to load."""
+    from service.bundle import format as fmt
+    from service.bundle.errors import BundleError
+
+    bundle = tmp_path / "tiny"
+    make_tiny_bundle(bundle, name="tiny")
+    corpus = write_corpus(tmp_path / "corpus.txt", toy_documents(40))
+    data = write_senteval(tmp_path / "senteval", n=30)
+    run = dict(sample=200, data_root=data, log=lambda m: None, check_counts=False)
+    postprocess.postprocess_bundle(bundle, corpus, grid=[(True, 1)], **run)
+    before = {p.name: p.read_bytes() for p in bundle.iterdir() if p.is_file()}
+    real = fmt.parse_spec
+
+    def refuse_two_components(data, where):
+        if any((v.get("postprocess") or {}).get("components") == 2 for v in data["views"].values()):
+            raise BundleError(where, "views.mean.postprocess.components", "refused")
+        return real(data, where)
+
+    monkeypatch.setattr(fmt, "parse_spec", refuse_two_components)
+    with pytest.raises(BundleError, match="refused"):
+        postprocess.postprocess_bundle(bundle, corpus, grid=[(True, 2)], **run)
+    assert {p.name: p.read_bytes() for p in bundle.iterdir() if p.is_file()} == before
+    Encoder.load(bundle)
+
+
 def test_the_cosine_task_reports_dev_beside_test(tmp_path):
     data = write_senteval(tmp_path, n=30)
     task = datasets.load_task("STSBenchmark", data, check_counts=False)

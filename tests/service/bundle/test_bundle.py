@@ -212,6 +212,27 @@ def test_a_post_processing_map_that_does_not_fit_its_view_is_refused(bundle_dir,
     assert e.value.field == "views.mean-pp.postprocess" and words in str(e.value)
 
 
+@pytest.mark.parametrize("k, ok", [(7, True), (8, False)])
+def test_a_map_may_remove_any_number_of_components_below_the_views_dim(bundle_dir, k, ok):
+    """It was capped at 64, which refused the 80 components dev chose for 1024-d views."""
+    _add_postprocessed_view(bundle_dir, k=k)
+    if ok:
+        assert Encoder.load(bundle_dir).postprocess["mean-pp"].components.shape == (k, 8)
+        return
+    with pytest.raises(BundleError) as e:
+        Encoder.load(bundle_dir)
+    assert "postprocess.components 8 must be below the view's dim 8" in str(e.value)
+
+
+def test_a_wide_view_may_remove_more_than_64_components(bundle_dir):
+    from service.bundle.format import parse_spec
+
+    meta = json.loads((bundle_dir / "bundle.json").read_text())
+    pp = {"file": "postprocess.npz", "key": "w", "center": False, "components": 80}
+    meta["views"]["wide"] = {"output": "wide", "dim": 1024, "pooling": "unsupervised", "postprocess": pp}
+    assert parse_spec(meta, "b").views["wide"].postprocess.components == 80  # the spec alone: no graph output "wide" here
+
+
 def test_two_views_may_not_be_the_same_output_with_the_same_processing(bundle_dir):
     _edit(bundle_dir, views__meanmax__output="mean", views__meanmax__dim=8)
     with pytest.raises(BundleError, match="same ONNX output"):
