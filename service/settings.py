@@ -45,7 +45,7 @@ class Settings(BaseSettings):
         description="comma-separated `alias=bundle` names a request's `model` may use (`=default`: the default model); listed in /v1/models. Empty: only bundle names",
     )
     model_preference: CsvList = Field(
-        ["invertible-linear", "invertible-linear-w2v", "invertible-bijection", "bi-skip", "combine-skip", "mean-max-aae", "uni-skip"],
+        ["invertible-bijection", "invertible-linear-w2v", "invertible-linear", "bi-skip", "combine-skip", "mean-max-aae", "uni-skip"],
         description="comma-separated bundle names tried in order for the default model (the default order is by the dev cosine Spearman of each bundle's default view, docs/RESULTS.md's 'Choices made on dev')",
     )
 

@@ -46,7 +46,7 @@ def test_choose_keeps_the_candidate_best_on_dev_and_says_so():
     )
     dev = postprocess.DevPairs({"STS-B": (firsts, seconds, gold), "SICK-R": (firsts, seconds, gold)})
     c = postprocess.choose(encode([f"c{i}" for i in range(500)]), encode(dev.sentences()), dev, "v")
-    assert len(c.table) == len(postprocess.candidates(postprocess.GRID, 16)) == 8 and not c.identity  # k <= 16 / 4
+    assert len(c.table) == len(postprocess.candidates(postprocess.GRID, 16)) == 10 and not c.identity  # k < 16 / 2
     assert c.scores["dev"] == max(r["dev"] for r in c.table) and c.scores["dev"] > c.raw["dev"] + 0.3
 
 
@@ -72,7 +72,8 @@ def test_the_grid_reaches_past_20_components_where_a_view_is_wide_enough():
     dev = postprocess.DevPairs({"STS-B": (a, b, gold), "SICK-R": (a, b, gold)})
     c = postprocess.choose(encode([f"c{i}" for i in range(2000)]), encode(dev.sentences()), dev, "v")
     assert c.k == 40 and c.scores["dev"] > max(r["dev"] for r in c.table if r["k"] <= 20) + 0.1
-    assert max(k for _, k in postprocess.candidates(postprocess.GRID, 8)) == 2
+    assert max(k for _, k in postprocess.candidates(postprocess.GRID, 8)) == 3
+    assert max(k for _, k in postprocess.candidates(postprocess.GRID, 50)) == 20  # GloVe 50d kept the old grid
     assert max(k for _, k in postprocess.candidates(postprocess.GRID, 1024)) == 80
 
 
