@@ -9,7 +9,7 @@ passages. Reported: accuracy@1 and MRR per pooling, and ``truncate`` as the base
 The sample's sources alternate into two halves by passage (even: dev, odd: held-out); the pooling
 was chosen on dev, and held-out confirms it. Run::
 
-    python -m service.tools.pooling_check --model models/invertible-linear --part dev
+    python -m service.tools.pooling_check --model models/invertible-bijection --part dev
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 from service.bundle.postprocess import l2_normalize
 from service.core.encoder import Encoder
 from service.core.longinput import POOLING, Prepared, pool, prepare
-from service.settings import PACKAGE_DATA
+from service.settings import PACKAGE_DATA, Settings
 
 POOLINGS = ("mean-unit", "mean-raw", "token-weighted", "max")
 
@@ -63,16 +63,23 @@ def score(queries: np.ndarray, owner: np.ndarray, docs: np.ndarray) -> tuple[flo
     return float((rank == 1).mean()), float((1.0 / rank).mean())
 
 
+def default_model() -> Path:
+    """The bundle the server would make its default: the first of ``model_preference`` under ``models_dir``."""
+    settings = Settings()
+    found = [settings.models_dir / n for n in settings.model_preference if (settings.models_dir / n / "bundle.json").is_file()]
+    return found[0] if found else settings.models_dir / settings.model_preference[0]
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", type=Path, default=Path("models/invertible-linear"), help="a bundle (default: the default model)")
+    ap.add_argument("--model", type=Path, default=None, help="a bundle (default: the default model)")
     ap.add_argument("--sample", type=Path, default=PACKAGE_DATA / "search_sample.tsv.gz")
     ap.add_argument("--sentences", type=int, default=10, help="sentences per passage")
     ap.add_argument("--per-source", type=int, default=60, help="passages per source")
     ap.add_argument("--part", choices=("dev", "held-out"), default="dev")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    enc = Encoder.load(args.model)
+    enc = Encoder.load(args.model or default_model())
     eos = enc.spec.vocabulary.eos_id if enc.spec.tokenizer.append_eos else None
     psg = passages(args.sample, args.sentences, args.per_source, args.part)
     texts = [" ".join(p) for p in psg]

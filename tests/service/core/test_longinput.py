@@ -129,3 +129,12 @@ def test_pooling_check_runs_on_a_tiny_bundle(models_dir, tmp_path, capsys):
     rows = [line for line in out.splitlines() if line.startswith("| split") or line.startswith("| truncate")]
     assert len(rows) == 5 and "mean-unit (default)" in rows[0]
     assert all(0 <= float(c) <= 1 for r in rows for c in r.strip("|").split("|")[1:])
+
+
+def test_pooling_check_defaults_to_the_servers_default_model(models_dir, monkeypatch):
+    """It defaulted to a fixed bundle, which stopped being the default model when dev chose another."""
+    from service.tools import pooling_check
+
+    monkeypatch.setenv("THOUGHTVEC_MODELS_DIR", str(models_dir))
+    monkeypatch.setenv("THOUGHTVEC_MODEL_PREFERENCE", "not-here,tiny2,tiny")
+    assert pooling_check.default_model() == models_dir / "tiny2"
