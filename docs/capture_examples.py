@@ -38,7 +38,7 @@ BLOCKS = {
         """curl -s localhost:8000/v1/indexes/notes/map -H 'Content-Type: application/json' -d '{"query": "a kitten"}' | cut -c1-240""",
         """curl -s localhost:8000/v1/indexes/notes/documents/delete -H 'Content-Type: application/json' -d '{"ids": ["n1", "n9"]}'""",
         """curl -s -o /dev/null -w '%{http_code}\\n' -X DELETE localhost:8000/v1/indexes/notes""",
-        """curl -s localhost:8000/metrics | grep -E '^thoughtvec_(tokens|sentences|long_inputs)_total\\{.*invertible-linear'""",
+        """curl -s localhost:8000/metrics | grep -E '^thoughtvec_(tokens|sentences|long_inputs)_total\\{.*invertible-bijection'""",
     ],
     "errors": [
         """curl -s -w ' %{http_code}\\n' localhost:8000/v1/embeddings -H 'Content-Type: application/json' -d '{"input": ["ok", "   "]}'""",

@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--part", choices=("dev", "held-out"), default="dev")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    enc = Encoder.load(args.model or default_model())
+    model = args.model or default_model()
+    enc = Encoder.load(model)
     eos = enc.spec.vocabulary.eos_id if enc.spec.tokenizer.append_eos else None
     psg = passages(args.sample, args.sentences, args.per_source, args.part)
     texts = [" ".join(p) for p in psg]
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     split = prepare(enc, texts, fields, "split", eos)
     over = sum(len(enc.token_ids(t)) > enc.max_tokens for t in texts)
     print(
-        f"{args.model.name}, {args.part}: {len(psg)} passages of {args.sentences} sentences ({over} over the "
+        f"{model.name}, {args.part}: {len(psg)} passages of {args.sentences} sentences ({over} over the "
         f"{enc.max_tokens}-token limit), {len(sents)} sentence queries"
     )
     print("| pooling | accuracy@1 | MRR |\n|---|---|---|")

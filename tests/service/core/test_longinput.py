@@ -131,10 +131,14 @@ def test_pooling_check_runs_on_a_tiny_bundle(models_dir, tmp_path, capsys):
     assert all(0 <= float(c) <= 1 for r in rows for c in r.strip("|").split("|")[1:])
 
 
-def test_pooling_check_defaults_to_the_servers_default_model(models_dir, monkeypatch):
+def test_pooling_check_defaults_to_the_servers_default_model(models_dir, tmp_path, monkeypatch, capsys):
     """It defaulted to a fixed bundle, which stopped being the default model when dev chose another."""
     from service.tools import pooling_check
+    from tests.service.conftest import write_sample
 
     monkeypatch.setenv("THOUGHTVEC_MODELS_DIR", str(models_dir))
     monkeypatch.setenv("THOUGHTVEC_MODEL_PREFERENCE", "not-here,tiny2,tiny")
     assert pooling_check.default_model() == models_dir / "tiny2"
+    sample = write_sample(tmp_path / "s.tsv.gz", n=120)
+    pooling_check.main(["--sample", str(sample), "--per-source", "4", "--part", "dev"])
+    assert capsys.readouterr().out.startswith("tiny2, dev: ")
