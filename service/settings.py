@@ -26,6 +26,18 @@ Truncation = Literal["split", "truncate", "reject"]
 CsvList = Annotated[list[str], NoDecode]
 
 
+# The default model first, then by dev score (the API docs' examples name the first).
+MODEL_PREFERENCE = (
+    "invertible-bijection",
+    "invertible-linear-w2v",
+    "invertible-linear",
+    "bi-skip",
+    "combine-skip",
+    "mean-max-aae",
+    "uni-skip",
+)
+
+
 class Settings(BaseSettings):
     """All knobs of the server. Defaults suit one CPU machine; every limit is here."""
 
@@ -45,7 +57,7 @@ class Settings(BaseSettings):
         description="comma-separated `alias=bundle` names a request's `model` may use (`=default`: the default model); listed in /v1/models. Empty: only bundle names",
     )
     model_preference: CsvList = Field(
-        ["invertible-bijection", "invertible-linear-w2v", "invertible-linear", "bi-skip", "combine-skip", "mean-max-aae", "uni-skip"],
+        list(MODEL_PREFERENCE),
         description="comma-separated bundle names tried in order for the default model (the default order is by the dev cosine Spearman of each bundle's default view, docs/RESULTS.md's 'Choices made on dev')",
     )
 

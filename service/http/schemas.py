@@ -21,7 +21,7 @@ from service.core import results as core  # not "results": two response models h
 from service.index.factory import SCHEMA_PATTERN
 from service.index.indexes import NAME_PATTERN, Metric
 from service.index.jsonvalues import reject_lone_surrogates
-from service.settings import Truncation
+from service.settings import MODEL_PREFERENCE, Truncation
 
 # What the core accepts, for the OpenAPI schema (the core checks it, with messages naming the field).
 TEXT = {"type": "string", "minLength": 1, "pattern": r"\S"}
@@ -66,7 +66,7 @@ TRUNCATION = Field(
 # -- embeddings (OpenAI-compatible) -----------------------------------------------------------
 class EmbeddingsRequest(_Req):
     model_config = _examples(
-        {"input": ["the cat sat on the mat .", "a dog ran in the park ."], "model": "invertible-linear"},
+        {"input": ["the cat sat on the mat .", "a dog ran in the park ."], "model": MODEL_PREFERENCE[0]},
         {"input": "one sentence ."},
         {"input": [[1820, 8415, 7731, 389, 279, 5634, 662]], "model": "text-embedding-3-small"},
     )

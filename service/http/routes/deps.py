@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from service.core.engine import Core
 from service.http.middleware import json_bytes, require_admin
 from service.http.schemas import ErrorBody, Usage
+from service.settings import MODEL_PREFERENCE
 
 
 async def get_core(request: Request) -> Core:  # async: a sync dependency would hop to a thread
@@ -35,7 +36,7 @@ def json_body(body: BaseModel, usage: Usage | None = None) -> Response:
 # Path parameters with the values "Try it out" fills in (the default index; the index the examples create).
 IndexName = Annotated[str, Path(description="index name", examples=["default"])]
 NewIndexName = Annotated[str, Path(description="index name", examples=["notes"])]
-ModelName = Annotated[str, Path(description="bundle or alias", examples=["invertible-linear"])]
+ModelName = Annotated[str, Path(description="bundle or alias", examples=[MODEL_PREFERENCE[0]])]
 DocId = Annotated[str, Path(description="document id", examples=["n1"])]
 
 

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from service.http.routes.deps import CoreDep
+from service.settings import MODEL_PREFERENCE
 
 router = APIRouter(tags=["operations"])
 
@@ -29,7 +30,7 @@ async def ready(core: CoreDep) -> JSONResponse:
     responses={
         200: {
             "content": {
-                "text/plain": {"schema": {"type": "string"}, "example": 'thoughtvec_tokens_total{model="invertible-linear"} 42.0\n'}
+                "text/plain": {"schema": {"type": "string"}, "example": f'thoughtvec_tokens_total{{model="{MODEL_PREFERENCE[0]}"}} 42.0\n'}
             },
             "description": "Prometheus text exposition format",
         }
