@@ -29,6 +29,7 @@ CsvList = Annotated[list[str], NoDecode]
 # The default model first, then by dev score (the API docs' examples name the first).
 MODEL_PREFERENCE = (
     "invertible-bijection",
+    "invertible-bijection-w2v",
     "invertible-linear-w2v",
     "invertible-linear",
     "bi-skip",
@@ -58,7 +59,7 @@ class Settings(BaseSettings):
     )
     model_preference: CsvList = Field(
         list(MODEL_PREFERENCE),
-        description="comma-separated bundle names tried in order for the default model (the default order is by the dev cosine Spearman of each bundle's default view, docs/RESULTS.md's 'Choices made on dev')",
+        description="comma-separated bundle names tried in order for the default model (by default: the model chosen on dev first, then by the dev cosine Spearman of each bundle's default view; docs/RESULTS.md's 'Choices made on dev')",
     )
 
     # -- the default search index --------------------------------------------------------

@@ -93,9 +93,25 @@ def dev_cosine(scores: dict[str, float]) -> float | None:
     return None if any(v is None for v in vals) else float(np.mean(vals))
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
+def bundle_bytes(record: dict) -> float:
+    """The size on disk of the bundle a record evaluated (its files under ``source.path``, relative paths
+    from the repository); infinite when the folder is not here."""
+    path = Path(record.get("source", {}).get("path", ""))
+    path = path if path.is_absolute() else REPO / path
+    files = [f for f in path.iterdir() if f.is_file()] if path.is_dir() and str(path) != str(REPO) else []
+    return float(sum(f.stat().st_size for f in files)) if files else float("inf")
+
+
 def dev_choices(ours: list[dict]) -> dict:
     """The choices the README follows, made on dev numbers only: the default model (best dev cosine of a
-    bundle's default view), and per bundle the view with the best dev macro and the best dev cosine."""
+    bundle's default view; among bundles within :data:`training.postprocess.MIN_GAIN` of the best, the
+    smallest, as post-processing keeps the simplest map within that margin), and per bundle the view
+    with the best dev macro and the best dev cosine."""
+    from training.postprocess import MIN_GAIN
+
     bundles = [r for r in ours if r["kind"] == "bundle"]
     out: dict = {"views": {}}
     # a bundle's default view as its newest record saw it (a later `thoughtvec postprocess` may change it)
@@ -103,8 +119,12 @@ def dev_choices(ours: list[dict]) -> dict:
     default_of = {n: r.get("source", {}).get("default_view") for n, r in newest.items()}
     default_views = [r for r in bundles if r["view"] == default_of[r["name"]] and dev_cosine(flatten(r)) is not None]
     if default_views:
-        best = max(default_views, key=lambda r: dev_cosine(flatten(r)))
-        out["default_model"] = {"name": best["name"], "view": best["view"], "dev_cosine": dev_cosine(flatten(best))}
+        top = max(dev_cosine(flatten(r)) for r in default_views)
+        tied = [r for r in default_views if dev_cosine(flatten(r)) >= top - MIN_GAIN]
+        best = min(tied, key=lambda r: (bundle_bytes(r), -dev_cosine(flatten(r))))
+        out["default_model"] = {"name": best["name"], "view": best["view"], "dev_cosine": dev_cosine(flatten(best)),
+                                "tied": [{"name": r["name"], "dev_cosine": dev_cosine(flatten(r)), "bytes": bundle_bytes(r)}
+                                         for r in sorted(tied, key=lambda r: -dev_cosine(flatten(r))) if r is not best]}  # fmt: skip
     for name in dict.fromkeys(r["name"] for r in bundles):
         rs = [r for r in bundles if r["name"] == name]
         by_macro = [r for r in rs if dev_macro(flatten(r)) is not None]
@@ -122,14 +142,16 @@ def _dev_section(ours: list[dict]) -> list[str]:
         "## Choices made on dev",
         "",
         "Nothing below looks at a test split. The default model is the bundle whose default view has the best mean "
-        "cosine Spearman on the SICK-R and STS-B dev pairs; a bundle's best view for features is the one with the best "
+        "cosine Spearman on the SICK-R and STS-B dev pairs, or, among bundles within 0.002 of the best (the margin "
+        "`thoughtvec postprocess` treats as noise), the smallest on disk; a bundle's best view for features is the one with the best "
         "mean dev accuracy over the 8 macro tasks (inner folds for MR/CR/SUBJ/MPQA, k-fold on train for TREC/MRPC, "
         "the dev sets of SST-2 and SICK-E).",
         "",
     ]
     if "default_model" in ch:
         d = ch["default_model"]
-        lines += [f"Default model: **{d['name']}** (view `{d['view']}`, dev cosine ρ {d['dev_cosine']:.4f}).", ""]
+        ties = "".join(f"; within 0.002 of {t['name']}'s {t['dev_cosine']:.4f} and smaller on disk" for t in d["tied"])
+        lines += [f"Default model: **{d['name']}** (view `{d['view']}`, dev cosine ρ {d['dev_cosine']:.4f}{ties}).", ""]
     lines += [
         "| bundle | best view by dev macro | dev macro | test macro | best view by dev cosine | dev cosine ρ | test STS-B ρ |",
         "|---|---|---:|---:|---|---:|---:|",
