@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,6 +87,15 @@ class Model:
         }
 
 
+def pick_default_model(settings: Settings, names: Iterable[str]) -> str | None:
+    """The model a request that names none gets, among the bundles ``names``: the ``default_model``
+    setting, else the first of ``model_preference`` there, else the first by name."""
+    names = set(names)
+    if settings.default_model:
+        return settings.default_model
+    return next((n for n in settings.model_preference if n in names), min(names) if names else None)
+
+
 @dataclass
 class Registry:
     settings: Settings
@@ -161,13 +171,7 @@ class Registry:
     # -- lookups -------------------------------------------------------------------------
     @property
     def default_model(self) -> str | None:
-        s = self.settings
-        if s.default_model:
-            return s.default_model
-        for name in s.model_preference:
-            if name in self.models:
-                return name
-        return min(self.models) if self.models else None
+        return pick_default_model(self.settings, self.models)
 
     def resolve(self, name: str) -> str | None:
         """A bundle name for ``name``: itself, or what the ``model_aliases`` setting maps it to."""

@@ -22,7 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from service.bundle.format import discover_bundles
 from service.bundle.postprocess import l2_normalize
+from service.core import registry
 from service.core.encoder import Encoder
 from service.core.longinput import POOLING, Prepared, pool, prepare
 from service.settings import PACKAGE_DATA, Settings
@@ -64,10 +66,12 @@ def score(queries: np.ndarray, owner: np.ndarray, docs: np.ndarray) -> tuple[flo
 
 
 def default_model() -> Path:
-    """The bundle the server would make its default: the first of ``model_preference`` under ``models_dir``."""
+    """The bundle the server would make its default, among the bundles under ``models_dir``."""
     settings = Settings()
-    found = [settings.models_dir / n for n in settings.model_preference if (settings.models_dir / n / "bundle.json").is_file()]
-    return found[0] if found else settings.models_dir / settings.model_preference[0]
+    name = registry.pick_default_model(settings, (p.name for p in discover_bundles(settings.models_dir)))
+    if name is None:
+        raise SystemExit(f"no bundle under {settings.models_dir}: name one with --model")
+    return settings.models_dir / name
 
 
 def main(argv: list[str] | None = None) -> None:
