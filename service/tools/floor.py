@@ -10,7 +10,7 @@ with ``s`` the server CPU per sentence of 32-sentence requests, ``s1`` its CPU p
 ``w32``, ``w1`` the load generator's CPU per request. No server answers a request for less than the
 cheapest server that does nothing else, so ``s1 >= s + floor`` bounds the ratio from above, whatever is
 optimised. This tool measures that floor in the same run as ``s``: wrk (one thread, 64 connections,
-keep-alive) floods, each for ``--seconds``, the real ``thoughtvec serve`` on one bundle, then two servers
+keep-alive) floods, each for ``--seconds``, the real ``thoughtvec serve`` on one bundle, then three servers
 that answer every request with those same response bytes and nothing else:
 
 * ``asgi``: uvicorn (httptools parser, uvloop) with a bare ASGI app: the stack ``thoughtvec serve``
@@ -45,7 +45,7 @@ from service.tools.bench import Flood, Load, LoadGenerator, Server, free_port, l
 ROOT = Path(__file__).resolve().parents[2]
 
 
-# -- the two floor servers (run in a subprocess: ``python -m service.tools.floor --serve KIND``) --------
+# -- the floor servers (each in a subprocess: ``python -m service.tools.floor --serve KIND``) -----------
 
 
 def serve_raw(port: int, response: bytes) -> None:
@@ -60,9 +60,9 @@ def serve_raw(port: int, response: bytes) -> None:
                     end = self.buf.find(b"\r\n\r\n")
                     if end < 0:
                         return
-                    head = self.buf[:end].lower()
+                    head = self.buf[:end].lower() + b"\r\n"
                     at = head.find(b"content-length:")
-                    length = int(head[at + 15 : head.find(b"\r\n", at) if head.find(b"\r\n", at) > 0 else None]) if at >= 0 else 0
+                    length = int(head[at + 15 : head.find(b"\r\n", at)]) if at >= 0 else 0
                     self.buf, self.need = self.buf[end + 4 :], length
                 if len(self.buf) < self.need:
                     return
