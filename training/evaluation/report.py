@@ -99,9 +99,9 @@ REPO = Path(__file__).resolve().parents[2]
 def bundle_bytes(record: dict) -> float:
     """The size on disk of the bundle a record evaluated (its files under ``source.path``, relative paths
     from the repository); infinite when the folder is not here."""
-    path = Path(record.get("source", {}).get("path", ""))
-    path = path if path.is_absolute() else REPO / path
-    files = [f for f in path.iterdir() if f.is_file()] if path.is_dir() and str(path) != str(REPO) else []
+    where = record.get("source", {}).get("path")
+    path = REPO / where if where else None  # an absolute ``where`` stays itself
+    files = [f for f in path.iterdir() if f.is_file()] if path is not None and path.is_dir() else []
     return float(sum(f.stat().st_size for f in files)) if files else float("inf")
 
 
