@@ -74,6 +74,13 @@ def test_cli_saves_results_report_and_head(tmp_path, sick_dir, capsys):
     assert 1 <= pred.min() and pred.max() <= 5
 
 
+def test_out_defaults_beside_the_report(tmp_path, monkeypatch):
+    # an evaluation into a scratch report must not overwrite the repository's docs/results.json
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", "report", "--results-dir", "none", "--report", "scratch/R.md"]) == 0
+    assert (tmp_path / "scratch" / "results.json").is_file() and not (tmp_path / "docs").exists()
+
+
 def test_cli_report_only_and_errors(tmp_path, sick_dir, capsys):
     assert main(["eval", "report", "--results-dir", str(tmp_path / "none"), "--report", str(tmp_path / "R.md"),
                  "--out", str(tmp_path / "all.json")]) == 0  # fmt: skip

@@ -72,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the t-SNE plots (always skipped with --quick)")
     p.add_argument("--results-dir", type=Path, default=Path("docs/results"), help="one JSON per source and view (and the plots)")
     p.add_argument("--report", type=Path, default=Path("docs/RESULTS.md"), help="the Markdown report, regenerated from --results-dir")
-    p.add_argument("--out", type=Path, default=Path("docs/results.json"), help="all results in one JSON, written with the report")
+    p.add_argument("--out", type=Path, help="all results in one JSON, written with the report (default: results.json beside it)")
     p.add_argument("--no-report", action="store_true", help="save results but do not regenerate the report")
     p.set_defaults(func=run)
 
@@ -169,6 +169,7 @@ def _command(args: argparse.Namespace, kind: str, target: str) -> str:
 def _report(args: argparse.Namespace) -> int:
     from training.evaluation.report import write_report
 
-    path, n = write_report(args.results_dir, args.report, args.out)
-    print(f"wrote {path} ({n} result files) and {args.out}", file=sys.stderr)
+    out = args.out or args.report.with_name("results.json")
+    path, n = write_report(args.results_dir, args.report, out)
+    print(f"wrote {path} ({n} result files) and {out}", file=sys.stderr)
     return 0
