@@ -6,6 +6,7 @@ pretrained vectors then gets an embedding in the encoder's space.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -85,3 +86,54 @@ def expand(trained: np.ndarray, vocab: Vocabulary, opts: ExpansionOptions) -> tu
         "neighbours": nearest_words(queries, q_vecs, all_words[3:], table[3:]),
     }
     return w, extra, source, report
+
+
+def reexpand(bundle_dir: str | Path, out_dir: str | Path, opts: ExpansionOptions) -> dict[str, dict]:
+    """A skip-thought bundle with its vocabulary expansion refitted from ``opts.vectors``, without
+    its checkpoint: every part's trained embeddings are in the graph, so the §2.2 map is fitted
+    again on them (:func:`expand`), and the graph's expansion initializers (``embs.<i>.source`` and
+    ``embs.<i>.mapping``) and the vocabulary are replaced; trained words read exactly as before.
+    Written to ``out_dir`` (replaced atomically), with the source vectors stored whole: for a
+    comparison on dev, not a size-checked bundle. Returns each part's fit report."""
+    import json
+    import shutil
+
+    import onnx
+    from onnx import numpy_helper
+
+    from service.bundle.atomic import atomic_dir
+    from service.bundle.format import BUNDLE_FILE, load_bundle
+
+    bundle = load_bundle(bundle_dir)
+    model = onnx.load(bundle.onnx_path)
+    inits = {i.name: i for i in model.graph.initializer}
+
+    def find(name: str):  # float16 bundles store ``<name>__fp16`` and cast it in the graph
+        return next((inits[n] for n in (name, f"{name}__fp16") if n in inits), None)
+
+    n_trained = bundle.spec.vocabulary.trained_size
+    vocab = Vocabulary(bundle.vocab.tokens[:n_trained])
+    reports, extra, part = {}, None, 0
+    while (trained := find(f"embs.{part}.trained")) is not None:
+        mapping, source = find(f"embs.{part}.mapping"), find(f"embs.{part}.source")
+        if mapping is None:
+            raise ValueError(f"{bundle_dir}: part {part} has no vocabulary expansion to refit")
+        w, extra, src, rep = expand(numpy_helper.to_array(trained).astype(np.float32), vocab, opts)
+        for init, value in ((mapping, w), (source, src)):  # combine-skip's second part reads the first part's source
+            if init is not None:
+                dtype = numpy_helper.to_array(init).dtype
+                init.CopyFrom(numpy_helper.from_array(value.astype(dtype), init.name))
+        reports[f"embs.{part}"] = rep
+        part += 1
+    if extra is None:
+        raise ValueError(f"{bundle_dir}: no skip-thought word embeddings (embs.<i>.trained) in its graph")
+    spec = json.loads((bundle.path / BUNDLE_FILE).read_text(encoding="utf-8"))
+    spec["vocabulary"]["size"] = n_trained + len(extra)
+    with atomic_dir(out_dir) as tmp:
+        for f in bundle.path.iterdir():
+            if f.is_file() and f.name not in (BUNDLE_FILE, bundle.spec.onnx.file, bundle.spec.vocabulary.file):
+                shutil.copy2(f, tmp / f.name)
+        onnx.save(model, tmp / bundle.spec.onnx.file)
+        Vocabulary(vocab.tokens + extra).save(tmp / bundle.spec.vocabulary.file)
+        (tmp / BUNDLE_FILE).write_text(json.dumps(spec, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return reports

@@ -11,8 +11,9 @@ import pytest
 
 from service.bundle.format import load_bundle
 from service.core.encoder import Encoder
+from tests.tiny_bundle import make_tiny_bundle
 from tests.training.conftest import NAMES, OBJECTS, PLACES, tiny_config
-from training.expansion import ExpansionOptions
+from training.expansion import ExpansionOptions, reexpand
 from training.export import ExportOptions, export
 from training.onnx_export import PADDING_TOL, PARITY_TOL
 from training.trainer import Trainer
@@ -30,12 +31,12 @@ def runs(toy_corpus, tmp_path_factory):
     return root
 
 
-def _vectors():
-    rng = np.random.default_rng(0)
+def _vectors(dim: int = 4, seed: int = 0):
+    rng = np.random.default_rng(seed)
     words = (
         NAMES + OBJECTS + PLACES + "the a walked into saw there was old and small took home later slept in .".split() + ["zebra", "moon"]
     )
-    return WordVectors(words, rng.standard_normal((len(words), 4)).astype(np.float32), "synthetic-4d")
+    return WordVectors(words, rng.standard_normal((len(words), dim)).astype(np.float32), f"synthetic-{dim}d")
 
 
 @pytest.fixture(scope="module")
@@ -124,3 +125,45 @@ def test_training_and_serving_tokenize_identically(bundles):
         served = enc.token_ids(text)
         assert served[-1] == 2  # <eos>, appended by the bundle's tokenizer spec
         assert list(corpus.sentence(i)) == served[:-1], text
+
+
+@pytest.mark.parametrize("name, parts", [("uni-skip", ["uni-skip"]), ("combine-skip", ["bi-skip", "uni-skip"])])
+def test_reexpand_equals_an_export_with_the_other_vectors(runs, bundles, toy_corpus, tmp_path, name, parts):
+    other = ExpansionOptions(_vectors(dim=6, seed=1), words=100)
+    reports = reexpand(bundles / name, tmp_path / "re", other)
+    assert len(reports) == len(parts) and all(r["source"] == "synthetic-6d" for r in reports.values())
+    export([runs / p / "checkpoint.pt" for p in parts], name,
+           ExportOptions(out=tmp_path / "fresh", name=name, corpus=str(toy_corpus), card_sample=500,
+                         family_options={"expansion": other}))  # fmt: skip
+    re, fresh, old = (Encoder.load(p) for p in (tmp_path / "re", tmp_path / "fresh", bundles / name))
+    assert re.token_ids("zebra moon") == fresh.token_ids("zebra moon")
+    for view in fresh.spec.views:
+        np.testing.assert_allclose(re.encode(MIXED, view), fresh.encode(MIXED, view), atol=2e-3)
+        # trained words read exactly as before; an expanded word reads the new vectors
+        np.testing.assert_array_equal(re.encode(MIXED[:2], view), old.encode(MIXED[:2], view))
+        assert not np.allclose(re.encode(["zebra"], view), old.encode(["zebra"], view), atol=1e-2)
+    with pytest.raises(ValueError, match="no skip-thought word embeddings"):  # another family's bundle
+        reexpand(make_tiny_bundle(tmp_path / "tiny").path, tmp_path / "x", other)
+    assert not (tmp_path / "x").exists()
+
+
+def test_expansion_check_scores_a_source_on_dev_and_leaves_the_bundle(bundles, toy_corpus, tmp_path):
+    import onnx
+    from onnx import numpy_helper
+
+    from tests.training.fixtures.eval.senteval_tiny import write_senteval
+    from training.evaluation.expansion import score
+
+    data = write_senteval(tmp_path / "senteval", n=30)
+    # a source that holds the trained embeddings themselves: the map is the identity, fitted exactly
+    b = load_bundle(bundles / "uni-skip")
+    inits = {i.name: i for i in onnx.load(b.onnx_path).graph.initializer}
+    trained = numpy_helper.to_array(next(i for n, i in inits.items() if n.startswith("embs.0.trained"))).astype(np.float32)
+    rows = list(zip(b.vocab.tokens[3 : len(trained)], trained[3:])) + [("zebra", np.ones(trained.shape[1]))]
+    path = tmp_path / "vectors.txt"
+    path.write_text("".join(f"{w} {' '.join(f'{x:.6f}' for x in v)}\n" for w, v in rows))
+    before = b.onnx_path.read_bytes()
+    s = score(bundles / "uni-skip", str(path), data, str(toy_corpus), sample=200, words=100, check_counts=False)
+    assert s["r2"] > 0.999 and s["fit cosine"] > 0.999
+    assert s["view"] == "uni" and -1 <= s["cosine dev"] <= 1 and 40 <= s["macro dev"] <= 100
+    assert b.onnx_path.read_bytes() == before
