@@ -4,7 +4,8 @@ For each source, the bundle's expansion is refitted from it (:func:`training.exp
 no checkpoint needed) into a scratch copy, and the copy's default view, as the graph outputs it
 (``<view>-raw`` where post-processing made one), is scored on the dev splits only:
 
-* the fit of the §2.2 map on held-out shared words (R², mean cosine to the trained embedding);
+* the fit of the §2.2 map on held-out shared words (R², mean cosine to the trained embedding), and
+  the share of the evaluation sets' tokens that read an expanded word;
 * cosine: Spearman on the STS-B and SICK dev pairs, post-processing chosen on the same pairs as
   ``thoughtvec postprocess`` does;
 * features: the mean dev accuracy over the 8 macro tasks (SentEval's inner folds, the quick protocol).
@@ -49,11 +50,23 @@ def score(bundle: Path, source: str, data_root: Path, corpus: str, sample: int =
                                  protocol=dataclasses.replace(MODES["quick"], seed=seed), data_root=data_root,
                                  check_counts=check_counts)  # fmt: skip
         rec = runner.evaluate(BundleSource(scratch), [view], opts, log=lambda _: None)[0]
+        expanded = expanded_share(load_bundle(scratch), data_root, check_counts)
     macro = report.dev_macro(report.flatten(rec))
     fit = [f["held_out_fit"] for f in fits.values()]
     return {"view": view, "r2": min(f["r2"] for f in fit), "fit cosine": min(f["mean_cosine"] for f in fit), "k": cos.k,
-            "center": cos.center, "STS-B dev": cos.scores["STS-B"], "SICK-R dev": cos.scores["SICK-R"], "cosine dev": cos.scores["dev"],
+            "center": cos.center, "expanded": expanded, "STS-B dev": cos.scores["STS-B"], "SICK-R dev": cos.scores["SICK-R"], "cosine dev": cos.scores["dev"],
             "macro dev": macro if macro is not None else float("nan")}  # fmt: skip
+
+
+def expanded_share(bundle, data_root: Path, check_counts: bool = True) -> float:
+    """The share of the SentEval sentences' tokens that ``bundle`` reads through its vocabulary expansion."""
+    from service.bundle.tokenizer import tokenize
+    from training.evaluation.datasets import all_sentences
+
+    ids = [
+        bundle.vocab.index.get(t, -1) for s in all_sentences(data_root, check_counts) for t in tokenize(s, bundle.spec.tokenizer.lowercase)
+    ]
+    return sum(i >= bundle.spec.vocabulary.trained_size for i in ids) / max(len(ids), 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,15 +80,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", type=Path, default=None, help="SentEval downstream folder (default: as thoughtvec eval)")
     args = p.parse_args(argv)
     root = args.data or default_root()
-    print("| source | held-out R² | held-out cosine | view | k | STS-B dev ρ | SICK-R dev ρ | cosine dev ρ | macro dev (8 tasks, quick) |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|---:|")
+    print(
+        "| source | held-out R² | held-out cosine | tokens expanded | view | k | STS-B dev ρ | SICK-R dev ρ | cosine dev ρ | macro dev (8 tasks, quick) |"
+    )
+    print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
     for source in args.source:
         try:
             s = score(args.bundle, source, root, args.corpus, args.sample, args.words)
         except (ValueError, OSError) as e:
             print(f"error: {source}: {e}", file=sys.stderr)
             return 2
-        print(f"| `{source}` | {s['r2']:.3f} | {s['fit cosine']:.3f} | `{s['view']}` | {s['k']}{' (centred)' if s['center'] else ''} | "
+        print(f"| `{source}` | {s['r2']:.3f} | {s['fit cosine']:.3f} | {s['expanded']:.1%} | `{s['view']}` | {s['k']}{' (centred)' if s['center'] else ''} | "
               f"{s['STS-B dev']:.4f} | {s['SICK-R dev']:.4f} | {s['cosine dev']:.4f} | {s['macro dev']:.2f} |", flush=True)  # fmt: skip
     return 0
 
