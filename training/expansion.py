@@ -93,8 +93,9 @@ def reexpand(bundle_dir: str | Path, out_dir: str | Path, opts: ExpansionOptions
     its checkpoint: every part's trained embeddings are in the graph, so the §2.2 map is fitted
     again on them (:func:`expand`), and the graph's expansion initializers (``embs.<i>.source`` and
     ``embs.<i>.mapping``) and the vocabulary are replaced; trained words read exactly as before.
-    Written to ``out_dir`` (replaced atomically), with the source vectors stored whole: for a
-    comparison on dev, not a size-checked bundle. Returns each part's fit report."""
+    Written to ``out_dir`` (replaced atomically), with the source vectors stored whole and the
+    original's card, post-processing maps and head: for a comparison on dev, not a bundle to ship.
+    Returns each part's fit report."""
     import json
     import shutil
 
@@ -120,8 +121,8 @@ def reexpand(bundle_dir: str | Path, out_dir: str | Path, opts: ExpansionOptions
             raise ValueError(f"{bundle_dir}: part {part} has no vocabulary expansion to refit")
         w, extra, src, rep = expand(numpy_helper.to_array(trained).astype(np.float32), vocab, opts)
         for init, value in ((mapping, w), (source, src)):  # combine-skip's second part reads the first part's source
-            if init is not None:
-                dtype = numpy_helper.to_array(init).dtype
+            if init is not None:  # in the initializer's own dtype (float16 or float32)
+                dtype = onnx.helper.tensor_dtype_to_np_dtype(init.data_type)
                 init.CopyFrom(numpy_helper.from_array(value.astype(dtype), init.name))
         reports[f"embs.{part}"] = rep
         part += 1
