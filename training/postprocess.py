@@ -127,6 +127,14 @@ def choose(fit_on: np.ndarray, dev_raw: np.ndarray, dev: DevPairs, view: str,
     return Choice(view, pick["center"], pick["k"], {n: pick[n] for n in (*dev.tasks, "dev")}, raw, table, maps[pick["center"]][pick["k"]])
 
 
+def choose_views(enc, views: Sequence[str], texts: list[str], dev: DevPairs,
+                 grid: Sequence[tuple[bool, int]] = GRID) -> dict[str, Choice]:  # fmt: skip
+    """:func:`choose` for each of ``views`` of the encoder ``enc``, fitted on the corpus sentences
+    ``texts``; every view of them and of the dev sentences in one pass of the graph."""
+    vecs = enc.encode_views(texts + dev.sentences(), list(views), normalize=False, batch_size=256)
+    return {v: choose(vecs[v][: len(texts)], vecs[v][len(texts) :], dev, v, grid) for v in views}
+
+
 # what a run appends to a view's description ("; mean and top 3 principal components removed"), also
 # the "top 0" of an early version, so a rerun starts from the view's own words
 _ADDED = re.compile(r"(?:; (?:mean|top \d+ principal components?)(?: and top \d+ principal components?)? removed)+$")
@@ -159,12 +167,11 @@ def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int =
     texts = corpus_sample(corpus, sample)
     dev = DevPairs.load(data_root, check_counts)
     cosine_views = [n for n, v in views.items() if v.get("pooling") != "supervised"]
-    # every cosine view of the corpus sample and the dev sentences in one pass of the graph
-    vecs = enc.encode_views(texts + dev.sentences(), cosine_views, normalize=False, batch_size=256)
+    chosen = choose_views(enc, cosine_views, texts, dev, grid)
     choices, maps = [], {}
     for name in cosine_views:
         v = views[name]
-        c = choose(vecs[name][: len(texts)], vecs[name][len(texts) :], dev, name, grid)
+        c = chosen[name]
         choices.append(c)
         raw_dev = c.raw["dev"]
         log(f"{bundle.name}/{name}: dev Spearman {raw_dev:.4f} raw -> {c.scores['dev']:.4f} with {c.describe()}")

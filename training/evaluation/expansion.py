@@ -17,13 +17,11 @@ no checkpoint needed) into a scratch copy, and the copy's default view, as the g
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import tempfile
 from pathlib import Path
 
-from training.evaluation import report, runner, tasks
-from training.evaluation.classifiers import MODES
+from training.evaluation import report
 from training.evaluation.datasets import default_root
 
 
@@ -40,18 +38,13 @@ def score(bundle: Path, source: str, data_root: Path, corpus: str, sample: int =
     with tempfile.TemporaryDirectory(prefix="expansion-") as tmp:
         scratch = Path(tmp) / bundle.name
         fits = reexpand(bundle, scratch, ExpansionOptions(load_word_vectors(source), words=words))
-        spec = load_bundle(scratch).spec
-        view = spec.default_view + postprocess.RAW if spec.default_view + postprocess.RAW in spec.views else spec.default_view
-        enc = Encoder.load(scratch, providers=["CPUExecutionProvider"])
+        b = load_bundle(scratch)
+        view = b.spec.default_view + postprocess.RAW if b.spec.default_view + postprocess.RAW in b.spec.views else b.spec.default_view
+        enc = Encoder(b, providers=["CPUExecutionProvider"])
         texts, dev = postprocess.corpus_sample(corpus, sample), postprocess.DevPairs.load(data_root, check_counts)
-        vecs = enc.encode_views(texts + dev.sentences(), [view], normalize=False, batch_size=256)[view]
-        cos = postprocess.choose(vecs[: len(texts)], vecs[len(texts) :], dev, view)
-        opts = runner.RunOptions(tasks=tasks.select(",".join(report.MACRO_TASKS)),
-                                 protocol=dataclasses.replace(MODES["quick"], seed=seed), data_root=data_root,
-                                 check_counts=check_counts)  # fmt: skip
-        rec = runner.evaluate(BundleSource(scratch), [view], opts, log=lambda _: None)[0]
-        expanded = expanded_share(load_bundle(scratch), data_root, check_counts)
-    macro = report.dev_macro(report.flatten(rec))
+        cos = postprocess.choose_views(enc, [view], texts, dev)[view]
+        macro = report.quick_dev_macro(BundleSource(scratch), view, data_root, seed, check_counts)
+        expanded = expanded_share(b, data_root, check_counts)
     fit = [f["held_out_fit"] for f in fits.values()]
     return {"view": view, "r2": min(f["r2"] for f in fit), "fit cosine": min(f["mean_cosine"] for f in fit), "k": cos.k,
             "center": cos.center, "expanded": expanded, "STS-B dev": cos.scores["STS-B"], "SICK-R dev": cos.scores["SICK-R"], "cosine dev": cos.scores["dev"],

@@ -14,12 +14,10 @@ alone) is scored on the dev splits only:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
-from training.evaluation import report, runner, tasks
-from training.evaluation.classifiers import MODES
+from training.evaluation import report
 from training.evaluation.datasets import default_root
 from training.evaluation.sources import GloveAverage
 
@@ -32,10 +30,7 @@ def score(source: str, data_root: Path, seed: int = 1111) -> dict[str, float]:
     cos = GloveAverage(source=source, weighting="sif", postprocess="dev", data_root=data_root, vectors=wv)
     assert cos.choice is not None
     feats = GloveAverage(source=source, weighting="sif", postprocess="first-pc", name=source, vectors=wv)
-    opts = runner.RunOptions(tasks=tasks.select(",".join(report.MACRO_TASKS)), protocol=dataclasses.replace(MODES["quick"], seed=seed),
-                             data_root=data_root)  # fmt: skip
-    rec = runner.evaluate(feats, ["mean"], opts, log=lambda _: None)[0]
-    macro = report.dev_macro(report.flatten(rec))
+    macro = report.quick_dev_macro(feats, "mean", data_root, seed)
     return {**{f"{k} dev": v for k, v in cos.choice.scores.items() if k != "dev"}, "cosine dev": cos.choice.scores["dev"],
             "k": cos.choice.k, "macro dev": macro if macro is not None else float("nan")}  # fmt: skip
 
