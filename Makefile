@@ -29,13 +29,16 @@ install-browser:
 	command -v chromedriver >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver; }
 
 # ruff (lint + format check) and mypy on service/, as configured in pyproject.toml; `make test` runs it first.
+# mypy reads packages by folder name, so it checks service/ through .typecheck/thoughtvec/service, a link
+# that gives the folder its installed name (thoughtvec.service).
 lint: install-dev
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy
+	mkdir -p .typecheck/thoughtvec && touch .typecheck/thoughtvec/__init__.py && ln -sfn ../../service .typecheck/thoughtvec/service
+	cd .typecheck && ../$(PY) -m mypy --config-file ../pyproject.toml thoughtvec/service
 
 test: install-dev lint
 	$(PY) -m pytest -q
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .typecheck build *.egg-info

@@ -1,4 +1,4 @@
-"""``thoughtvec serve``, ``thoughtvec index build|list``, ``thoughtvec bench``.
+"""``thoughtvec serve`` and ``thoughtvec index build|list``.
 
 Light at import time (argparse only): fastapi, uvicorn, onnxruntime and faiss load inside the
 handlers, so ``thoughtvec --help`` stays fast and training commands never pull them in.
@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from service.settings import add_cli_flags
+    from thoughtvec.service.settings import add_cli_flags
 
     serve = subparsers.add_parser(
         "serve",
@@ -51,24 +51,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lst.add_argument("--milvus-uri", default=None, help="with --index-backend milvus; default: the serve setting milvus_uri")
     lst.set_defaults(func=cmd_index_list)
 
-    bench = subparsers.add_parser(
-        "bench", help="throughput, latency, CPU per request, GFLOP/s and memory: in-process and behind the server"
-    )
-    from service.tools.bench import add_arguments
 
-    add_arguments(bench)
-    bench.set_defaults(func=cmd_bench)
-
-
-def _quiet_faiss() -> None:
+def quiet_faiss() -> None:
     # "could not load AVX2 ..." is noise; faiss-cpu logs as faiss.loader, faiss-gpu-cu12 as faiss._loader
     for name in ("faiss.loader", "faiss._loader"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    _quiet_faiss()
-    from service.settings import load_settings, overrides_from_args, settings_table
+    quiet_faiss()
+    from thoughtvec.service.settings import load_settings, overrides_from_args, settings_table
 
     if args.settings_table:
         print(settings_table())
@@ -80,7 +72,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     import uvicorn
 
-    from service.http.app import create_app, server_config
+    from thoughtvec.service.http.app import create_app, server_config
 
     logging.getLogger().setLevel(settings.log_level.upper())
     log.info("http://%s:%d  (docs at /docs)", settings.host, settings.port)
@@ -93,21 +85,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _settings_dirs(models_dir: Path | None, index_dir: Path | None) -> tuple[Path, Path]:
-    from service.settings import load_settings
+    from thoughtvec.service.settings import load_settings
 
     s = load_settings()
     return models_dir or s.models_dir, index_dir or s.index_dir
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
-    _quiet_faiss()
+    quiet_faiss()
     import numpy as np
 
-    from service.core.encoder import Encoder, available_providers
-    from service.errors import ThoughtvecError
-    from service.index.backend import MilvusOptions, open_store
-    from service.index.build import build_index, read_documents
-    from service.settings import load_settings
+    from thoughtvec.service.core.encoder import Encoder, available_providers
+    from thoughtvec.service.errors import ThoughtvecError
+    from thoughtvec.service.index.backend import MilvusOptions, open_store
+    from thoughtvec.service.index.build import build_index, read_documents
+    from thoughtvec.service.settings import load_settings
 
     models_dir, index_dir = _settings_dirs(args.models_dir, args.index_dir)
     settings = load_settings(**{k: v for k, v in (("index_backend", args.index_backend), ("milvus_uri", args.milvus_uri)) if v is not None})
@@ -154,15 +146,15 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 
 
 def _check_milvus_factory(args: argparse.Namespace, dim: int, uri: str) -> None:
-    from service.index.indexes import new_config
-    from service.index.milvus_schema import index_params, is_lite
+    from thoughtvec.service.index.indexes import new_config
+    from thoughtvec.service.index.milvus_schema import index_params, is_lite
 
     index_params(new_config(args.name, "probe", "probe", dim, args.factory, args.metric), lite=is_lite(uri))
 
 
 def cmd_index_list(args: argparse.Namespace) -> int:
     _, index_dir = _settings_dirs(None, args.index_dir)
-    from service.settings import load_settings
+    from thoughtvec.service.settings import load_settings
 
     settings = load_settings(**{k: v for k, v in (("index_backend", args.index_backend), ("milvus_uri", args.milvus_uri)) if v is not None})
     if settings.index_backend == "milvus":
@@ -195,8 +187,8 @@ def cmd_index_list(args: argparse.Namespace) -> int:
 
 
 def _list_milvus(settings) -> int:
-    from service.errors import ThoughtvecError
-    from service.index.backend import MilvusOptions, open_store
+    from thoughtvec.service.errors import ThoughtvecError
+    from thoughtvec.service.index.backend import MilvusOptions, open_store
 
     store = open_store("milvus", index_dir=settings.index_dir, milvus=MilvusOptions.of(settings))
     try:
@@ -217,15 +209,8 @@ def _list_milvus(settings) -> int:
     return 0
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    _quiet_faiss()
-    from service.tools.bench import run
-
-    return run(args)
-
-
 def main(argv: list[str] | None = None) -> int:
-    """The serving commands alone (``python -m service.cli``): works even where training/ cannot import."""
+    """The serving commands alone (``python -m thoughtvec.service.cli``): works even where training/ cannot import."""
     parser = argparse.ArgumentParser(prog="thoughtvec")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

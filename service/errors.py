@@ -6,7 +6,7 @@ Messages name the field, the limit and the value, e.g.
 
 from __future__ import annotations
 
-from service.bundle.errors import BundleError, ThoughtvecError
+from thoughtvec.service.bundle.errors import BundleError, ThoughtvecError
 
 __all__ = ["BundleError", "ThoughtvecError"]  # the contract's errors, listed with the serving ones
 

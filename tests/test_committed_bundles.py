@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.bundle import heads
-from service.core.encoder import Encoder
-from training.onnx_export import PADDING_TOL, PARITY_TOL
+from thoughtvec.service.bundle import heads
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.training.onnx_export import PADDING_TOL, PARITY_TOL
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLES = sorted(p.parent.name for p in (ROOT / "models").glob("*/bundle.json"))
@@ -76,7 +76,7 @@ def test_every_bundle_has_its_evaluation(committed):
 
 
 def test_serving_does_not_import_torch():
-    code = ("import sys; from service.core.encoder import Encoder; "
+    code = ("import sys; from thoughtvec.service.core.encoder import Encoder; "
             f"e = Encoder.load({str(ROOT / 'models' / BUNDLES[0])!r}, threads=1); e.encode(['hello world'], e.spec.default_view); "
             "assert 'torch' not in sys.modules, 'torch was imported'")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
@@ -85,8 +85,8 @@ def test_serving_does_not_import_torch():
 def test_the_default_model_is_the_one_chosen_on_dev():
     """The server's default model is the bundle docs/RESULTS.md chose on dev data, and its
     evaluation was of the bundle's current default view."""
-    from service.settings import Settings
-    from training.evaluation.report import dev_choices, load_records, pick
+    from thoughtvec.service.settings import Settings
+    from thoughtvec.training.evaluation.report import dev_choices, load_records, pick
 
     chosen = dev_choices(pick(load_records(ROOT / "docs" / "results")))["default_model"]
     assert Settings().model_preference[0] == chosen["name"], "model_preference must start with the dev-chosen model"

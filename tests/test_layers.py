@@ -1,16 +1,18 @@
 """The import graph reads as layers: folders are rooms, imports are arrows, and there is no circle.
 
-Every module of ``service/``, ``training/`` and ``thoughtvec/`` is parsed (``ast``; imports inside
+Every module of the installed packages (``service/``, ``training/``, ``bench/`` and ``thoughtvec/``, each
+under its ``thoughtvec.*`` name from ``pyproject.toml``'s package-dir) is parsed (``ast``; imports inside
 functions and under ``TYPE_CHECKING`` count too) and each import of ours must follow an arrow of
 ``ALLOWED``. Bottom to top: ``service.bundle`` (the contract training shares) <- ``service.index``
 <- ``service.core`` <- ``service.http``; ``service.settings`` and ``service.errors`` are low shared
-modules; ``service.tools`` and ``service.cli`` sit on top; ``training`` uses the bundle contract and
-the encoder, never HTTP or index code; ``thoughtvec`` composes the two commands.
+modules; ``service.cli`` sits on top; ``bench`` measures the service from outside; ``training`` uses the
+bundle contract and the encoder, never HTTP or index code; ``thoughtvec`` composes the commands.
 """
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -18,42 +20,44 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("service", "training", "thoughtvec")
+TOP = "thoughtvec"
+S = f"{TOP}.service"
 
 # layer -> the layers it may import (besides itself). A layer is a folder, or one shared module.
+_SERVICE_LOW = {S, f"{S}.bundle", f"{S}.errors", f"{S}.settings"}
 ALLOWED: dict[str, set[str]] = {
-    "service": set(),  # service/__init__.py: the version, environment defaults
-    "service.bundle": set(),  # imports nothing else of ours
-    "service.settings": set(),
-    "service.errors": {"service.bundle"},
-    "service.index": {"service", "service.bundle", "service.errors", "service.settings"},
-    "service.core": {"service", "service.bundle", "service.errors", "service.settings", "service.index"},
-    "service.http": {"service", "service.bundle", "service.errors", "service.settings", "service.index", "service.core"},
-    "service.tools": {"service", "service.bundle", "service.errors", "service.settings", "service.index", "service.core"},
-    "service.cli": {
-        "service",
-        "service.bundle",
-        "service.errors",
-        "service.settings",
-        "service.index",
-        "service.core",
-        "service.http",
-        "service.tools",
-    },
-    "training": {"service.bundle", "service.core"},
-    "thoughtvec": {"training", "service.cli"},
+    S: set(),  # service/__init__.py: the version, environment defaults
+    f"{S}.bundle": set(),  # imports nothing else of ours
+    f"{S}.settings": set(),
+    f"{S}.errors": {f"{S}.bundle"},
+    f"{S}.index": _SERVICE_LOW,
+    f"{S}.core": _SERVICE_LOW | {f"{S}.index"},
+    f"{S}.http": _SERVICE_LOW | {f"{S}.index", f"{S}.core"},
+    f"{S}.cli": _SERVICE_LOW | {f"{S}.index", f"{S}.core", f"{S}.http"},
+    f"{TOP}.bench": _SERVICE_LOW | {f"{S}.index", f"{S}.core", f"{S}.cli"},
+    f"{TOP}.training": {f"{S}.bundle", f"{S}.core"},
+    TOP: {f"{TOP}.training", f"{S}.cli", f"{TOP}.bench"},
 }
-NEVER_IN_SERVICE = ("training", "torch")  # the serving install has neither
+
+
+@cache
+def package_dirs() -> dict[str, Path]:
+    """Installed package name -> its folder, as pyproject.toml maps them."""
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    return {name: ROOT / folder for name, folder in conf["package-dir"].items()}
 
 
 def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    """The installed name of a source file: the deepest mapped folder it lies in, then its own path."""
+    name, folder = max(((n, d) for n, d in package_dirs().items() if path.is_relative_to(d)), key=lambda nd: len(nd[1].parts))
+    parts = path.relative_to(folder).with_suffix("").parts
+    rest = parts[:-1] if parts[-1] == "__init__" else parts
+    return ".".join((name, *rest))
 
 
 @cache
 def modules() -> dict[str, Path]:
-    return {module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+    return {module_name(p): p for folder in set(package_dirs().values()) for p in sorted(folder.rglob("*.py"))}
 
 
 def imports(name: str) -> Iterator[tuple[str, int]]:
@@ -83,7 +87,7 @@ def layer(name: str) -> str:
 
 
 def ours(target: str) -> bool:
-    return target.split(".")[0] in PACKAGES
+    return target == TOP or target.startswith(TOP + ".")
 
 
 def violations(graph: dict[str, list[tuple[str, int]]]) -> list[str]:
@@ -92,7 +96,7 @@ def violations(graph: dict[str, list[tuple[str, int]]]) -> list[str]:
         src = layer(name)
         for target, line in targets:
             if not ours(target):
-                if src.startswith("service") and target.split(".")[0] in NEVER_IN_SERVICE:
+                if src.startswith(S) and target.split(".")[0] == "torch":  # the serving install has no torch
                     bad.append(f"{name}:{line} imports {target}: service/ never imports training or torch")
                 continue
             dst = layer(target)
@@ -154,18 +158,20 @@ def test_the_layers_themselves_have_no_circle():
 
 def test_bundle_imports_nothing_else_of_ours():
     for name in modules():
-        if layer(name) == "service.bundle":
-            assert all(t.startswith("service.bundle") for t, _ in imports(name) if ours(t)), name
+        if layer(name) == "thoughtvec.service.bundle":
+            assert all(t.startswith("thoughtvec.service.bundle") for t, _ in imports(name) if ours(t)), name
 
 
 @pytest.mark.parametrize(
     "src, target, message",
     [
-        ("service.index.build", "service.core.encoder", "service.index -> service.core"),
-        ("service.core.engine", "service.http.schemas", "service.core -> service.http"),
-        ("service.bundle.format", "service.errors", "service.bundle -> service.errors"),
-        ("training.trainer", "service.index.store", "training -> service.index"),
-        ("service.core.encoder", "torch", "never imports training or torch"),
+        ("thoughtvec.service.index.build", "thoughtvec.service.core.encoder", "thoughtvec.service.index -> thoughtvec.service.core"),
+        ("thoughtvec.service.core.engine", "thoughtvec.service.http.schemas", "thoughtvec.service.core -> thoughtvec.service.http"),
+        ("thoughtvec.service.bundle.format", "thoughtvec.service.errors", "thoughtvec.service.bundle -> thoughtvec.service.errors"),
+        ("thoughtvec.training.trainer", "thoughtvec.service.index.store", "training -> thoughtvec.service.index"),
+        ("thoughtvec.service.core.encoder", "torch", "never imports training or torch"),
+        ("thoughtvec.service.core.engine", "thoughtvec.training.trainer", "thoughtvec.service.core -> thoughtvec.training"),
+        ("thoughtvec.service.http.app", "thoughtvec.bench.bench", "thoughtvec.service.http -> thoughtvec.bench"),
     ],
 )
 def test_a_wrong_arrow_is_caught(src, target, message):
@@ -176,5 +182,5 @@ def test_a_wrong_arrow_is_caught(src, target, message):
 
 def test_a_circle_is_caught():
     graph = our_graph()
-    graph["service.core.planner"] = [*graph["service.core.planner"], ("service.core.batcher", 1)]
-    assert ["service.core.batcher", "service.core.planner"] in cycles(graph)
+    graph["thoughtvec.service.core.planner"] = [*graph["thoughtvec.service.core.planner"], ("thoughtvec.service.core.batcher", 1)]
+    assert ["thoughtvec.service.core.batcher", "thoughtvec.service.core.planner"] in cycles(graph)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from service.settings import settings_table
+from thoughtvec.service.settings import settings_table
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -23,8 +23,8 @@ def test_stack_recipes_are_quoted_whole(recipe):
 
 
 def test_every_route_is_documented():
-    from service.http.app import _routes, create_app
-    from service.settings import Settings
+    from thoughtvec.service.http.app import _routes, create_app
+    from thoughtvec.service.settings import Settings
 
     app = create_app(Settings(models_dir=ROOT / "no-models", build_default_index=False))
     paths = {r.path for r in _routes(app.routes)} - {"/openapi.json", "/docs-assets/{name}", "/"}

@@ -13,8 +13,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from service.bundle.format import BundleSpec, OnnxSpec, TokenizerSpec, ViewSpec, VocabularySpec, write_bundle
-from service.bundle.vocab import Vocabulary
+from thoughtvec.service.bundle.format import BundleSpec, OnnxSpec, TokenizerSpec, ViewSpec, VocabularySpec, write_bundle
+from thoughtvec.service.bundle.vocab import Vocabulary
 
 WORDS = (
     "the a an of and to in is was he she it they we you i that this with for on at by from as "

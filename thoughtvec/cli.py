@@ -1,7 +1,7 @@
 """The ``thoughtvec`` command: one entry point, one subcommand per job.
 
 Each subcommand lives in a light module with ``register(subparsers)``: the training commands in
-``training/commands/``, the serving ones in ``service/cli.py``. The heavy imports (torch, onnx,
+``training/commands/``, the serving ones in ``service/cli.py``, ``bench`` in ``bench/cli.py``. The heavy imports (torch, onnx,
 faiss, fastapi) happen inside each handler, so ``thoughtvec serve`` runs without torch.
 """
 
@@ -12,12 +12,13 @@ import logging
 import os
 import sys
 
-from service import cli as serving
-from training.commands import corpus, export, postprocess, quantize, train
-from training.commands import eval as evaluate
+from thoughtvec.bench import cli as benchmarks
+from thoughtvec.service import cli as serving
+from thoughtvec.training.commands import corpus, export, postprocess, quantize, train
+from thoughtvec.training.commands import eval as evaluate
 
-# In the order of the --help listing: build a corpus, train, export, evaluate, post-process, quantise, serve.
-COMMAND_MODULES = [corpus, train, export, evaluate, postprocess, quantize, serving]
+# In the order of the --help listing: build a corpus, train, export, evaluate, post-process, quantise, serve, bench.
+COMMAND_MODULES = [corpus, train, export, evaluate, postprocess, quantize, serving, benchmarks]
 
 
 def build_parser() -> argparse.ArgumentParser:

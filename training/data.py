@@ -17,14 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
-from service.bundle.tokenizer import tokenize
-from service.bundle.vocab import EOS_ID, PAD_ID, SPECIALS, Vocabulary
+from thoughtvec.service.bundle.tokenizer import tokenize
+from thoughtvec.service.bundle.vocab import EOS_ID, PAD_ID, SPECIALS, Vocabulary
 
 log = logging.getLogger(__name__)
 
 
 def corpus_documents(path: str | Path) -> Iterator[list[str]]:
-    """Yield documents (lists of sentences) from a corpus file. (``service.index.build.read_documents``
+    """Yield documents (lists of sentences) from a corpus file. (``thoughtvec.service.index.build.read_documents``
     is another thing: an index's input file of texts, ids and metadata.)"""
     doc: list[str] = []
     with open(path, encoding="utf-8") as f:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from service.bundle.vocab import SPECIALS, Vocabulary
-from training.wordvecs import WordVectors
+from thoughtvec.service.bundle.vocab import SPECIALS, Vocabulary
+from thoughtvec.training.wordvecs import WordVectors
 
 # Words of the paper's Table 3 (queries absent from its 20 000-word training vocabulary), plus a few
 # of our own that a Bible/novel/news corpus is unlikely to train.
@@ -102,8 +102,8 @@ def reexpand(bundle_dir: str | Path, out_dir: str | Path, opts: ExpansionOptions
     import onnx
     from onnx import numpy_helper
 
-    from service.bundle.atomic import atomic_dir
-    from service.bundle.format import BUNDLE_FILE, load_bundle
+    from thoughtvec.service.bundle.atomic import atomic_dir
+    from thoughtvec.service.bundle.format import BUNDLE_FILE, load_bundle
 
     bundle = load_bundle(bundle_dir)
     model = onnx.load(bundle.onnx_path)

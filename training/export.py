@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from service.bundle.atomic import atomic_dir, atomic_write_text
-from service.bundle.format import BUNDLE_FILE, BundleSpec, OnnxSpec, VocabularySpec, write_bundle
-from service.core.encoder import Encoder
-from training.data import corpus_documents
-from training.families import get_family
-from training.families.base import Prepared
-from training.onnx_export import OPSET, PADDING_TOL, PARITY_TOL, parity, round_to_fp16, store_weights_fp16, to_onnx
+from thoughtvec.service.bundle.atomic import atomic_dir, atomic_write_text
+from thoughtvec.service.bundle.format import BUNDLE_FILE, BundleSpec, OnnxSpec, VocabularySpec, write_bundle
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.training.data import corpus_documents
+from thoughtvec.training.families import get_family
+from thoughtvec.training.families.base import Prepared
+from thoughtvec.training.onnx_export import OPSET, PADDING_TOL, PARITY_TOL, parity, round_to_fp16, store_weights_fp16, to_onnx
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ def export(checkpoints: list[str | Path], variant: str, opts: ExportOptions) -> 
         spec = spec.model_copy(update={"training": {**spec.training, "export_checks": checks}})
         atomic_write_text(bundle.path / BUNDLE_FILE, spec.model_dump_json(indent=2) + "\n")
         bundle.spec = spec
-        from training.modelcard import write_model_card
+        from thoughtvec.training.modelcard import write_model_card
 
         write_model_card(bundle, encoder, family, cfgs, cks, report, checks, corpus, opts.card_sample)
         with atomic_dir(opts.out) as d:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from service.bundle.atomic import atomic_write_text
-from service.bundle.format import Bundle
-from service.bundle.tokenizer import tokenize
-from service.core.encoder import Encoder
-from training.data import corpus_documents
+from thoughtvec.service.bundle.atomic import atomic_write_text
+from thoughtvec.service.bundle.format import Bundle
+from thoughtvec.service.bundle.tokenizer import tokenize
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.training.data import corpus_documents
 
 
 def neighbour_examples(
@@ -65,7 +65,7 @@ def refresh_card(bundle_dir: Path) -> None:
     (after ``thoughtvec postprocess`` changed them); the rest of the card is left as written."""
     import re
 
-    from service.bundle.format import load_bundle
+    from thoughtvec.service.bundle.format import load_bundle
 
     card = Path(bundle_dir) / "MODEL_CARD.md"
     if not card.is_file():

@@ -6,7 +6,7 @@ import io
 import json
 from pathlib import Path
 
-from service.bundle.atomic import atomic_write_bytes
+from thoughtvec.service.bundle.atomic import atomic_write_bytes
 
 
 def _figure():

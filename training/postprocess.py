@@ -2,7 +2,7 @@
 
 For each cosine view of a bundle (every view whose pooling is not ``supervised``): encode a sample
 of training-corpus sentences, fit "subtract the mean, remove the top k principal components"
-(:mod:`service.bundle.postprocess`) for every candidate (centre or not, k in :data:`GRID` below half
+(:mod:`thoughtvec.service.bundle.postprocess`) for every candidate (centre or not, k in :data:`GRID` below half
 the view's dimensions), score each
 candidate by the cosine Spearman correlation on the **dev** splits of STS-B (1 500 pairs) and SICK
 (the 500-pair trial set), and keep the simplest candidate within :data:`MIN_GAIN` of the best. The
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from service.bundle import postprocess as pp
-from service.bundle.postprocess import l2_normalize
+from thoughtvec.service.bundle import postprocess as pp
+from thoughtvec.service.bundle.postprocess import l2_normalize
 
 # k up to 80: the grid ended at 20 until the seventh session, and six views (the invertible ``de``
 # and ``de-sif`` views, the AAE's ``mean``) chose that edge; a view of dim d tries k < d / 2
@@ -43,7 +43,7 @@ RAW = "-raw"
 
 def corpus_sample(corpus: str | Path, n: int, seed: int = 0) -> list[str]:
     """``n`` sentences drawn uniformly from a corpus file (one sentence per line, blank lines between documents)."""
-    from training.data import corpus_documents
+    from thoughtvec.training.data import corpus_documents
 
     sents = [s for d in corpus_documents(corpus) for s in d]
     if not sents:
@@ -60,7 +60,7 @@ class DevPairs:
 
     @classmethod
     def load(cls, root: Path | None = None, check_counts: bool = True) -> DevPairs:
-        from training.evaluation import datasets
+        from thoughtvec.training.evaluation import datasets
 
         out = {}
         for name, key in DEV_TASKS:
@@ -145,9 +145,9 @@ def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int =
                        grid: Sequence[tuple[bool, int]] = GRID, choose_default: bool = True) -> list[Choice]:  # fmt: skip
     """Choose and write the post-processing of every cosine view of the bundle at ``bundle_dir``; with
     ``choose_default``, the bundle's default view becomes the cosine view best on dev."""
-    from service.bundle.atomic import atomic_write_text
-    from service.bundle.format import BUNDLE_FILE, Bundle, load_bundle, parse_spec
-    from service.core.encoder import Encoder
+    from thoughtvec.service.bundle.atomic import atomic_write_text
+    from thoughtvec.service.bundle.format import BUNDLE_FILE, Bundle, load_bundle, parse_spec
+    from thoughtvec.service.core.encoder import Encoder
 
     bundle_dir = Path(bundle_dir)
     bundle = load_bundle(bundle_dir)
@@ -206,14 +206,14 @@ def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int =
     atomic_write_text(bundle_dir / BUNDLE_FILE, json.dumps(spec, indent=2, ensure_ascii=False) + "\n")
     Encoder.load(bundle_dir, providers=["CPUExecutionProvider"])  # and check it loads with its maps
     _card_section(bundle_dir, choices, len(texts))
-    from training.modelcard import refresh_card
+    from thoughtvec.training.modelcard import refresh_card
 
     refresh_card(bundle_dir)
     return choices
 
 
 def _card_section(bundle_dir: Path, choices: list[Choice], n: int) -> None:
-    from training.modelcard import set_card_section
+    from thoughtvec.training.modelcard import set_card_section
 
     card = bundle_dir / "MODEL_CARD.md"
     if not card.is_file() or not choices:

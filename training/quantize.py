@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from service.bundle.atomic import atomic_dir, atomic_write_text
-from service.bundle.format import BUNDLE_FILE, load_bundle
-from service.core.encoder import Encoder
-from training.onnx_export import PADDING_TOL
+from thoughtvec.service.bundle.atomic import atomic_dir, atomic_write_text
+from thoughtvec.service.bundle.format import BUNDLE_FILE, load_bundle
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.training.onnx_export import PADDING_TOL
 
 QUANTIZED_OPS = ["MatMul", "Gather"]  # the ops with CPU integer kernels that these graphs use
 

@@ -29,12 +29,12 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from service.bundle.atomic import atomic_save, atomic_write_text
-from training.config import TrainConfig
-from training.data import TokenCorpus, bucketed_batches
-from training.families import family_of_variant
-from training.families.base import Prepared
-from training.provenance import git_commit
+from thoughtvec.service.bundle.atomic import atomic_save, atomic_write_text
+from thoughtvec.training.config import TrainConfig
+from thoughtvec.training.data import TokenCorpus, bucketed_batches
+from thoughtvec.training.families import family_of_variant
+from thoughtvec.training.families.base import Prepared
+from thoughtvec.training.provenance import git_commit
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +206,7 @@ class Trainer:
             "final": final,
         }
         atomic_save(self.ckpt_path, lambda f: torch.save(ck, f))
-        from training.plots import plot_loss_curve
+        from thoughtvec.training.plots import plot_loss_curve
 
         plot_loss_curve(self.run / "train_log.jsonl", self.run / "loss.png", title=f"{self.tcfg.variant} training loss")
 

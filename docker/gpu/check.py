@@ -10,7 +10,7 @@ For each bundle under ``--models-dir``:
    and padding invariance on CUDA (each sentence alone vs in a padded batch of longer ones);
 3. in-process throughput at batch 32/128/512/2048 (``Encoder.encode``: tokenize, sort, run,
    normalise) and of the graph alone on pre-tokenized batches, with achieved FLOP/s from the
-   graph's FLOPs per sentence (``service.tools.flops``).
+   graph's FLOPs per sentence (``thoughtvec.bench.flops``).
 
 Then FAISS: exact inner-product search over 1 M random unit vectors of the default model's
 dimension, queries/s on the CPU and, where FAISS has a GPU, on the GPU.
@@ -37,10 +37,10 @@ sys.path.insert(0, str(ROOT))
 
 import onnxruntime as ort  # noqa: E402
 
-from service.bundle.format import discover_bundles, load_bundle  # noqa: E402
-from service.core.encoder import CUDA, Encoder  # noqa: E402
-from service.tools.bench import load_sentences  # noqa: E402
-from service.tools.flops import graph_flops  # noqa: E402
+from thoughtvec.bench.bench import load_sentences  # noqa: E402
+from thoughtvec.bench.flops import graph_flops  # noqa: E402
+from thoughtvec.service.bundle.format import discover_bundles, load_bundle  # noqa: E402
+from thoughtvec.service.core.encoder import CUDA, Encoder  # noqa: E402
 
 CPU = "CPUExecutionProvider"
 

@@ -1,4 +1,4 @@
-# pip install langchain-openai; once: python -m service.core.token_ids ~/.cache/tiktoken  (cl100k for tiktoken, offline)
+# pip install langchain-openai; once: python -m thoughtvec.service.core.token_ids ~/.cache/tiktoken  (cl100k for tiktoken, offline)
 import os
 
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", os.path.expanduser("~/.cache/tiktoken"))

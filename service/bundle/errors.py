@@ -1,5 +1,5 @@
 """The errors of the bundle contract. ``ThoughtvecError`` is the base of every domain error
-(the serving ones live in ``service.errors``); ``status`` is the HTTP status the API answers with."""
+(the serving ones live in ``thoughtvec.service.errors``); ``status`` is the HTTP status the API answers with."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from service.bundle.atomic import atomic_write_bytes
+from thoughtvec.service.bundle.atomic import atomic_write_bytes
 
 FORMAT = "thoughtvec-relatedness-v1"
 CLASSES = np.arange(1, 6, dtype=np.float64)  # the SICK scores 1..5

@@ -8,7 +8,7 @@ directions, all estimated once on training text, removes that. It is a fixed per
 so a sentence's vector still does not depend on its batch.
 
 A bundle stores the map per view in an ``.npz`` (``<key>.mean``, ``<key>.components``) named by
-the view's ``postprocess`` field; :class:`service.core.encoder.Encoder` applies it after the graph.
+the view's ``postprocess`` field; :class:`thoughtvec.service.core.encoder.Encoder` applies it after the graph.
 ``training/postprocess.py`` estimates it and chooses ``center`` and ``k`` on dev data.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from service.bundle.errors import BundleError
+from thoughtvec.service.bundle.errors import BundleError
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def save(path: str | Path, maps: dict[str, Postprocess]) -> None:
     """Write ``{key: map}`` to one ``.npz`` atomically."""
     import io
 
-    from service.bundle.atomic import atomic_write_bytes
+    from thoughtvec.service.bundle.atomic import atomic_write_bytes
 
     buf = io.BytesIO()
     np.savez(buf, **{f"{k}.{f}": getattr(m, f) for k, m in maps.items() for f in ("mean", "components")})

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
-from service.bundle.atomic import atomic_write_text
+from thoughtvec.service.bundle.atomic import atomic_write_text
 
 PAD, UNK, EOS = "<pad>", "<unk>", "<eos>"
 SPECIALS = (PAD, UNK, EOS)

@@ -9,9 +9,9 @@ infinity (``inference/batch_handler.py``):
   request is never starved by a stream of small ones (the queue holds at most
   ``max_queue_size + max_inputs - 1``);
 * the worker: waits up to ``max_wait_ms`` for a batch to fill, takes a window of the oldest
-  sentences, plans it with :func:`service.core.planner.plan_batches` (sorted by length, batches
+  sentences, plans it with :func:`thoughtvec.service.core.planner.plan_batches` (sorted by length, batches
   bounded by ``max_batch_size`` sentences and ``max_batch_tokens`` padded tokens; cut where the
-  model's measured :class:`~service.core.planner.RunCost` says a split saves more padding than a
+  model's measured :class:`~thoughtvec.service.core.planner.RunCost` says a split saves more padding than a
   run costs, once :meth:`Batcher.calibrate` has run), and runs each on a thread so the event loop
   keeps serving;
 * resolution: rows are copied into each request's output; when a request's last row lands its
@@ -36,9 +36,9 @@ from typing import Protocol
 
 import numpy as np
 
-from service.core.planner import MAX_BATCH_SIZE, MAX_BATCH_TOKENS, RunCost, plan_batches
-from service.errors import InvalidInput, NotReady, QueueFull, TooManyInputs, WorkerDead
-from service.settings import Truncation
+from thoughtvec.service.core.planner import MAX_BATCH_SIZE, MAX_BATCH_TOKENS, RunCost, plan_batches
+from thoughtvec.service.errors import InvalidInput, NotReady, QueueFull, TooManyInputs, WorkerDead
+from thoughtvec.service.settings import Truncation
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ OBSERVED = 512
 
 
 class Backend(Protocol):
-    """What the batcher needs from a model (``service.core.encoder.Encoder`` provides it)."""
+    """What the batcher needs from a model (``thoughtvec.service.core.encoder.Encoder`` provides it)."""
 
     def token_ids(self, text: str) -> list[int]: ...
 
@@ -72,7 +72,7 @@ class Backend(Protocol):
 
 
 class Observer(Protocol):
-    """Metrics hooks (``service.core.metrics.Metrics`` provides them)."""
+    """Metrics hooks (``thoughtvec.service.core.metrics.Metrics`` provides them)."""
 
     def queue_depth(self, model: str, depth: int) -> None: ...
 

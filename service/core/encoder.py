@@ -18,14 +18,14 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from service.bundle import postprocess
-from service.bundle.format import Bundle, load_bundle
-from service.bundle.postprocess import l2_normalize
-from service.bundle.tokenizer import tokenize
-from service.core.longinput import pool, prepare
-from service.core.planner import plan_batches
-from service.errors import BundleError, InputTooLong, UnknownView
-from service.settings import Truncation
+from thoughtvec.service.bundle import postprocess
+from thoughtvec.service.bundle.format import Bundle, load_bundle
+from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.bundle.tokenizer import tokenize
+from thoughtvec.service.core.longinput import pool, prepare
+from thoughtvec.service.core.planner import plan_batches
+from thoughtvec.service.errors import BundleError, InputTooLong, UnknownView
+from thoughtvec.service.settings import Truncation
 
 log = logging.getLogger(__name__)
 
@@ -267,10 +267,10 @@ class Encoder:
     ) -> dict[str, np.ndarray]:
         """:meth:`encode` for several views at once: each text is tokenized and run once.
 
-        Batches come from :func:`~service.core.planner.plan_batches` (the batcher's planner): at most
+        Batches come from :func:`~thoughtvec.service.core.planner.plan_batches` (the batcher's planner): at most
         ``batch_size`` inputs and ``max_batch_tokens`` padded tokens each. ``progress(n)`` is called after
         each batch with the ``n`` texts it finished. ``truncation="split"`` embeds a long text's sentences
-        and pools them, as the server does (``service.core.longinput``)."""
+        and pools them, as the server does (``thoughtvec.service.core.longinput``)."""
         views = [self.view(v) for v in views]
         eos = self.spec.vocabulary.eos_id if self.spec.tokenizer.append_eos else None
         prep = prepare(self, texts, [f"input[{i}]" for i in range(len(texts))], truncation, eos, allow_empty=True)

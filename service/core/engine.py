@@ -1,7 +1,7 @@
 """The service without HTTP: validate inputs, embed through the batchers, score, search, manage indexes.
 
 Routes call these methods and serialise what they return; tests call them directly too. Every
-problem is raised as a domain error (``service.errors``) that names the field and the limit.
+problem is raised as a domain error (``thoughtvec.service.errors``) that names the field and the limit.
 """
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from service import __version__
-from service.bundle.postprocess import l2_normalize
-from service.bundle.tokenizer import tokenize
-from service.bundle.vocab import EOS, UNK_ID
-from service.core.batcher import LOOKAHEAD, OFFLOAD_CHARS, check_count
-from service.core.encoder import available_providers
-from service.core.longinput import pool, prepare
-from service.core.metrics import Metrics
-from service.core.planner import plan_batches
-from service.core.projection import pca_2d, project
-from service.core.registry import Model, Registry
-from service.core.results import (
+from thoughtvec.service import __version__
+from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.bundle.tokenizer import tokenize
+from thoughtvec.service.bundle.vocab import EOS, UNK_ID
+from thoughtvec.service.core.batcher import LOOKAHEAD, OFFLOAD_CHARS, check_count
+from thoughtvec.service.core.encoder import available_providers
+from thoughtvec.service.core.longinput import pool, prepare
+from thoughtvec.service.core.metrics import Metrics
+from thoughtvec.service.core.planner import plan_batches
+from thoughtvec.service.core.projection import pca_2d, project
+from thoughtvec.service.core.registry import Model, Registry
+from thoughtvec.service.core.results import (
     DocumentsAdded,
     DocumentsDeleted,
     Encoded,
@@ -46,14 +46,14 @@ from service.core.results import (
     Tokenized,
     Usage,
 )
-from service.core.token_ids import read_input
-from service.errors import Conflict, InputTooLong, InvalidInput, QueueFull
-from service.index.backend import MilvusOptions, open_store
-from service.index.build import build_index, read_documents
-from service.index.indexes import Doc, IndexConfig, Metric, gpu_count, new_config
-from service.index.jsonvalues import check_metadata
-from service.index.store import new_id
-from service.settings import Settings, Truncation
+from thoughtvec.service.core.token_ids import read_input
+from thoughtvec.service.errors import Conflict, InputTooLong, InvalidInput, QueueFull
+from thoughtvec.service.index.backend import MilvusOptions, open_store
+from thoughtvec.service.index.build import build_index, read_documents
+from thoughtvec.service.index.indexes import Doc, IndexConfig, Metric, gpu_count, new_config
+from thoughtvec.service.index.jsonvalues import check_metadata
+from thoughtvec.service.index.store import new_id
+from thoughtvec.service.settings import Settings, Truncation
 
 log = logging.getLogger(__name__)
 

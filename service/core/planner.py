@@ -1,6 +1,6 @@
 """The one batch planner: sort by length, cut into batches bounded by size and padded tokens.
 
-The request batcher (:mod:`service.core.batcher`) plans each window of queued sentences with it,
+The request batcher (:mod:`thoughtvec.service.core.batcher`) plans each window of queued sentences with it,
 and every bulk path plans a whole list with it: :meth:`Encoder.encode_views` (``thoughtvec index
 build``, the evaluation harness) and the default-index build (which goes through the batcher).
 

@@ -13,13 +13,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from service.bundle.format import discover_bundles, load_bundle
-from service.bundle.heads import RelatednessHead
-from service.bundle.heads import load as load_head
-from service.core.batcher import Batcher, BatchLimits, Observer
-from service.core.encoder import Encoder, available_providers
-from service.errors import NotReady, UnknownModel
-from service.settings import Settings
+from thoughtvec.service.bundle.format import discover_bundles, load_bundle
+from thoughtvec.service.bundle.heads import RelatednessHead
+from thoughtvec.service.bundle.heads import load as load_head
+from thoughtvec.service.core.batcher import Batcher, BatchLimits, Observer
+from thoughtvec.service.core.encoder import Encoder, available_providers
+from thoughtvec.service.errors import NotReady, UnknownModel
+from thoughtvec.service.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from service.errors import InvalidInput
+from thoughtvec.service.errors import InvalidInput
 
 ENCODING = "cl100k_base"
 
@@ -96,7 +96,7 @@ def seed_tiktoken_cache(cache_dir: str | Path) -> Path:
     return dest
 
 
-if __name__ == "__main__":  # python -m service.core.token_ids DIR
+if __name__ == "__main__":  # python -m thoughtvec.service.core.token_ids DIR
     import sys
 
     print(seed_tiktoken_cache(sys.argv[1] if len(sys.argv) > 1 else "tiktoken-cache"))

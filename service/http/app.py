@@ -20,14 +20,14 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-import service
-from service.core.engine import Core
-from service.core.metrics import Metrics, MetricsMiddleware
-from service.http.fastpath import PATH as EMBEDDINGS_PATH
-from service.http.fastpath import EmbeddingsFastPath, Shortcut
-from service.http.middleware import AuthMiddleware, BodyLimitMiddleware, CatchAllMiddleware, install_error_handlers, request_keys
-from service.http.routes import ROUTERS
-from service.settings import Settings
+from thoughtvec.service import __version__
+from thoughtvec.service.core.engine import Core
+from thoughtvec.service.core.metrics import Metrics, MetricsMiddleware
+from thoughtvec.service.http.fastpath import PATH as EMBEDDINGS_PATH
+from thoughtvec.service.http.fastpath import EmbeddingsFastPath, Shortcut
+from thoughtvec.service.http.middleware import AuthMiddleware, BodyLimitMiddleware, CatchAllMiddleware, install_error_handlers, request_keys
+from thoughtvec.service.http.routes import ROUTERS
+from thoughtvec.service.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +61,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             await core.stop()
 
-    # docs_url/redoc_url off: service.http.routes.docs serves both pages with local assets (no CDN)
+    # docs_url/redoc_url off: thoughtvec.service.http.routes.docs serves both pages with local assets (no CDN)
     app = FastAPI(
-        title="thoughtvec", version=service.__version__, description=DESCRIPTION, lifespan=lifespan, docs_url=None, redoc_url=None
+        title="thoughtvec",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.core = core
     app.state.settings = settings
@@ -96,7 +101,7 @@ def server_config(app: FastAPI, settings: Settings, **options: Any) -> uvicorn.C
     http: type[asyncio.Protocol] | str = "auto"
     if settings.fast_protocol:
         try:
-            from service.http import protocol
+            from thoughtvec.service.http import protocol
         except ImportError as e:  # httptools is part of uvicorn[standard]; without it uvicorn uses h11
             log.warning("fast_protocol: off (%s)", e)
         else:

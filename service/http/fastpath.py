@@ -8,7 +8,7 @@ messages included, is the route's.
 
 * :class:`EmbeddingsFastPath`, an ASGI middleware inside ours (metrics, CORS, body limit, API keys,
   catch-all all apply): it skips FastAPI's routing, dependency solving and inner middleware.
-* ``service.http.protocol.EmbeddingsProtocol``, what ``thoughtvec serve`` runs (setting
+* ``thoughtvec.service.http.protocol.EmbeddingsProtocol``, what ``thoughtvec serve`` runs (setting
   ``fast_protocol``): uvicorn's HTTP protocol answering a plain request before any ASGI exists for
   it. :class:`Shortcut` says which requests it may take, and does for them what the middleware
   would; everything else goes the ASGI way.
@@ -25,13 +25,21 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.core.engine import Core
-from service.core.results import Encoded
-from service.errors import ThoughtvecError
-from service.http.middleware import ClientGone, bearer_token, client_gone, domain_error, key_matches, request_keys, unless_disconnected
-from service.http.routes.embeddings import answer
-from service.http.schemas import EmbeddingsRequest
-from service.settings import Settings
+from thoughtvec.service.core.engine import Core
+from thoughtvec.service.core.results import Encoded
+from thoughtvec.service.errors import ThoughtvecError
+from thoughtvec.service.http.middleware import (
+    ClientGone,
+    bearer_token,
+    client_gone,
+    domain_error,
+    key_matches,
+    request_keys,
+    unless_disconnected,
+)
+from thoughtvec.service.http.routes.embeddings import answer
+from thoughtvec.service.http.schemas import EmbeddingsRequest
+from thoughtvec.service.settings import Settings
 
 PATH = "/v1/embeddings"
 

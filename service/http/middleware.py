@@ -1,7 +1,7 @@
 """HTTP plumbing: the one error table, the body-size limit, API keys, and dropping requests whose client left.
 
 Every error leaves as ``{"error": {"code", "message", "field"}}``. Domain errors carry their own
-status (``service.errors``); request validation is 422 (400 for malformed JSON); unknown routes
+status (``thoughtvec.service.errors``); request validation is 422 (400 for malformed JSON); unknown routes
 404; oversized bodies 413; missing keys 401; a non-admin key on an index write 403; anything
 unexpected 500 ``internal_error`` with a request id that the server log carries too.
 """
@@ -22,8 +22,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.errors import BodyTooLarge, Forbidden, NotReady, QueueFull, ThoughtvecError, Unauthorized, WorkerDead
-from service.settings import Settings
+from thoughtvec.service.errors import BodyTooLarge, Forbidden, NotReady, QueueFull, ThoughtvecError, Unauthorized, WorkerDead
+from thoughtvec.service.settings import Settings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -3,7 +3,7 @@
 Profiled under a flood of one-sentence requests (issue 16), the event loop spent more on the ASGI
 plumbing around a request (uvicorn's send/receive messages, FastAPI's and Starlette's layers, our
 middleware, a watcher task per request for disconnects) than on admitting, tokenizing and answering
-it. For a request :class:`service.http.fastpath.Shortcut` takes, this protocol skips all of that:
+it. For a request :class:`thoughtvec.service.http.fastpath.Shortcut` takes, this protocol skips all of that:
 uvicorn still parses the request, queues pipelined ones, keeps connections alive and tracks the task
 for a graceful shutdown; the task it starts reads the body from uvicorn's request cycle, validates it
 as the route does, answers with the route's answer and writes the response bytes itself. The
@@ -28,8 +28,8 @@ from starlette.responses import Response
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol, RequestResponseCycle
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
-from service.http.fastpath import PATH, Shortcut, parse
-from service.http.middleware import client_gone, internal_error
+from thoughtvec.service.http.fastpath import PATH, Shortcut, parse
+from thoughtvec.service.http.middleware import client_gone, internal_error
 
 log = logging.getLogger(__name__)
 _CYCLE_FIELDS = ("body", "more_body", "message_event", "disconnected", "keep_alive", "flow", "transport", "on_response", "default_headers")

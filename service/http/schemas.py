@@ -1,7 +1,7 @@
 """Request and response bodies (pydantic). Unknown fields are errors: a typo never passes silently.
 
 Each response model has ``of(result)``, which builds it from the core's typed result
-(``service.core.results``): the one place where the wire format is decided. Optional fields the
+(``thoughtvec.service.core.results``): the one place where the wire format is decided. Optional fields the
 wire leaves out when they have no value (a hit's ``metadata``, a rerank result's ``document``)
 are declared with ``_absent_if_none``.
 
@@ -17,11 +17,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
-from service.core import results as core  # not "results": two response models have a field of that name
-from service.index.factory import SCHEMA_PATTERN
-from service.index.indexes import NAME_PATTERN, Metric
-from service.index.jsonvalues import reject_lone_surrogates
-from service.settings import MODEL_PREFERENCE, Truncation
+from thoughtvec.service.core import results as core  # not "results": two response models have a field of that name
+from thoughtvec.service.index.factory import SCHEMA_PATTERN
+from thoughtvec.service.index.indexes import NAME_PATTERN, Metric
+from thoughtvec.service.index.jsonvalues import reject_lone_surrogates
+from thoughtvec.service.settings import MODEL_PREFERENCE, Truncation
 
 # What the core accepts, for the OpenAPI schema (the core checks it, with messages naming the field).
 TEXT = {"type": "string", "minLength": 1, "pattern": r"\S"}

@@ -1,8 +1,8 @@
 """The index store interface, and the one place that chooses its backend.
 
-:class:`IndexBackend` is the public surface of :class:`service.index.store.IndexStore` (FAISS in
+:class:`IndexBackend` is the public surface of :class:`thoughtvec.service.index.store.IndexStore` (FAISS in
 this process's memory, a log and snapshots on disk) that the core uses;
-:class:`service.index.milvus.MilvusStore` (Milvus Lite or a Milvus server) has the same one.
+:class:`thoughtvec.service.index.milvus.MilvusStore` (Milvus Lite or a Milvus server) has the same one.
 Methods are blocking (disk, FAISS, network): call them from a worker thread.
 """
 
@@ -14,8 +14,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from service.index.indexes import Doc, IndexConfig, VectorIndex
-from service.index.milvus_schema import MilvusOptions
+from thoughtvec.service.index.indexes import Doc, IndexConfig, VectorIndex
+from thoughtvec.service.index.milvus_schema import MilvusOptions
 
 Backend = Literal["faiss", "milvus"]
 
@@ -54,9 +54,9 @@ def open_store(
 ) -> IndexBackend:
     """The store for ``backend``: the FAISS folder ``index_dir``, or Milvus at ``milvus.uri``."""
     if backend == "milvus":
-        from service.index.milvus import MilvusStore  # pymilvus is an optional extra
+        from thoughtvec.service.index.milvus import MilvusStore  # pymilvus is an optional extra
 
         return MilvusStore(milvus or MilvusOptions(), on_size=on_size)
-    from service.index.store import IndexStore
+    from thoughtvec.service.index.store import IndexStore
 
     return IndexStore(index_dir, wal_max_bytes, on_size, gpu=gpu)

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from service.index.indexes import Doc, Metric, VectorIndex, new_config
+from thoughtvec.service.index.indexes import Doc, Metric, VectorIndex, new_config
 
 log = logging.getLogger(__name__)
 

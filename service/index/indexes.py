@@ -1,7 +1,7 @@
 """A FAISS index with string ids, texts and metadata, and its snapshot on disk.
 
 FAISS sees int64 *labels* we hand out in order; callers see string ids. Only the factory strings
-of :mod:`service.index.factory` reach FAISS, and each family keeps labels stable across deletes in its
+of :mod:`thoughtvec.service.index.factory` reach FAISS, and each family keeps labels stable across deletes in its
 own way (``IndexIDMap2`` around flat codes, IVF's own ids, tombstones for HNSW, which cannot
 remove). Indexes that need training (IVF, PQ) keep their vectors in a plain buffer, searched
 exactly, until ``train_size`` vectors have arrived; then they train on that buffer and move it in.
@@ -11,7 +11,7 @@ index on the GPU(s) for searches; the CPU index stays the one of record (snapsho
 training) and the copy is remade after a delete or a training. HNSW has no GPU version and stays
 on the CPU.
 
-Not thread-safe: :class:`service.index.store.IndexStore` holds a lock around every call.
+Not thread-safe: :class:`thoughtvec.service.index.store.IndexStore` holds a lock around every call.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ import faiss
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.bundle.atomic import atomic_dir
-from service.bundle.postprocess import l2_normalize
-from service.index.factory import Family, check_factory
+from thoughtvec.service.bundle.atomic import atomic_dir
+from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.index.factory import Family, check_factory
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-from service.errors import InvalidInput
+from thoughtvec.service.errors import InvalidInput
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

@@ -1,4 +1,4 @@
-"""Indexes in Milvus: the same interface and errors as the FAISS :class:`~service.index.store.IndexStore`.
+"""Indexes in Milvus: the same interface and errors as the FAISS :class:`~thoughtvec.service.index.store.IndexStore`.
 
 One collection per index, named ``<prefix><name>`` (``_`` ``-`` ``.`` escaped as ``_u`` ``_h``
 ``_d``: Milvus allows letters, digits and ``_``). Its description holds the :class:`IndexConfig`
@@ -44,10 +44,10 @@ from urllib.parse import quote, unquote
 
 import numpy as np
 
-from service.bundle.postprocess import l2_normalize
-from service.errors import Conflict, IndexUnavailable, InvalidInput, NotReady, StorageUnavailable, UnknownIndex
-from service.index.indexes import Doc, IndexConfig, VectorIndex
-from service.index.milvus_schema import (
+from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.errors import Conflict, IndexUnavailable, InvalidInput, NotReady, StorageUnavailable, UnknownIndex
+from thoughtvec.service.index.indexes import Doc, IndexConfig, VectorIndex
+from thoughtvec.service.index.milvus_schema import (
     ID_MAX_BYTES,
     TEXT_MAX_BYTES,
     MilvusOptions,

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from service.bundle.atomic import recover_dir
-from service.errors import Conflict, IndexUnavailable, NotReady, StorageUnavailable, UnknownIndex
-from service.index.indexes import Doc, IndexConfig, VectorIndex
-from service.index.wal import Wal
+from thoughtvec.service.bundle.atomic import recover_dir
+from thoughtvec.service.errors import Conflict, IndexUnavailable, NotReady, StorageUnavailable, UnknownIndex
+from thoughtvec.service.index.indexes import Doc, IndexConfig, VectorIndex
+from thoughtvec.service.index.wal import Wal
 
 log = logging.getLogger(__name__)
 

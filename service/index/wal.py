@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from service.bundle.atomic import atomic_write_bytes
+from thoughtvec.service.bundle.atomic import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 

@@ -18,12 +18,12 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 
-from service.bundle.heads import RelatednessHead, save
-from service.http.app import create_app, server_config
-from service.settings import Settings
-from service.tools.bench import free_port
 from tests.service.openapi_check import check_responses
 from tests.tiny_bundle import make_tiny_bundle
+from thoughtvec.bench.bench import free_port
+from thoughtvec.service.bundle.heads import RelatednessHead, save
+from thoughtvec.service.http.app import create_app, server_config
+from thoughtvec.service.settings import Settings
 
 SENTENCES = [
     "the cat sat on the table .",
@@ -145,7 +145,7 @@ def serve_process(models_dir: Path, *flags: str) -> tuple[subprocess.Popen, str]
     """A real ``thoughtvec serve`` subprocess for the tiny model on 127.0.0.1:<free port>, ready;
     returns (process, base URL). The caller stops it."""
     port = free_port()
-    cmd = [sys.executable, "-m", "service.cli", "serve", "--models-dir", str(models_dir), "--port", str(port), "--default-model", "tiny",
+    cmd = [sys.executable, "-m", "thoughtvec.service.cli", "serve", "--models-dir", str(models_dir), "--port", str(port), "--default-model", "tiny",
            "--no-build-default-index", "--no-warmup", "--log-level", "warning", *flags]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"

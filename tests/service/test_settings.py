@@ -7,7 +7,7 @@ import argparse
 import pytest
 from pydantic import ValidationError
 
-from service.settings import Settings, add_cli_flags, check_environment, load_settings, overrides_from_args, settings_table
+from thoughtvec.service.settings import Settings, add_cli_flags, check_environment, load_settings, overrides_from_args, settings_table
 
 
 def test_environment_and_lists(monkeypatch):

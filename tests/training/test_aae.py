@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 import torch
 
-from service.core.encoder import Encoder
 from tests.training.conftest import tiny_config, toy_documents
-from training.data import TokenCorpus
-from training.export import ExportOptions, export
-from training.families import get_family
-from training.families.aae import memory_attention
-from training.nn import masked_max, masked_mean
-from training.onnx_export import PADDING_TOL
-from training.quantize import quantize_bundle
-from training.trainer import Trainer
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.training.data import TokenCorpus
+from thoughtvec.training.export import ExportOptions, export
+from thoughtvec.training.families import get_family
+from thoughtvec.training.families.aae import memory_attention
+from thoughtvec.training.nn import masked_max, masked_mean
+from thoughtvec.training.onnx_export import PADDING_TOL
+from thoughtvec.training.quantize import quantize_bundle
+from thoughtvec.training.trainer import Trainer
 
 FAM = get_family("mean-max-aae")
 TINY = {"out_vocab": 60, "input_words": 2000, "d_model": 32, "d_ff": 64, "heads": 4, "num_sampled": 16, "dropout": 0.0}
@@ -129,9 +129,9 @@ def test_int8_variant_is_not_written_when_no_node_keeps_the_vectors(bundle, tmp_
 def test_a_factored_table_reads_exactly_as_the_table_it_replaces():
     """Export swaps the GloVe ⊕ spaCy table for its distinct rows plus an index (FactoredTable): the
     words read, </S>'s trained vector and the positions must not change by a bit."""
-    from service.bundle.vocab import EOS_ID
-    from training.families.aae import FixedWords
-    from training.nn import FactoredTable
+    from thoughtvec.service.bundle.vocab import EOS_ID
+    from thoughtvec.training.families.aae import FixedWords
+    from thoughtvec.training.nn import FactoredTable
 
     rng = np.random.default_rng(0)
     shared = rng.standard_normal((4, 3)).astype(np.float32)  # the "spaCy" half: many words, few distinct rows

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from thoughtvec.cli import main
-from training.corpus import books, news, sword, wiki
-from training.corpus.bibles import kjv_chapters
-from training.corpus.build import BuildConfig, build_corpus
-from training.corpus.fetch import FetchError, Package, fetch
-from training.corpus.sample import write_sample
-from training.corpus.sources import SOURCES, Source, resolve_inputs
-from training.corpus.text import RawDocument, clean, split_document, split_sentences, strip_gutenberg
+from thoughtvec.training.corpus import books, news, sword, wiki
+from thoughtvec.training.corpus.bibles import kjv_chapters
+from thoughtvec.training.corpus.build import BuildConfig, build_corpus
+from thoughtvec.training.corpus.fetch import FetchError, Package, fetch
+from thoughtvec.training.corpus.sample import write_sample
+from thoughtvec.training.corpus.sources import SOURCES, Source, resolve_inputs
+from thoughtvec.training.corpus.text import RawDocument, clean, split_document, split_sentences, strip_gutenberg
 
 FIX = Path(__file__).parent / "fixtures" / "corpus"
 REPO = Path(__file__).resolve().parents[2]
@@ -254,7 +254,7 @@ def fake_sources(monkeypatch):
     def no_network(pkg, cache):
         raise FetchError(f"{pkg.name}: offline in tests")
 
-    monkeypatch.setattr("training.corpus.build.fetch", no_network)
+    monkeypatch.setattr("thoughtvec.training.corpus.build.fetch", no_network)
 
 
 def test_build_pipeline(tmp_path, fake_sources):
@@ -395,8 +395,8 @@ def _small_corpus(path: Path) -> Path:
 
 
 def test_corpus_vectors_are_reproducible_word2vec_text_the_sources_read(tmp_path, monkeypatch):
-    from training import wordvecs
-    from training.corpus.vectors import VectorsConfig, train_vectors
+    from thoughtvec.training import wordvecs
+    from thoughtvec.training.corpus.vectors import VectorsConfig, train_vectors
 
     corpus = _small_corpus(tmp_path / "corpus.txt")
     cfg = VectorsConfig(dim=8, epochs=3, min_count=2)

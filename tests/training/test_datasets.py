@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from training.evaluation import datasets as ds
-from training.evaluation.datasets import DatasetError, Pairs, Sentences
+from thoughtvec.training.evaluation import datasets as ds
+from thoughtvec.training.evaluation.datasets import DatasetError, Pairs, Sentences
 
 ROOT = ds.default_root()
 real = pytest.mark.skipif(not ROOT.is_dir(), reason=f"SentEval data not found at {ROOT} (set THOUGHTVEC_SENTEVAL)")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from training.evaluation.classifiers import (
+from thoughtvec.training.evaluation.classifiers import (
     QUICK,
     cosine_correlation,
     dev_select,
@@ -21,7 +21,7 @@ from training.evaluation.classifiers import (
     soft_label_regression,
     soft_labels,
 )
-from training.evaluation.solver import fit, make_design
+from thoughtvec.training.evaluation.solver import fit, make_design
 
 P = dataclasses.replace(QUICK, folds=3, inner_folds=3)
 

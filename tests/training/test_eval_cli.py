@@ -9,14 +9,14 @@ import json
 import numpy as np
 import pytest
 
-from service.bundle.format import load_bundle
-from service.bundle.heads import load as load_head
 from tests.tiny_bundle import make_tiny_bundle
 from thoughtvec.cli import main
-from training.evaluation import runner, sources, tasks
-from training.evaluation.classifiers import QUICK
-from training.evaluation.datasets import load_task
-from training.evaluation.report import load_records, render
+from thoughtvec.service.bundle.format import load_bundle
+from thoughtvec.service.bundle.heads import load as load_head
+from thoughtvec.training.evaluation import runner, sources, tasks
+from thoughtvec.training.evaluation.classifiers import QUICK
+from thoughtvec.training.evaluation.datasets import load_task
+from thoughtvec.training.evaluation.report import load_records, render
 
 from .fixtures.eval.senteval_tiny import write_senteval, write_sick
 

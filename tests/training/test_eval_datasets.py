@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from training.evaluation.datasets import DatasetError, default_root, load_task
+from thoughtvec.training.evaluation.datasets import DatasetError, default_root, load_task
 
 from .fixtures.eval.senteval_tiny import write_senteval
 

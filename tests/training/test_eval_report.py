@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from training.evaluation.papers import PUBLISHED
-from training.evaluation.report import flatten, load_records, macro, pick, render
-from training.evaluation.tasks import MACRO_TASKS
+from thoughtvec.training.evaluation.papers import PUBLISHED
+from thoughtvec.training.evaluation.report import flatten, load_records, macro, pick, render
+from thoughtvec.training.evaluation.tasks import MACRO_TASKS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -59,7 +59,7 @@ def test_committed_report_is_generated():
 
 
 def test_choices_are_made_on_dev_numbers_never_on_test():
-    from training.evaluation.report import dev_choices
+    from thoughtvec.training.evaluation.report import dev_choices
 
     def rec(name, view, dev_cos, test_cos, dev_acc, test_acc):
         r = _record(name, view, acc=test_acc)
@@ -82,7 +82,7 @@ def test_choices_are_made_on_dev_numbers_never_on_test():
 def test_a_default_model_within_the_noise_of_the_best_goes_to_the_smaller_bundle(tmp_path):
     """invertible-bijection-w2v (39 MB) beat invertible-bijection (22 MB) on dev by 0.0013, inside the 0.002
     that post-processing treats as noise: the smaller stays the default; a clear gain still wins."""
-    from training.evaluation.report import dev_choices
+    from thoughtvec.training.evaluation.report import dev_choices
 
     def rec(name, dev_cos, size):
         (tmp_path / name).mkdir(exist_ok=True)

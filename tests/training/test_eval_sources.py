@@ -8,11 +8,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from service.core.encoder import Encoder
 from tests.service.conftest import live_server, settings_for
 from tests.tiny_bundle import make_tiny_bundle
-from training.evaluation import runner, sources, tasks
-from training.evaluation.classifiers import QUICK
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.training.evaluation import runner, sources, tasks
+from thoughtvec.training.evaluation.classifiers import QUICK
 
 from .fixtures.eval.senteval_tiny import write_senteval
 

@@ -9,15 +9,15 @@ import textwrap
 import numpy as np
 import pytest
 
-from service.bundle.format import load_bundle
-from service.core.encoder import Encoder
 from tests.tiny_bundle import make_tiny_bundle
 from tests.training.conftest import NAMES, OBJECTS, PLACES, tiny_config
-from training.expansion import ExpansionOptions, reexpand
-from training.export import ExportOptions, export
-from training.onnx_export import PADDING_TOL, PARITY_TOL
-from training.trainer import Trainer
-from training.wordvecs import WordVectors
+from thoughtvec.service.bundle.format import load_bundle
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.training.expansion import ExpansionOptions, reexpand
+from thoughtvec.training.export import ExportOptions, export
+from thoughtvec.training.onnx_export import PADDING_TOL, PARITY_TOL
+from thoughtvec.training.trainer import Trainer
+from thoughtvec.training.wordvecs import WordVectors
 
 MIXED = ["anna walked into the garden .", "the letter was old and small and the coat was old and small too .",
          "ben", "", "zebra saw a moon", "later fred slept in the city ."]  # fmt: skip
@@ -101,7 +101,7 @@ def test_bundle_encodes_without_torch(bundles):
     code = textwrap.dedent(f"""
         import sys
         sys.modules["torch"] = None  # any import of torch now fails
-        from service.core.encoder import Encoder
+        from thoughtvec.service.core.encoder import Encoder
         v = Encoder.load({str(bundles / "combine-skip")!r}).encode(["the cat sat ."])
         assert v.shape == (1, 48), v.shape
         assert "training" not in sys.modules
@@ -117,7 +117,7 @@ TRICKY = ["Don't panic -- it's “fine”… see https://example.org!", "naïve 
 
 def test_training_and_serving_tokenize_identically(bundles):
     """The training data path (TokenCorpus → ids) and the service's Encoder map text to the same ids."""
-    from training.data import TokenCorpus
+    from thoughtvec.training.data import TokenCorpus
 
     enc = Encoder.load(bundles / "uni-skip")
     corpus = TokenCorpus.from_documents([TRICKY]).encode(enc.vocab)
@@ -152,7 +152,7 @@ def test_expansion_check_scores_a_source_on_dev_and_leaves_the_bundle(bundles, t
     from onnx import numpy_helper
 
     from tests.training.fixtures.eval.senteval_tiny import write_senteval
-    from training.evaluation.expansion import score
+    from thoughtvec.training.evaluation.expansion import score
 
     data = write_senteval(tmp_path / "senteval", n=30)
     # a source that holds the trained embeddings themselves: the map is the identity, fitted exactly

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from service.bundle import postprocess
-from service.core.encoder import Encoder
 from tests.training.conftest import tiny_config
-from training.export import ExportOptions, export
-from training.families.invertible import Coupling, InvertibleDecoder
-from training.onnx_export import PADDING_TOL
-from training.trainer import Trainer
+from thoughtvec.service.bundle import postprocess
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.training.export import ExportOptions, export
+from thoughtvec.training.families.invertible import Coupling, InvertibleDecoder
+from thoughtvec.training.onnx_export import PADDING_TOL
+from thoughtvec.training.trainer import Trainer
 
 TINY = {"input_words": 2000, "hidden": 32, "coupling_hidden": 16}  # 2d = 64 ≥ dim_w = 50: W can have orthonormal rows
 
@@ -102,7 +102,7 @@ def test_views_shapes_padding_and_card(trained):
 def test_de_sif_is_the_sif_weighted_mean_of_the_inverted_word_vectors(trained, toy_corpus):
     """de-sif = Σ a/(a+p(w))·f_de⁻¹(v_w) / Σ a/(a+p(w)), its first PC removed (Arora et al. 2017):
     frequent words count less, so a sentence's vector is not the cone every sentence shares."""
-    from training.evaluation.sources import sif_weights, word_counts
+    from thoughtvec.training.evaluation.sources import sif_weights, word_counts
 
     enc = Encoder.load(trained / "bundle")
     words = ["the", "garden", "anna"]
@@ -119,7 +119,7 @@ def test_de_sif_is_the_sif_weighted_mean_of_the_inverted_word_vectors(trained, t
 def test_export_reads_more_words_of_the_same_vectors(trained, toy_corpus):
     """``input_words``: the graph reads the trained vocabulary (same ids, same vectors) plus the most
     frequent words of the fixed vectors that training did not read; those are then known words."""
-    from service.bundle.vocab import Vocabulary
+    from thoughtvec.service.bundle.vocab import Vocabulary
 
     export([trained / "run" / "checkpoint.pt"], json.loads((trained / "bundle" / "bundle.json").read_text())["variant"],
            ExportOptions(out=trained / "more", corpus=str(toy_corpus), card_sample=300, family_options={"input_words": 4000}))  # fmt: skip
@@ -140,7 +140,7 @@ def test_export_reads_more_words_of_the_same_vectors(trained, toy_corpus):
 def test_export_can_read_fewer_words_keeping_the_corpus_words_and_their_vectors(trained, toy_corpus):
     """``input_words`` below what training read: the vectors' most frequent words and the corpus's frequent
     words are kept, and read exactly as before; the words cut read as <unk>."""
-    from service.bundle.vocab import Vocabulary
+    from thoughtvec.service.bundle.vocab import Vocabulary
 
     export([trained / "run" / "checkpoint.pt"], json.loads((trained / "bundle" / "bundle.json").read_text())["variant"],
            ExportOptions(out=trained / "fewer", corpus=str(toy_corpus), card_sample=300, family_options={"input_words": 300}))  # fmt: skip

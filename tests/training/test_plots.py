@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from training.plots import plot_loss_curve
+from thoughtvec.training.plots import plot_loss_curve
 
 
 def _log(path, evals: bool):

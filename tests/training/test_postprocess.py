@@ -6,13 +6,13 @@ import json
 import numpy as np
 import pytest
 
-from service.core.encoder import Encoder
 from tests.tiny_bundle import make_tiny_bundle
 from tests.training.conftest import toy_documents, write_corpus
 from tests.training.fixtures.eval.senteval_tiny import write_senteval
-from training import postprocess
-from training.evaluation import datasets, tasks
-from training.evaluation.classifiers import MODES, cosine_correlation
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.training import postprocess
+from thoughtvec.training.evaluation import datasets, tasks
+from thoughtvec.training.evaluation.classifiers import MODES, cosine_correlation
 
 
 def _anisotropic(dim=16, n_signal=4, seed=0):
@@ -146,8 +146,8 @@ def test_postprocess_bundle_writes_maps_keeps_raw_views_and_moves_the_head(tmp_p
 def test_a_choice_the_service_would_refuse_leaves_the_bundle_as_it_was(tmp_path, monkeypatch):
     """The maps were written before the spec was checked: a refused spec left new maps beside the old
     spec, a bundle the server then refused to load."""
-    from service.bundle import format as fmt
-    from service.bundle.errors import BundleError
+    from thoughtvec.service.bundle import format as fmt
+    from thoughtvec.service.bundle.errors import BundleError
 
     bundle = tmp_path / "tiny"
     make_tiny_bundle(bundle, name="tiny")

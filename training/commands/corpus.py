@@ -77,15 +77,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _source_names() -> list[str]:
-    from training.corpus.sources import SOURCES  # stdlib-only modules: ~60 ms, no torch
+    from thoughtvec.training.corpus.sources import SOURCES  # stdlib-only modules: ~60 ms, no torch
 
     return list(SOURCES)
 
 
 def _build(args: argparse.Namespace) -> int:
-    from training.corpus.build import BuildConfig, build_corpus
-    from training.corpus.fetch import default_cache
-    from training.corpus.sources import parse_names, resolve_inputs
+    from thoughtvec.training.corpus.build import BuildConfig, build_corpus
+    from thoughtvec.training.corpus.fetch import default_cache
+    from thoughtvec.training.corpus.sources import parse_names, resolve_inputs
 
     try:
         names = parse_names(args.sources)
@@ -125,7 +125,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _sample(args: argparse.Namespace) -> int:
-    from training.corpus.sample import write_sample
+    from thoughtvec.training.corpus.sample import write_sample
 
     try:
         report = write_sample(args.corpus, args.out, size=args.size, seed=args.seed)
@@ -137,8 +137,8 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _vectors(args: argparse.Namespace) -> int:
-    from training.corpus.vectors import VectorsConfig, train_vectors
-    from training.wordvecs import CORPUS_W2V_FILE
+    from thoughtvec.training.corpus.vectors import VectorsConfig, train_vectors
+    from thoughtvec.training.wordvecs import CORPUS_W2V_FILE
 
     bad = [f"--{n.replace('_', '-')} must be at least 1, got {getattr(args, n)}" for n in ("dim", "window", "min_count", "epochs")
            if getattr(args, n) < 1]  # fmt: skip

@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
     if args.save_head and not {"all", "sick-r"} & {t.strip().lower() for t in args.tasks.split(",")}:
         print("thoughtvec eval: --save-head needs the SICK-R task in --tasks", file=sys.stderr)
         return 2
-    from service.bundle.errors import BundleError, ThoughtvecError
-    from training.evaluation.datasets import DatasetError
+    from thoughtvec.service.bundle.errors import BundleError, ThoughtvecError
+    from thoughtvec.training.evaluation.datasets import DatasetError
 
     try:
         summaries = [_evaluate_one(args, kind, target) for kind, target in _targets(args)]
@@ -108,7 +108,7 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def _make_source(args: argparse.Namespace, kind: str, target: str):
-    from training.evaluation import sources
+    from thoughtvec.training.evaluation import sources
 
     normalize = not args.raw
     if kind == "bundle":
@@ -121,9 +121,9 @@ def _make_source(args: argparse.Namespace, kind: str, target: str):
 def _evaluate_one(args: argparse.Namespace, kind: str, target: str) -> str:
     import dataclasses
 
-    from training.evaluation import datasets, runner, tasks
-    from training.evaluation.classifiers import MODES
-    from training.evaluation.report import flatten, macro
+    from thoughtvec.training.evaluation import datasets, runner, tasks
+    from thoughtvec.training.evaluation.classifiers import MODES
+    from thoughtvec.training.evaluation.report import flatten, macro
 
     t0 = time.perf_counter()
     source = _make_source(args, kind, target)
@@ -167,7 +167,7 @@ def _command(args: argparse.Namespace, kind: str, target: str) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from training.evaluation.report import write_report
+    from thoughtvec.training.evaluation.report import write_report
 
     out = args.out or args.report.with_name("results.json")
     path, n = write_report(args.results_dir, args.report, out)

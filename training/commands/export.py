@@ -40,14 +40,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from training.export import ExportOptions, export, load_checkpoint
+    from thoughtvec.training.export import ExportOptions, export, load_checkpoint
 
     variant = args.variant or load_checkpoint(args.checkpoint[0])["variant"]
     name = args.name or variant
     options: dict = {"input_words": args.input_words}
     if args.expand != "none":
-        from training.expansion import ExpansionOptions
-        from training.wordvecs import load_word_vectors
+        from thoughtvec.training.expansion import ExpansionOptions
+        from thoughtvec.training.wordvecs import load_word_vectors
 
         options["expansion"] = ExpansionOptions(load_word_vectors(args.expand), words=args.expand_words)
     opts = ExportOptions(out=Path(args.out or f"models/{name}"), name=name, fp16=not args.fp32, corpus=args.corpus or "",

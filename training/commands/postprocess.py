@@ -24,10 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from service.bundle.errors import BundleError
-    from service.bundle.format import load_bundle
-    from training.evaluation.datasets import DatasetError
-    from training.postprocess import postprocess_bundle
+    from thoughtvec.service.bundle.errors import BundleError
+    from thoughtvec.service.bundle.format import load_bundle
+    from thoughtvec.training.evaluation.datasets import DatasetError
+    from thoughtvec.training.postprocess import postprocess_bundle
 
     for path in args.bundle:
         try:

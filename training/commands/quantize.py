@@ -28,10 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from service.bundle.errors import BundleError
-    from service.bundle.format import load_bundle
-    from training.export import sample_sentences
-    from training.quantize import quantize_bundle
+    from thoughtvec.service.bundle.errors import BundleError
+    from thoughtvec.service.bundle.format import load_bundle
+    from thoughtvec.training.export import sample_sentences
+    from thoughtvec.training.quantize import quantize_bundle
 
     out = args.out or args.bundle.with_name(args.bundle.name + "-int8")
     try:

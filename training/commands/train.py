@@ -23,7 +23,7 @@ def _parse_value(text: str) -> Any:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from training.config import TrainConfig
+    from thoughtvec.training.config import TrainConfig
 
     p = sub.add_parser("train", help="train an encoder", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", help="TOML file: TrainConfig keys at top level, model settings under [model]")
@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _load_config(args: argparse.Namespace):
-    from training.config import TrainConfig
+    from thoughtvec.training.config import TrainConfig
 
     values: dict[str, Any] = {}
     model: dict[str, Any] = {}
@@ -83,13 +83,13 @@ def _load_config(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     if args.list_settings:
-        from training.families import all_variants, get_family
+        from thoughtvec.training.families import all_variants, get_family
 
         for variant, fam in all_variants().items():
             family = get_family(fam)
             print(f"{variant} ({fam}): {json.dumps(dataclasses.asdict(family.config(variant)))}")
         return 0
-    from training.trainer import Trainer
+    from thoughtvec.training.trainer import Trainer
 
     tcfg, explicit = _load_config(args)
     try:

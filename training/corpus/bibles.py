@@ -12,8 +12,8 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from training.corpus import sword
-from training.corpus.text import RawDocument
+from thoughtvec.training.corpus import sword
+from thoughtvec.training.corpus.text import RawDocument
 
 KJV_VERSES = 31102
 _VERSE = re.compile(r"^(\d?[A-Za-z]+)(\d+):(\d+)\s+(.*)$")

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from training.corpus.text import RawDocument, is_heading, paragraphs, read_text, strip_gutenberg
+from thoughtvec.training.corpus.text import RawDocument, is_heading, paragraphs, read_text, strip_gutenberg
 
 # ---------------------------------------------------------------------------------------------
 # R data

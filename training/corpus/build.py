@@ -2,12 +2,12 @@
 
 Outputs, each written atomically into ``out``:
 
-- ``corpus.txt``: one sentence per line, documents separated by one empty line (``training.data``
+- ``corpus.txt``: one sentence per line, documents separated by one empty line (``thoughtvec.training.data``
   reads exactly this);
 - ``documents.jsonl``: per document, in order, ``{"source", "title", "sentences", "tokens"}``;
 - ``stats.json``: totals, per-source counts, packages and versions, duplicates, SentEval leaks.
 
-A sentence whose tokens (``service.bundle.tokenizer.tokenize``) equal those of any SentEval sentence is
+A sentence whose tokens (``thoughtvec.service.bundle.tokenizer.tokenize``) equal those of any SentEval sentence is
 removed (its document keeps the rest): SentEval's files are PTB-tokenised, so string equality
 would miss "It's fine." = "it 's fine .". A source that fails is reported and skipped.
 """
@@ -22,11 +22,11 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from service.bundle.atomic import atomic_open, atomic_write_text
-from service.bundle.tokenizer import TOKENIZER_KIND, tokenize
-from training.corpus.fetch import fetch
-from training.corpus.sources import SOURCES, user_documents
-from training.corpus.text import Document, split_document
+from thoughtvec.service.bundle.atomic import atomic_open, atomic_write_text
+from thoughtvec.service.bundle.tokenizer import TOKENIZER_KIND, tokenize
+from thoughtvec.training.corpus.fetch import fetch
+from thoughtvec.training.corpus.sources import SOURCES, user_documents
+from thoughtvec.training.corpus.text import Document, split_document
 
 USER_SOURCE = "input"
 
@@ -133,7 +133,7 @@ def process_source(name: str, roots: list[Path], packages: list[dict]) -> Source
 
 def senteval_token_sequences(root: Path, check_counts: bool = True) -> frozenset[tuple[str, ...]]:
     """Every SentEval sentence as its token sequence."""
-    from training.evaluation.datasets import all_sentences
+    from thoughtvec.training.evaluation.datasets import all_sentences
 
     return frozenset(t for s in all_sentences(root, check_counts=check_counts) if (t := tuple(tokenize(s))))
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from training.corpus.text import RawDocument, paragraphs, read_text
+from thoughtvec.training.corpus.text import RawDocument, paragraphs, read_text
 
 
 def _one(root: Path, pattern: str) -> Path:

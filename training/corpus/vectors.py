@@ -8,7 +8,7 @@ same on STS-B/SICK dev (+0.002) and half a point higher on the classification de
 *Word vectors*).
 
 The file is word2vec text (``N D`` header, then ``word v1 .. vD`` by descending frequency), which
-:mod:`training.wordvecs` reads under the source name ``corpus-w2v``; a JSON file beside it records
+:mod:`thoughtvec.training.wordvecs` reads under the source name ``corpus-w2v``; a JSON file beside it records
 the settings, the corpus's sha1 and the time taken. One worker thread and a fixed seed make a
 run reproducible: the same corpus and settings give the same file.
 """
@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.wordvecs import CORPUS_W2V_FILE
+from thoughtvec.training.wordvecs import CORPUS_W2V_FILE
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class TokenizedCorpus:
     def __iter__(self) -> Iterator[list[str]]:
         from tqdm import tqdm
 
-        from service.bundle.tokenizer import tokenize
+        from thoughtvec.service.bundle.tokenizer import tokenize
 
         what = "vocabulary" if self.passes == 0 else f"epoch {self.passes}/{self.epochs}"
         self.passes += 1
@@ -69,7 +69,7 @@ def train_vectors(corpus: str | Path, out: str | Path = CORPUS_W2V_FILE, cfg: Ve
         from gensim.models import Word2Vec
     except ImportError as e:  # pragma: no cover - the train extra installs it
         raise RuntimeError("training word vectors needs gensim (pip install -e '.[train]')") from e
-    from service.bundle.atomic import atomic_open, atomic_write_text
+    from thoughtvec.service.bundle.atomic import atomic_open, atomic_write_text
 
     logging.getLogger("gensim").setLevel(logging.WARNING)  # the progress bars say it; gensim's INFO lines every second would not
     corpus, out = Path(corpus), Path(out)

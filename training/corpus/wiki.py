@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 
-from training.corpus.text import RawDocument
+from thoughtvec.training.corpus.text import RawDocument
 
 # Sections that hold no running prose; everything under them (down to the next heading of the
 # same or a higher level) is skipped.

@@ -15,7 +15,7 @@ import numpy as np
 from scipy.stats import pearsonr, spearmanr
 from sklearn.model_selection import StratifiedKFold
 
-from training.evaluation.solver import Design, fit
+from thoughtvec.training.evaluation.solver import Design, fit
 
 
 @dataclass(frozen=True)

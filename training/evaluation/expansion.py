@@ -1,6 +1,6 @@
 """Choose, on dev data, the word vectors of a skip-thought bundle's vocabulary expansion.
 
-For each source, the bundle's expansion is refitted from it (:func:`training.expansion.reexpand`,
+For each source, the bundle's expansion is refitted from it (:func:`thoughtvec.training.expansion.reexpand`,
 no checkpoint needed) into a scratch copy, and the copy's default view, as the graph outputs it
 (``<view>-raw`` where post-processing made one), is scored on the dev splits only:
 
@@ -10,7 +10,7 @@ no checkpoint needed) into a scratch copy, and the copy's default view, as the g
   ``thoughtvec postprocess`` does;
 * features: the mean dev accuracy over the 8 macro tasks (SentEval's inner folds, the quick protocol).
 
-    python -m training.evaluation.expansion --bundle models/bi-skip \\
+    python -m thoughtvec.training.evaluation.expansion --bundle models/bi-skip \\
         --source glove-6b-50d --source glove-6b-50d+spacy-md+corpus-w2v@0.5
 """
 
@@ -21,19 +21,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-from training.evaluation import report
-from training.evaluation.datasets import default_root
+from thoughtvec.training.evaluation import report
+from thoughtvec.training.evaluation.datasets import default_root
 
 
 def score(bundle: Path, source: str, data_root: Path, corpus: str, sample: int = 10_000, words: int = 100_000,
           seed: int = 1111, check_counts: bool = True) -> dict:  # fmt: skip
     """Dev scores of ``bundle`` with its expansion refitted from ``source``."""
-    from service.bundle.format import load_bundle
-    from service.core.encoder import Encoder
-    from training import postprocess
-    from training.evaluation.sources import BundleSource
-    from training.expansion import ExpansionOptions, reexpand
-    from training.wordvecs import load_word_vectors
+    from thoughtvec.service.bundle.format import load_bundle
+    from thoughtvec.service.core.encoder import Encoder
+    from thoughtvec.training import postprocess
+    from thoughtvec.training.evaluation.sources import BundleSource
+    from thoughtvec.training.expansion import ExpansionOptions, reexpand
+    from thoughtvec.training.wordvecs import load_word_vectors
 
     with tempfile.TemporaryDirectory(prefix="expansion-") as tmp:
         scratch = Path(tmp) / bundle.name
@@ -53,8 +53,8 @@ def score(bundle: Path, source: str, data_root: Path, corpus: str, sample: int =
 
 def expanded_share(bundle, data_root: Path, check_counts: bool = True) -> float:
     """The share of the SentEval sentences' tokens that ``bundle`` reads through its vocabulary expansion."""
-    from service.bundle.tokenizer import tokenize
-    from training.evaluation.datasets import all_sentences
+    from thoughtvec.service.bundle.tokenizer import tokenize
+    from thoughtvec.training.evaluation.datasets import all_sentences
 
     ids = [
         bundle.vocab.index.get(t, -1) for s in all_sentences(data_root, check_counts) for t in tokenize(s, bundle.spec.tokenizer.lowercase)
@@ -63,7 +63,7 @@ def expanded_share(bundle, data_root: Path, check_counts: bool = True) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m training.evaluation.expansion", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m thoughtvec.training.evaluation.expansion", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--bundle", type=Path, required=True, help="a skip-thought bundle folder")
     p.add_argument("--source", action="append", required=True, help="word vectors to expand from (repeat; see training/wordvecs.py)")

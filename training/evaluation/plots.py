@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training.plots import _figure, save_png
+from thoughtvec.training.plots import _figure, save_png
 
 Panel = tuple[str, np.ndarray, np.ndarray, Sequence[str]]  # title, vectors (n, d), labels (n,), class names
 

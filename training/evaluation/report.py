@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from training.evaluation import runner
-from training.evaluation.papers import CITATIONS, PUBLISHED
-from training.evaluation.runner import SCHEMA
-from training.evaluation.tasks import MACRO6_TASKS, MACRO_TASKS
-from training.postprocess import MIN_GAIN
+from thoughtvec.training.evaluation import runner
+from thoughtvec.training.evaluation.papers import CITATIONS, PUBLISHED
+from thoughtvec.training.evaluation.runner import SCHEMA
+from thoughtvec.training.evaluation.tasks import MACRO6_TASKS, MACRO_TASKS
+from thoughtvec.training.postprocess import MIN_GAIN
 
 KIND_ORDER = {"bundle": 0, "server": 1, "baseline": 2}
 BASELINE_ORDER = {
@@ -100,8 +100,8 @@ def quick_dev_macro(source, view: str, data_root: Path | None, seed: int = 1111,
     feature score the choices between word-vector sources are made on."""
     import dataclasses
 
-    from training.evaluation.classifiers import MODES
-    from training.evaluation.tasks import select
+    from thoughtvec.training.evaluation.classifiers import MODES
+    from thoughtvec.training.evaluation.tasks import select
 
     opts = runner.RunOptions(tasks=select(",".join(MACRO_TASKS)), protocol=dataclasses.replace(MODES["quick"], seed=seed),
                              data_root=data_root, check_counts=check_counts)  # fmt: skip
@@ -122,7 +122,7 @@ def bundle_bytes(record: dict) -> float:
 
 def dev_choices(ours: list[dict]) -> dict:
     """The choices the README follows, made on dev numbers only: the default model (best dev cosine of a
-    bundle's default view; among bundles within :data:`training.postprocess.MIN_GAIN` of the best, the
+    bundle's default view; among bundles within :data:`thoughtvec.training.postprocess.MIN_GAIN` of the best, the
     smallest, as post-processing keeps the simplest map within that margin), and per bundle the view
     with the best dev macro and the best dev cosine."""
     bundles = [r for r in ours if r["kind"] == "bundle"]
@@ -302,7 +302,7 @@ def render(records: list[dict], generated_by: str = "thoughtvec eval report") ->
 
 def write_report(results_dir: str | Path, report: str | Path, combined: str | Path | None = None) -> tuple[Path, int]:
     """Render ``report`` (Markdown) and ``combined`` (all records + published numbers, JSON)."""
-    from service.bundle.atomic import atomic_write_text
+    from thoughtvec.service.bundle.atomic import atomic_write_text
 
     records = load_records(results_dir)
     atomic_write_text(report, render(records))

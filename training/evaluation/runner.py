@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from training.evaluation import datasets
-from training.evaluation.classifiers import Protocol
-from training.evaluation.sources import Source, encode_views
-from training.evaluation.tasks import Context, EvalTask
-from training.provenance import git_commit
+from thoughtvec.training.evaluation import datasets
+from thoughtvec.training.evaluation.classifiers import Protocol
+from thoughtvec.training.evaluation.sources import Source, encode_views
+from thoughtvec.training.evaluation.tasks import Context, EvalTask
+from thoughtvec.training.provenance import git_commit
 
 SCHEMA = "thoughtvec-eval-v1"
 Log = Callable[[str], None]
@@ -131,7 +131,7 @@ def _progress_bar(total: int, name: str):
 
 def _plots(name: str, kind: str, view: str, data: dict, ctx: Context, opts: RunOptions) -> dict:
     """t-SNE of TREC and SUBJ vectors coloured by label (skip-thought Figure 2), if those sets were loaded."""
-    from training.evaluation.plots import tsne_panels
+    from thoughtvec.training.evaluation.plots import tsne_panels
 
     panels = []
     for key, split in (("TREC", "train"), ("SUBJ", "all")):
@@ -152,7 +152,7 @@ def slug(name: str, view: str, mode: str, kind: str = "bundle") -> str:
 
 def save_record(record: dict, results_dir: Path) -> Path:
     """Write a record as ``<results_dir>/<slug>.json`` (atomically), without its arrays."""
-    from service.bundle.atomic import atomic_write_text
+    from thoughtvec.service.bundle.atomic import atomic_write_text
 
     path = Path(results_dir) / f"{slug(record['name'], record['view'], record['mode'], record['kind'])}.json"
     clean = {k: v for k, v in record.items() if not k.startswith("_")}
@@ -171,8 +171,8 @@ def _jsonable(x):
 def save_head(bundle_dir: Path, records: Sequence[dict], log: Log = print) -> dict:
     """Save the SICK-R model of the view with the best SICK-R dev Pearson into the bundle as its
     relatedness head (``relatedness.npz`` + ``bundle.json`` ``heads.relatedness``)."""
-    from service.bundle.format import HeadSpec, add_head
-    from service.bundle.heads import RelatednessHead, save
+    from thoughtvec.service.bundle.format import HeadSpec, add_head
+    from thoughtvec.service.bundle.heads import RelatednessHead, save
 
     have = [r for r in records if r.get("_head")]
     if not have:
@@ -194,7 +194,7 @@ def save_head(bundle_dir: Path, records: Sequence[dict], log: Log = print) -> di
 
 def _card_note(bundle_dir: Path, info: dict) -> None:
     """Record the head in the bundle's model card (replacing an earlier note), with SICK's licence."""
-    from training.modelcard import set_card_section
+    from thoughtvec.training.modelcard import set_card_section
 
     card = bundle_dir / "MODEL_CARD.md"
     if not card.is_file():

@@ -2,7 +2,7 @@
 ``encode(list of sentences, view) -> (n, dim) float32 array``, one row per sentence, in order.
 
 * :class:`BundleSource` — a bundle on ONNX Runtime in this process (CPU), through
-  :class:`service.core.encoder.Encoder`, the server's own code path;
+  :class:`thoughtvec.service.core.encoder.Encoder`, the server's own code path;
 * :class:`ServerSource` — a running ``thoughtvec serve`` through ``POST /v1/embeddings``;
 * :class:`GloveAverage` — the mean of the GloVe 6B 50d vectors the models are built with, plain,
   post-processed as our views are, or SIF-weighted (the fair baselines);
@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from service.bundle.postprocess import l2_normalize
+from thoughtvec.service.bundle.postprocess import l2_normalize
 
 if TYPE_CHECKING:
-    from training.wordvecs import WordVectors
+    from thoughtvec.training.wordvecs import WordVectors
 
 Progress = Callable[[int], None]  # called with the number of sentences just encoded
 DEFAULT_CORPUS = Path("data/corpus/corpus.txt")  # the committed bundles' training corpus (`thoughtvec corpus build`)
@@ -49,7 +49,7 @@ def encode_views(source: Source, texts: Sequence[str], views: Sequence[str], bat
     """Vectors of ``texts`` for each view; one pass over the texts when the source can do that."""
     if hasattr(source, "encode_views"):
         return source.encode_views(texts, views, batch_size=batch_size, progress=progress)
-    from service.core.planner import plan_batches
+    from thoughtvec.service.core.planner import plan_batches
 
     out = {v: np.zeros((len(texts), source.views[v]), np.float32) for v in views}
     # the server's planner, by words (these sources tokenize themselves): transformers and servers pad each
@@ -70,7 +70,7 @@ class BundleSource:
     kind = "bundle"
 
     def __init__(self, path: str | os.PathLike, normalize: bool = True, threads: int | None = None):
-        from service.core.encoder import Encoder
+        from thoughtvec.service.core.encoder import Encoder
 
         self.path = Path(path)
         self.encoder = Encoder.load(self.path, providers=["CPUExecutionProvider"], threads=threads)
@@ -156,11 +156,11 @@ class GloveAverage:
     * ``glove-avg``: the plain mean;
     * ``glove-avg-pp``: the same mean with the post-processing our cosine views get — centre and
       top-k PC removal estimated on the training corpus and chosen on STS-B/SICK dev, exactly as
-      ``thoughtvec postprocess`` does (:mod:`training.postprocess`);
+      ``thoughtvec postprocess`` does (:mod:`thoughtvec.training.postprocess`);
     * ``sif``: Arora et al. (2017) as published: weights a/(a + p(w)) with a = 1e-3 and p(w) the
       word's frequency in the training corpus, then the first principal component (estimated on
       the training corpus) removed;
-    * ``sif-glove-spacy``: the same over GloVe 50d ⊕ spaCy md 300d (:mod:`training.wordvecs`), the
+    * ``sif-glove-spacy``: the same over GloVe 50d ⊕ spaCy md 300d (:mod:`thoughtvec.training.wordvecs`), the
       best vectors we have by dev score; ``sif-glove-spacy-pp``: SIF weights with the
       post-processing chosen on dev;
     * ``sif-glove-spacy-w2v(-pp)``: the same over GloVe ⊕ spaCy ⊕ our corpus's own word2vec
@@ -175,7 +175,7 @@ class GloveAverage:
                  weighting: str = "uniform", postprocess: str = "none", corpus: str | os.PathLike = DEFAULT_CORPUS,
                  sample: int = 20_000, data_root: Path | None = None, name: str | None = None,
                  vectors: WordVectors | None = None):  # fmt: skip
-        from training.wordvecs import load_word_vectors
+        from thoughtvec.training.wordvecs import load_word_vectors
 
         self.wv = vectors if vectors is not None else load_word_vectors(source)  # ``vectors``: ``source`` already loaded
         self.normalize = normalize
@@ -187,8 +187,8 @@ class GloveAverage:
         self.weights = sif_weights(self.wv.words, word_counts(self.corpus)) if weighting == "sif" else None
         self.map, self.choice = None, None
         if postprocess != "none":
-            from service.bundle import postprocess as pp
-            from training import postprocess as choose
+            from thoughtvec.service.bundle import postprocess as pp
+            from thoughtvec.training import postprocess as choose
 
             texts = choose.corpus_sample(self.corpus, sample)
             if postprocess == "first-pc":
@@ -199,7 +199,7 @@ class GloveAverage:
                 self.map = self.choice.map
 
     def _raw(self, texts: Sequence[str]) -> np.ndarray:
-        from service.bundle.tokenizer import tokenize
+        from thoughtvec.service.bundle.tokenizer import tokenize
 
         out = np.zeros((len(texts), self.wv.dim), np.float32)
         for i, t in enumerate(texts):
@@ -233,7 +233,7 @@ def word_counts(corpus: Path) -> dict[str, int]:
     import gzip
     import json
 
-    from service.bundle.atomic import atomic_write_bytes
+    from thoughtvec.service.bundle.atomic import atomic_write_bytes
 
     if not corpus.is_file():
         raise RuntimeError(f"corpus {corpus} not found: build it with `thoughtvec corpus build` (SIF needs word frequencies)")
@@ -246,8 +246,8 @@ def word_counts(corpus: Path) -> dict[str, int]:
             return data["counts"]
     from collections import Counter
 
-    from service.bundle.tokenizer import tokenize
-    from training.data import corpus_documents
+    from thoughtvec.service.bundle.tokenizer import tokenize
+    from thoughtvec.training.data import corpus_documents
 
     counts: Counter = Counter()
     for doc in corpus_documents(corpus):

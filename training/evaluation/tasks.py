@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.metrics import f1_score
 
-from training.evaluation.classifiers import (
+from thoughtvec.training.evaluation.classifiers import (
     Protocol,
     cosine_correlation,
     dev_select,
@@ -23,8 +23,8 @@ from training.evaluation.classifiers import (
     pair_features,
     soft_label_regression,
 )
-from training.evaluation.datasets import Pairs, Sentences, Task
-from training.evaluation.solver import Design, make_design
+from thoughtvec.training.evaluation.datasets import Pairs, Sentences, Task
+from thoughtvec.training.evaluation.solver import Design, make_design
 
 
 @dataclass

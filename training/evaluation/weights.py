@@ -8,7 +8,7 @@ alone) is scored on the dev splits only:
 * features: the mean dev accuracy over the 8 macro tasks (SentEval's inner folds, the quick
   protocol), with the first principal component removed as in the ``sif`` baselines.
 
-    python -m training.evaluation.weights --part corpus-w2v --weights 0,0.3,0.5,0.7,1
+    python -m thoughtvec.training.evaluation.weights --part corpus-w2v --weights 0,0.3,0.5,0.7,1
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from training.evaluation import report
-from training.evaluation.datasets import default_root
-from training.evaluation.sources import GloveAverage
+from thoughtvec.training.evaluation import report
+from thoughtvec.training.evaluation.datasets import default_root
+from thoughtvec.training.evaluation.sources import GloveAverage
 
 
 def score(source: str, data_root: Path, seed: int = 1111) -> dict[str, float]:
     """Dev scores of the SIF average over ``source``: cosine (post-processed on dev) and feature accuracy."""
-    from training.wordvecs import load_word_vectors
+    from thoughtvec.training.wordvecs import load_word_vectors
 
     wv = load_word_vectors(source)  # once for both averages
     cos = GloveAverage(source=source, weighting="sif", postprocess="dev", data_root=data_root, vectors=wv)
@@ -36,7 +36,7 @@ def score(source: str, data_root: Path, seed: int = 1111) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m training.evaluation.weights", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m thoughtvec.training.evaluation.weights", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--base", default="glove-6b-50d+spacy-md", help="the source as it is (default: %(default)s)")
     p.add_argument("--part", required=True, help="the part to add, e.g. corpus-w2v or a word2vec text file")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import importlib
 
-from training.families.base import Family
+from thoughtvec.training.families.base import Family
 
 _MODULES = {
-    "skip-thought": "training.families.skipthought",
-    "mean-max-aae": "training.families.aae",
-    "invertible-decoder": "training.families.invertible",
+    "skip-thought": "thoughtvec.training.families.skipthought",
+    "mean-max-aae": "thoughtvec.training.families.aae",
+    "invertible-decoder": "thoughtvec.training.families.invertible",
 }
 
 

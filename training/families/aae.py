@@ -19,13 +19,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from service.bundle.format import TokenizerSpec, ViewSpec
-from service.bundle.vocab import EOS_ID, UNK_ID
-from training.data import IdCorpus, TokenCorpus, pad_batch, vocabulary_from_counts
-from training.families.base import ExportEncoder, Family, Prepared, TrainModel
-from training.nn import FactoredTable, length_mask, masked_max, masked_mean
-from training.softmax import OutputLayer
-from training.wordvecs import block_dims, describe, fixed_vocabulary, load_word_vectors
+from thoughtvec.service.bundle.format import TokenizerSpec, ViewSpec
+from thoughtvec.service.bundle.vocab import EOS_ID, UNK_ID
+from thoughtvec.training.data import IdCorpus, TokenCorpus, pad_batch, vocabulary_from_counts
+from thoughtvec.training.families.base import ExportEncoder, Family, Prepared, TrainModel
+from thoughtvec.training.nn import FactoredTable, length_mask, masked_max, masked_mean
+from thoughtvec.training.softmax import OutputLayer
+from thoughtvec.training.wordvecs import block_dims, describe, fixed_vocabulary, load_word_vectors
 
 NEG = -1e9  # attention logit for masked keys (finite: no NaN when a row is fully masked)
 
@@ -286,7 +286,7 @@ class AAEFamily(Family):
         model, prepared = report.get("_model"), report.get("_prepared")
         if model is None or cfgs[0].pooling != "mean-max":
             return []
-        from training.plots import plot_memory_attention
+        from thoughtvec.training.plots import plot_memory_attention
 
         examples = ["he ran his hand inside his coat , double-checking that the unopened letter was still there .",
                     "the lord is my shepherd ; i shall not want ."]  # fmt: skip
@@ -306,7 +306,7 @@ def memory_attention(model: MeanMaxAAE, vocab, sentence: str) -> tuple[list[str]
     """Debug helper (not in the bundle): the decoder's attention over the memory slots at each step.
 
     Returns the target tokens and a (T, slots) array, heads averaged — the paper's Figure 2."""
-    from service.bundle.tokenizer import tokenize
+    from thoughtvec.service.bundle.tokenizer import tokenize
 
     toks = tokenize(sentence) + ["</S>"]
     ids = torch.tensor([vocab.ids(toks[:-1]) + [EOS_ID]])

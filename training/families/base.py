@@ -16,9 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from service.bundle.format import TokenizerSpec, ViewSpec
-from service.bundle.vocab import Vocabulary
-from training.data import IdCorpus, TokenCorpus
+from thoughtvec.service.bundle.format import TokenizerSpec, ViewSpec
+from thoughtvec.service.bundle.vocab import Vocabulary
+from thoughtvec.training.data import IdCorpus, TokenCorpus
 
 
 @dataclass

@@ -26,12 +26,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from service.bundle.format import TokenizerSpec, ViewSpec
-from service.bundle.vocab import UNK_ID, Vocabulary
-from training.data import IdCorpus, TokenCorpus, pad_batch
-from training.families.base import ExportEncoder, Family, Prepared, TrainModel
-from training.nn import FactoredTable, GRUStates, length_mask, masked_max, masked_mean, masked_min
-from training.wordvecs import block_dims, describe, fixed_vocabulary, load_word_vectors
+from thoughtvec.service.bundle.format import TokenizerSpec, ViewSpec
+from thoughtvec.service.bundle.vocab import UNK_ID, Vocabulary
+from thoughtvec.training.data import IdCorpus, TokenCorpus, pad_batch
+from thoughtvec.training.families.base import ExportEncoder, Family, Prepared, TrainModel
+from thoughtvec.training.nn import FactoredTable, GRUStates, length_mask, masked_max, masked_mean, masked_min
+from thoughtvec.training.wordvecs import block_dims, describe, fixed_vocabulary, load_word_vectors
 
 
 @dataclass
@@ -285,10 +285,10 @@ class InvertibleFamily(Family):
         its pretrained vectors besides the trained vocabulary, or fewer (:func:`input_vocabulary`)."""
         from pathlib import Path
 
-        from service.bundle import postprocess
-        from service.bundle.tokenizer import tokenize
-        from training.evaluation.sources import sif_weights, word_counts
-        from training.postprocess import corpus_sample
+        from thoughtvec.service.bundle import postprocess
+        from thoughtvec.service.bundle.tokenizer import tokenize
+        from thoughtvec.training.evaluation.sources import sif_weights, word_counts
+        from thoughtvec.training.postprocess import corpus_sample
 
         (cfg,), (model,) = cfgs, models
         vocab, table = input_vocabulary(cfg, model.words.table.cpu().numpy(), prepared.vocab, input_words, prepared.state["counts"])
@@ -362,7 +362,7 @@ class InvertibleFamily(Family):
         sv = report.get("singular_values")
         if not sv:
             return []
-        from training.plots import plot_singular_values
+        from thoughtvec.training.plots import plot_singular_values
 
         plot_singular_values(sv["all"], bundle_dir / "singular_values.png")
         md = (f"All {len(sv['all'])} singular values of W after training: min {sv['min']:.4f}, max {sv['max']:.4f}, "

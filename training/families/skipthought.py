@@ -22,12 +22,12 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from service.bundle.format import TokenizerSpec, ViewSpec
-from service.bundle.vocab import Vocabulary
-from training.data import IdCorpus, TokenCorpus, pad_batch, vocabulary_from_counts
-from training.families.base import ExportEncoder, Family, Prepared, TrainModel
-from training.nn import GRUStates
-from training.softmax import OutputLayer
+from thoughtvec.service.bundle.format import TokenizerSpec, ViewSpec
+from thoughtvec.service.bundle.vocab import Vocabulary
+from thoughtvec.training.data import IdCorpus, TokenCorpus, pad_batch, vocabulary_from_counts
+from thoughtvec.training.families.base import ExportEncoder, Family, Prepared, TrainModel
+from thoughtvec.training.nn import GRUStates
+from thoughtvec.training.softmax import OutputLayer
 
 
 @dataclass
@@ -57,7 +57,7 @@ class SkipThought(TrainModel):
         # eq. 5-7: one GRU per neighbour, input [x_{t-1}; h_i] so W_ih = [W^d | C]
         self.dec_prev = nn.GRU(cfg.emb_dim + cfg.hidden, cfg.dec_hidden, batch_first=True)
         self.dec_next = nn.GRU(cfg.emb_dim + cfg.hidden, cfg.dec_hidden, batch_first=True)
-        from training.nn import orthogonal_gru_init
+        from thoughtvec.training.nn import orthogonal_gru_init
 
         for g in (self.dec_prev, self.dec_next):
             orthogonal_gru_init(g, -r, r)
@@ -238,7 +238,7 @@ class SkipThoughtFamily(Family):
         return secs
 
     def export_encoder(self, cfgs, models, prepared, variant, expansion=None, **_):
-        from training.expansion import expand
+        from thoughtvec.training.expansion import expand
 
         vocab = prepared.vocab
         parts, names, dims, report = [], [], [], {}

@@ -1,6 +1,6 @@
-"""One router per resource; each route validates, calls :class:`service.core.engine.Core`, serialises."""
+"""One router per resource; each route validates, calls :class:`thoughtvec.service.core.engine.Core`, serialises."""
 
-from service.http.routes import docs, embeddings, indexes, info, models, ops, playground, rerank, search, similarity
+from thoughtvec.service.http.routes import docs, embeddings, indexes, info, models, ops, playground, rerank, search, similarity
 
 ROUTERS = [
     ops.router,

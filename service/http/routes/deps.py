@@ -7,10 +7,10 @@ from typing import Annotated, Any
 from fastapi import Depends, Path, Request, Response
 from pydantic import BaseModel
 
-from service.core.engine import Core
-from service.http.middleware import json_bytes, require_admin
-from service.http.schemas import ErrorBody, Usage
-from service.settings import MODEL_PREFERENCE
+from thoughtvec.service.core.engine import Core
+from thoughtvec.service.http.middleware import json_bytes, require_admin
+from thoughtvec.service.http.schemas import ErrorBody, Usage
+from thoughtvec.service.settings import MODEL_PREFERENCE
 
 
 async def get_core(request: Request) -> Core:  # async: a sync dependency would hop to a thread

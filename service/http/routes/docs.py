@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 
-from service.errors import ThoughtvecError
+from thoughtvec.service.errors import ThoughtvecError
 
 ASSETS_URL = "/docs-assets"
 ASSETS = {

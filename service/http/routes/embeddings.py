@@ -10,12 +10,12 @@ from functools import partial
 import numpy as np
 from fastapi import APIRouter, Request, Response
 
-from service.core.engine import Core
-from service.core.results import Encoded
-from service.errors import ThoughtvecError
-from service.http.middleware import unless_disconnected
-from service.http.routes.deps import ERRORS, CoreDep
-from service.http.schemas import EmbeddingsRequest, EmbeddingsResponse, Usage
+from thoughtvec.service.core.engine import Core
+from thoughtvec.service.core.results import Encoded
+from thoughtvec.service.errors import ThoughtvecError
+from thoughtvec.service.http.middleware import unless_disconnected
+from thoughtvec.service.http.routes.deps import ERRORS, CoreDep
+from thoughtvec.service.http.schemas import EmbeddingsRequest, EmbeddingsResponse, Usage
 
 router = APIRouter(tags=["embeddings"])
 
@@ -34,7 +34,7 @@ def render(enc: Encoded, usage: Usage, encoding_format: str) -> bytes:
 
 
 async def answer(core: Core, body: EmbeddingsRequest, guard: Callable[[Awaitable[Encoded]], Awaitable[Encoded]]) -> Response:
-    """The answer to a validated request: what the route returns, and the fast path too (``service.http.fastpath``).
+    """The answer to a validated request: what the route returns, and the fast path too (``thoughtvec.service.http.fastpath``).
 
     ``guard`` awaits the work on the caller's terms: the route cancels it when the client leaves
     (``unless_disconnected``); the fast protocol cancels its task from ``connection_lost``."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from service.http.routes.deps import ERRORS, WRITE_ERRORS, AdminDep, CoreDep, DocId, IndexName, NewIndexName, json_body
-from service.http.schemas import (
+from thoughtvec.service.http.routes.deps import ERRORS, WRITE_ERRORS, AdminDep, CoreDep, DocId, IndexName, NewIndexName, json_body
+from thoughtvec.service.http.schemas import (
     AddDocumentsRequest,
     AddDocumentsResponse,
     CreateIndexRequest,

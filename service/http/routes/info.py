@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from service.http.routes.deps import ERRORS, CoreDep
-from service.http.schemas import InfoResponse, TokenizeRequest, TokenizeResponse
+from thoughtvec.service.http.routes.deps import ERRORS, CoreDep
+from thoughtvec.service.http.schemas import InfoResponse, TokenizeRequest, TokenizeResponse
 
 router = APIRouter(tags=["info"])
 

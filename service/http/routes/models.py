@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from service.http.routes.deps import ERRORS, CoreDep, ModelName
+from thoughtvec.service.http.routes.deps import ERRORS, CoreDep, ModelName
 
 router = APIRouter(tags=["models"])
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from service.http.routes.deps import CoreDep
-from service.settings import MODEL_PREFERENCE
+from thoughtvec.service.http.routes.deps import CoreDep
+from thoughtvec.service.settings import MODEL_PREFERENCE
 
 router = APIRouter(tags=["operations"])
 

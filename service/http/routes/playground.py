@@ -7,9 +7,9 @@ from pathlib import Path
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 
-from service.http.middleware import unless_disconnected
-from service.http.routes.deps import ERRORS, CoreDep, IndexName, json_body
-from service.http.schemas import MapRequest, MapResponse
+from thoughtvec.service.http.middleware import unless_disconnected
+from thoughtvec.service.http.routes.deps import ERRORS, CoreDep, IndexName, json_body
+from thoughtvec.service.http.schemas import MapRequest, MapResponse
 
 PAGE = Path(__file__).resolve().parent.parent / "static" / "playground.html"
 

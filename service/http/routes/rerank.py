@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from service.http.middleware import unless_disconnected
-from service.http.routes.deps import ERRORS, CoreDep, json_body
-from service.http.schemas import RerankRequest, RerankResponse
+from thoughtvec.service.http.middleware import unless_disconnected
+from thoughtvec.service.http.routes.deps import ERRORS, CoreDep, json_body
+from thoughtvec.service.http.schemas import RerankRequest, RerankResponse
 
 router = APIRouter(tags=["similarity"])
 

@@ -4,10 +4,10 @@ import shutil
 import numpy as np
 import pytest
 
-from service.bundle.format import load_bundle
-from service.core.encoder import Encoder
-from service.errors import BundleError, InputTooLong, UnknownView
 from tests.tiny_bundle import make_tiny_bundle
+from thoughtvec.service.bundle.format import load_bundle
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.service.errors import BundleError, InputTooLong, UnknownView
 
 
 @pytest.fixture
@@ -130,7 +130,7 @@ def test_encoder_views_truncation_and_unknown_words(bundle_dir):
 
 
 def test_discover(tmp_path):
-    from service.bundle.format import discover_bundles
+    from thoughtvec.service.bundle.format import discover_bundles
 
     make_tiny_bundle(tmp_path / "b1", name="b1")
     make_tiny_bundle(tmp_path / "b2", name="b2")
@@ -143,7 +143,7 @@ def test_a_silent_cpu_fallback_from_cuda_is_reported(bundle_dir, monkeypatch, ca
     """onnxruntime-gpu falls back to the CPU without an error when CUDA's libraries do not load."""
     import onnxruntime as ort
 
-    from service.core import encoder as encoder_mod
+    from thoughtvec.service.core import encoder as encoder_mod
 
     real = ort.InferenceSession
     asked, preloads = [], []
@@ -154,7 +154,7 @@ def test_a_silent_cpu_fallback_from_cuda_is_reported(bundle_dir, monkeypatch, ca
 
     monkeypatch.setattr(encoder_mod.ort, "InferenceSession", session)
     monkeypatch.setattr(encoder_mod, "preload_cuda_libraries", lambda: preloads.append(1))
-    with caplog.at_level("WARNING", logger="service.core.encoder"):
+    with caplog.at_level("WARNING", logger="thoughtvec.service.core.encoder"):
         enc = Encoder.load(bundle_dir, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
     assert asked == [["CUDAExecutionProvider", "CPUExecutionProvider"]] and preloads == [1]
     assert enc.device == "cpu" and enc.providers == ["CPUExecutionProvider"]
@@ -167,7 +167,7 @@ def test_a_silent_cpu_fallback_from_cuda_is_reported(bundle_dir, monkeypatch, ca
 
 
 def _add_postprocessed_view(bundle_dir, center=True, k=2, comps=None, mean=None, dim=8):
-    from service.bundle import postprocess
+    from thoughtvec.service.bundle import postprocess
 
     rng = np.random.default_rng(3)
     q = np.linalg.qr(rng.standard_normal((dim, dim)))[0]
@@ -225,7 +225,7 @@ def test_a_map_may_remove_any_number_of_components_below_the_views_dim(bundle_di
 
 
 def test_a_wide_view_may_remove_more_than_64_components(bundle_dir):
-    from service.bundle.format import parse_spec
+    from thoughtvec.service.bundle.format import parse_spec
 
     meta = json.loads((bundle_dir / "bundle.json").read_text())
     pp = {"file": "postprocess.npz", "key": "w", "center": False, "components": 80}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from service.bundle.heads import RelatednessHead, load, save
+from thoughtvec.service.bundle.heads import RelatednessHead, load, save
 
 
 def test_round_trip_and_range(tmp_path):

@@ -1,6 +1,6 @@
 import numpy as np
 
-from service.bundle import postprocess as pp
+from thoughtvec.service.bundle import postprocess as pp
 
 
 def test_fit_finds_the_top_principal_directions():

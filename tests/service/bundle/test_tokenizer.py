@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from service.bundle.tokenizer import normalize_text, tokenize
+from thoughtvec.service.bundle.tokenizer import normalize_text, tokenize
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,11 @@ import time
 import numpy as np
 import pytest
 
-from service.core.batcher import REFIT_EVERY, Batcher, BatchLimits
-from service.core.encoder import Encoder
-from service.core.planner import RunCost
-from service.errors import InputTooLong, InvalidInput, QueueFull, WorkerDead
 from tests.service.conftest import SENTENCES
+from thoughtvec.service.core.batcher import REFIT_EVERY, Batcher, BatchLimits
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.service.core.planner import RunCost
+from thoughtvec.service.errors import InputTooLong, InvalidInput, QueueFull, WorkerDead
 
 pytestmark = pytest.mark.anyio
 
@@ -218,7 +218,7 @@ async def test_a_worker_dying_of_an_error_fails_the_rest_of_its_window(encoder):
 
 
 async def test_stopping_fails_every_waiting_request(encoder):
-    from service.errors import NotReady
+    from thoughtvec.service.errors import NotReady
 
     rec = Recording(encoder)
     b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0))

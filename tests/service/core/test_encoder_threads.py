@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from threadpoolctl import ThreadpoolController, threadpool_limits
 
-from service.core.encoder import Encoder
 from tests.tiny_bundle import make_tiny_bundle
+from thoughtvec.service.core.encoder import Encoder
 
 
 def numpy_blas_threads() -> int:

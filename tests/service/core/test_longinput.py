@@ -7,11 +7,11 @@ import logging
 import numpy as np
 import pytest
 
-from service.bundle.postprocess import l2_normalize
-from service.core.encoder import Encoder
-from service.core.longinput import pool, prepare, sentences, windows
-from service.errors import InputTooLong
 from tests.service.http.test_auth_metrics import metric
+from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.service.core.longinput import pool, prepare, sentences, windows
+from thoughtvec.service.errors import InputTooLong
 
 # tiny's limit is 32 tokens (with <eos>); each sentence here is well under it, together far over.
 SENTS = [
@@ -90,7 +90,7 @@ def test_split_is_the_default_and_is_reported(client, tiny):
 
 
 def test_per_request_mode_overrides_the_setting(make_client, caplog):
-    caplog.set_level(logging.INFO, logger="service.core.engine")
+    caplog.set_level(logging.INFO, logger="thoughtvec.service.core.engine")
     client = make_client(truncation="reject")
     assert client.post("/v1/embeddings", json={"input": LONG}).status_code == 413
     r = client.post("/v1/embeddings", json={"input": LONG, "truncation": "truncate"})
@@ -120,8 +120,8 @@ def test_offline_encoder_splits_like_the_server(client, tiny):
 
 
 def test_pooling_check_runs_on_a_tiny_bundle(models_dir, tmp_path, capsys):
-    from service.tools import pooling_check
     from tests.service.conftest import write_sample
+    from thoughtvec.bench import pooling_check
 
     sample = write_sample(tmp_path / "s.tsv.gz", n=120)
     pooling_check.main(["--model", str(models_dir / "tiny"), "--sample", str(sample), "--per-source", "4", "--part", "held-out"])
@@ -133,8 +133,8 @@ def test_pooling_check_runs_on_a_tiny_bundle(models_dir, tmp_path, capsys):
 
 def test_pooling_check_defaults_to_the_servers_default_model(models_dir, tmp_path, monkeypatch, capsys):
     """It defaulted to a fixed bundle, which stopped being the default model when dev chose another."""
-    from service.tools import pooling_check
     from tests.service.conftest import write_sample
+    from thoughtvec.bench import pooling_check
 
     monkeypatch.setenv("THOUGHTVEC_MODELS_DIR", str(models_dir))
     monkeypatch.setenv("THOUGHTVEC_MODEL_PREFERENCE", "not-here,tiny2,tiny")

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from service.core.planner import RunCost, plan_batches
+from thoughtvec.service.core.planner import RunCost, plan_batches
 
 GRU = RunCost(per_run=2e-3, per_step=20e-6, per_row_step=63e-6)  # about invertible-linear's, measured
 TINY_RUN = RunCost(per_run=1e-9, per_step=0.0, per_row_step=1e-4)

@@ -7,9 +7,9 @@ import base64
 import numpy as np
 import pytest
 
-from service.bundle.heads import load
-from service.core.encoder import Encoder
 from tests.service.conftest import SENTENCES
+from thoughtvec.service.bundle.heads import load
+from thoughtvec.service.core.encoder import Encoder
 
 
 def test_health_ready_models(client, models_dir):

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.bundle.postprocess import l2_normalize
-from service.core.encoder import Encoder
-from service.core.token_ids import seed_tiktoken_cache
 from tests.service.conftest import live_server, settings_for
 from tests.service.core.test_longinput import LONG, SENTS
+from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.service.core.token_ids import seed_tiktoken_cache
 
 CLIENTS = Path(__file__).resolve().parents[2] / "clients"
 TEXTS = ["the cat sat on the table .", LONG]  # LONG is over tiny's 32-token limit: split and pooled

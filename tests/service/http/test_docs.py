@@ -64,7 +64,7 @@ def _calls(spec: dict) -> list[tuple[str, str, dict | None]]:
 
 @pytest.mark.slow
 def test_every_example_runs_against_the_default_bundle(tmp_path):
-    from service.settings import Settings
+    from thoughtvec.service.settings import Settings
 
     name = Settings().model_preference[0]  # the default model (chosen on dev), which the examples name
     bundle = ROOT / "models" / name

@@ -116,7 +116,7 @@ def test_not_ready_while_building_and_no_models(tmp_path, models_dir):
     empty.mkdir()
     from fastapi.testclient import TestClient
 
-    from service.http.app import create_app
+    from thoughtvec.service.http.app import create_app
 
     with TestClient(create_app(settings_for(empty, tmp_path / "i"))) as c:
         for _ in range(100):

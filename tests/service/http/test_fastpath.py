@@ -1,4 +1,4 @@
-"""The embeddings fast path (``service.http.fastpath``) answers exactly as the FastAPI route does.
+"""The embeddings fast path (``thoughtvec.service.http.fastpath``) answers exactly as the FastAPI route does.
 
 A request sent with chunked transfer encoding (no Content-Length) always goes through FastAPI; the
 same request with a Content-Length takes the fast path when it validates. Both must give the same
@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from service.http.schemas import EmbeddingsRequest
+from thoughtvec.service.http.schemas import EmbeddingsRequest
 
 BODIES = [
     {"input": "The cat sat on the mat."},

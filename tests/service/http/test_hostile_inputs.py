@@ -86,7 +86,7 @@ def test_an_unexpected_exception_is_a_json_500_with_a_request_id(client, caplog,
         raise KeyError("a backend failure")
 
     monkeypatch.setattr(core, "embeddings", broken)
-    with caplog.at_level(logging.ERROR, logger="service.http.middleware"):
+    with caplog.at_level(logging.ERROR, logger="thoughtvec.service.http.middleware"):
         r = client.post("/v1/embeddings", json={"input": "cat"})
     assert r.status_code == 500
     err = r.json()["error"]

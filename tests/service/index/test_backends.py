@@ -12,8 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from service.index.backend import IndexBackend, MilvusOptions, open_store
 from tests.service.conftest import SENTENCES, write_sample
+from thoughtvec.service.index.backend import IndexBackend, MilvusOptions, open_store
 
 HOSTILE_IDS = ['a"b', "c\\d", "e\nf", "ü✓ 𝄞", "x'y] or id != \"", "\x01", "  "]
 METADATA = [None, {}, {"n": 2**70, "f": 0.1, "s": "ü", "nested": {"a": [1, None, True]}}, {"k": 1.0}, {"tag": "x"}, None, {"z": -1}]
@@ -150,8 +150,8 @@ def test_default_index_is_built_once_and_found_by_the_next_server(backend_client
 
 
 def test_index_build_command_writes_to_the_backend(backend, request, models_dir, tmp_path, monkeypatch, capsys):
-    from service.cli import main
     from tests.service.index.milvus_support import backend_settings, released_lite
+    from thoughtvec.service.cli import main
 
     server = request.getfixturevalue("milvus_server") if backend == "milvus-server" else None
     src = tmp_path / "docs.txt"
@@ -182,9 +182,9 @@ def test_a_name_milvus_lite_cannot_index_is_a_422_and_leaves_nothing(tmp_path):
     """Milvus Lite 2.4.12 fails to store the index of some collection names ("taece289dc7_docs" was one,
     drawn by a random test prefix): a clear 422 naming ``name``, the half-made collection dropped."""
     pytest.importorskip("milvus_lite")
-    from service.errors import InvalidInput
-    from service.index.indexes import new_config
     from tests.service.index.milvus_support import released_lite
+    from thoughtvec.service.errors import InvalidInput
+    from thoughtvec.service.index.indexes import new_config
 
     with released_lite(tmp_path / "m.db"):
         store = open_store("milvus", index_dir=tmp_path, milvus=MilvusOptions(str(tmp_path / "m.db"), prefix="taece289dc7_"))

@@ -1,7 +1,7 @@
 """kill -9 a real server while clients write, restart it, and compare: every acknowledged write is
 there, nothing refused is, and the server starts every time.
 
-Each round starts ``python -m service.cli serve`` on the tiny bundles, lets four clients add
+Each round starts ``python -m thoughtvec.service.cli serve`` on the tiny bundles, lets four clients add
 (and delete) documents, SIGKILLs the process mid-stream, then loads the index folder the way the
 next start does. Requests that were in flight at the kill have no answer, so they may or may not
 be there (as with any database); answered ones must be exactly as answered. More rounds:
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import httpx
 
-from service.index.store import IndexStore
 from tests.service.conftest import serve_process
+from thoughtvec.service.index.store import IndexStore
 
 ROUNDS = int(os.environ.get("CRASH_ROUNDS", "3"))
 

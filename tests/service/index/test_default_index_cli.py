@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import time
 
-from service.cli import main
 from tests.service.conftest import serve_test, settings_for, write_sample
+from thoughtvec.service.cli import main
 
 
 def wait_for_index(client, name: str, timeout: float = 20) -> dict:

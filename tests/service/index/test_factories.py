@@ -14,10 +14,10 @@ import faiss
 import numpy as np
 import pytest
 
-from service.index.indexes import Doc, VectorIndex, new_config
-from service.index.store import SNAPSHOT, WAL_FILE, IndexStore
-from service.index.wal import encode_record
 from tests.service.conftest import serve_test, settings_for
+from thoughtvec.service.index.indexes import Doc, VectorIndex, new_config
+from thoughtvec.service.index.store import SNAPSHOT, WAL_FILE, IndexStore
+from thoughtvec.service.index.wal import encode_record
 
 DIM = 8
 N = 300

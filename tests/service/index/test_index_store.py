@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from service.index import indexes
-from service.index.indexes import Doc, new_config
-from service.index.store import SNAPSHOT, WAL_FILE, IndexStore
-from service.index.wal import encode_record, read_records
 from tests.service.conftest import SENTENCES, serve_test, settings_for
+from thoughtvec.service.index import indexes
+from thoughtvec.service.index.indexes import Doc, new_config
+from thoughtvec.service.index.store import SNAPSHOT, WAL_FILE, IndexStore
+from thoughtvec.service.index.wal import encode_record, read_records
 
 DIM = 8
 
@@ -149,7 +149,7 @@ def test_add_over_http_survives_a_restart(models_dir, tmp_path):
 
 def test_unwritable_storage_is_a_typed_503_and_changes_nothing(models_dir, tmp_path, monkeypatch):
     """A read-only replica (or a full disk) refuses writes with a JSON 503 naming the cause; reads go on."""
-    from service.index.wal import Wal
+    from thoughtvec.service.index.wal import Wal
 
     settings = settings_for(models_dir, tmp_path / "idx")
     with serve_test(settings) as c:
@@ -173,8 +173,8 @@ def test_unwritable_storage_is_a_typed_503_and_changes_nothing(models_dir, tmp_p
 def test_two_concurrent_creates_of_one_name_one_wins(tmp_path, monkeypatch):
     import threading
 
-    from service.errors import Conflict
-    from service.index.indexes import VectorIndex
+    from thoughtvec.service.errors import Conflict
+    from thoughtvec.service.index.indexes import VectorIndex
 
     slow_write = VectorIndex.write_snapshot
 

@@ -11,9 +11,9 @@ import faiss
 import numpy as np
 import pytest
 
-from service.index import indexes
-from service.index.indexes import Doc, VectorIndex, new_config
-from service.index.store import IndexStore
+from thoughtvec.service.index import indexes
+from thoughtvec.service.index.indexes import Doc, VectorIndex, new_config
+from thoughtvec.service.index.store import IndexStore
 
 DIM = 8
 

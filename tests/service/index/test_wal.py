@@ -14,10 +14,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from service.errors import StorageUnavailable
-from service.index import wal as wal_module
-from service.index.indexes import Doc, VectorIndex, new_config
-from service.index.store import WAL_FILE, IndexStore
+from thoughtvec.service.errors import StorageUnavailable
+from thoughtvec.service.index import wal as wal_module
+from thoughtvec.service.index.indexes import Doc, VectorIndex, new_config
+from thoughtvec.service.index.store import WAL_FILE, IndexStore
 
 DIM = 8
 

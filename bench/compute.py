@@ -1,11 +1,11 @@
 """Achieved FLOP/s of each bundle's graph against the machine's practical peak. Prints; asserts nothing.
 
-    python -m service.tools.compute --models invertible-linear,uni-skip,mean-max-aae
+    python -m thoughtvec.bench.compute --models invertible-linear,uni-skip,mean-max-aae
 
 1. The practical fp32 peak: a 2048³ float32 matrix product in numpy on 1 and 2 BLAS threads.
 2. Per bundle, the graph alone: pre-tokenized, length-sorted batches of 32 and 128 sentences through
    the ONNX session (all threads), no tokenizing or post-processing; FLOP/s counted by
-   ``service/tools/flops.py`` (matrix products and recurrent cells) on the real and on the padded tokens.
+   ``bench/flops.py`` (matrix products and recurrent cells) on the real and on the padded tokens.
 3. For the first bundle, ONNX Runtime's own profile at batch 32 (1 000 sentences): its time by operator.
 
 Needs ``onnx`` and ``sympy`` (the training and dev installs).
@@ -22,9 +22,9 @@ import time
 
 import numpy as np
 
-from service.core.encoder import Encoder
-from service.core.planner import plan_batches
-from service.tools.bench import load_sentences
+from thoughtvec.bench.bench import load_sentences
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.service.core.planner import plan_batches
 
 
 def sgemm_peak(threads: int, n: int = 2048, repeats: int = 5) -> float:
@@ -83,7 +83,7 @@ def operator_profile(enc: Encoder, ids: list[list[int]]) -> list[tuple[str, floa
 
 
 def main(argv: list[str] | None = None) -> None:
-    from service.tools.flops import graph_flops
+    from thoughtvec.bench.flops import graph_flops
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models-dir", default="models")

@@ -5,7 +5,7 @@ Per bundle:
 
 1. **In-process**: ``Encoder.encode`` at batch 1, 32, 128 (tokenize, length-sort, run, normalise; no
    HTTP): sentences/s, and achieved GFLOP/s: the graph's matrix-product and recurrent-cell FLOPs per
-   token (``service/tools/flops.py``, a floor) times the real tokens run per second. Resident memory
+   token (``bench/flops.py``, a floor) times the real tokens run per second. Resident memory
    the loaded bundle adds to this process.
 2. **Server**: a real ``thoughtvec serve`` subprocess serving that bundle alone, flooded closed-loop
    with 1-sentence and 32-sentence ``POST /v1/embeddings`` requests at each concurrency: sentences/s,
@@ -50,8 +50,8 @@ from pathlib import Path
 
 import numpy as np
 
-from service.bundle.format import discover_bundles
-from service.settings import PACKAGE_DATA
+from thoughtvec.service.bundle.format import discover_bundles
+from thoughtvec.service.settings import PACKAGE_DATA
 
 FALLBACK_WORDS = (
     "the a man woman child dog cat walked ran sat on in under over house river city old new small big "
@@ -135,7 +135,7 @@ class InProcess:
 
 def graph_flops_or_nan(onnx_path: Path) -> dict[str, float]:
     try:
-        from service.tools.flops import graph_flops
+        from thoughtvec.bench.flops import graph_flops
 
         return graph_flops(onnx_path)
     except ImportError:  # the serving install has no onnx
@@ -144,8 +144,8 @@ def graph_flops_or_nan(onnx_path: Path) -> dict[str, float]:
 
 def bench_inprocess(bundle: Path, sentences: list[str], batches: list[int], seconds: float) -> InProcess:
     """``Encoder.encode(texts, batch_size=b)``: tokenized, length-sorted, normalised, no HTTP."""
-    from service.bundle.format import load_bundle
-    from service.core.encoder import Encoder
+    from thoughtvec.service.bundle.format import load_bundle
+    from thoughtvec.service.core.encoder import Encoder
 
     flops = graph_flops_or_nan(load_bundle(bundle).onnx_path)
     gc.collect()
@@ -194,7 +194,7 @@ class Server:
         cmd = [
             sys.executable,
             "-m",
-            "service.cli",
+            "thoughtvec.service.cli",
             "serve",
             "--models-dir",
             str(models),
@@ -467,7 +467,7 @@ def ratio_row(one: Flood, many: Flood) -> tuple[float, float, float]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from service.bundle.format import load_bundle
+    from thoughtvec.service.bundle.format import load_bundle
 
     bundles = discover_bundles(args.models_dir)
     wanted = [m for m in args.models.split(",") if m]

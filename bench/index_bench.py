@@ -1,6 +1,6 @@
 """Index backends side by side: add throughput and search queries/s on the same vectors and queries.
 
-    python -m service.tools.index_bench --n 100000 --dim 1024 --backends faiss,milvus-lite,milvus-server \\
+    python -m thoughtvec.bench.index_bench --n 100000 --dim 1024 --backends faiss,milvus-lite,milvus-server \\
         --milvus-uri http://127.0.0.1:19530
 
 Vectors and queries are random unit vectors (seeded), of the default model's dimension (1024:
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from service.index.backend import Backend, MilvusOptions, open_store
-from service.index.indexes import Doc, new_config
+from thoughtvec.service.index.backend import Backend, MilvusOptions, open_store
+from thoughtvec.service.index.indexes import Doc, new_config
 
 
 def unit(n: int, dim: int, seed: int) -> np.ndarray:

@@ -21,7 +21,7 @@ that answer every request with those same response bytes and nothing else:
 * ``raw``: an ``asyncio.Protocol`` on uvloop that finds the end of each request by its Content-Length
   and writes the canned response: no HTTP library at all.
 
-  python -m service.tools.floor --bundle models/mean-max-aae --seconds 5 --repeats 3
+  python -m thoughtvec.bench.floor --bundle models/mean-max-aae --seconds 5 --repeats 3
 
 Prints figures; asserts nothing. Needs wrk (Debian: ``apt-get install wrk``).
 """
@@ -40,12 +40,12 @@ from pathlib import Path
 
 import numpy as np
 
-from service.tools.bench import Flood, Load, LoadGenerator, Server, free_port, load_sentences, request_bodies
+from thoughtvec.bench.bench import Flood, Load, LoadGenerator, Server, free_port, load_sentences, request_bodies
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-# -- the floor servers (each in a subprocess: ``python -m service.tools.floor --serve KIND``) -----------
+# -- the floor servers (each in a subprocess: ``python -m thoughtvec.bench.floor --serve KIND``) -----------
 
 
 def serve_raw(port: int, response: bytes) -> None:
@@ -130,7 +130,7 @@ class FloorServer:
 
     def __init__(self, kind: str, response: Path):
         self.port = free_port()
-        cmd = [sys.executable, "-m", "service.tools.floor", "--serve", kind, "--port", str(self.port), "--response", str(response)]
+        cmd = [sys.executable, "-m", "thoughtvec.bench.floor", "--serve", kind, "--port", str(self.port), "--response", str(response)]
         self.proc = subprocess.Popen(cmd, cwd=ROOT)
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -181,7 +181,7 @@ def response_bytes(port: int, body: bytes) -> bytes:
 
 def run(args: argparse.Namespace) -> int:
     if shutil.which("wrk") is None:
-        print("python -m service.tools.floor: needs wrk (Debian: apt-get install wrk)", file=sys.stderr)
+        print("python -m thoughtvec.bench.floor: needs wrk (Debian: apt-get install wrk)", file=sys.stderr)
         return 2
     bundle = Path(args.bundle)
     sentences = load_sentences(None)

@@ -2,14 +2,14 @@
 
 A *passage* is ``--sentences`` consecutive lines of one source in ``service/index/data/search_sample.tsv.gz``
 (joined with spaces, so most exceed a bundle's 128-token limit). Each passage is embedded the way
-the server embeds a long input (``service.core.longinput.prepare`` + ``pool``), once per pooling; each of
+the server embeds a long input (``thoughtvec.service.core.longinput.prepare`` + ``pool``), once per pooling; each of
 its sentences, embedded alone, is a query that should find its own passage first among all
 passages. Reported: accuracy@1 and MRR per pooling, and ``truncate`` as the baseline.
 
 The sample's sources alternate into two halves by passage (even: dev, odd: held-out); the pooling
 was chosen on dev, and held-out confirms it. Run::
 
-    python -m service.tools.pooling_check --model models/invertible-bijection --part dev
+    python -m thoughtvec.bench.pooling_check --model models/invertible-bijection --part dev
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from service.bundle.format import discover_bundles
-from service.bundle.postprocess import l2_normalize
-from service.core import registry
-from service.core.encoder import Encoder
-from service.core.longinput import POOLING, Prepared, pool, prepare
-from service.settings import PACKAGE_DATA, Settings
+from thoughtvec.service.bundle.format import discover_bundles
+from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.core import registry
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.service.core.longinput import POOLING, Prepared, pool, prepare
+from thoughtvec.service.settings import PACKAGE_DATA, Settings
 
 POOLINGS = ("mean-unit", "mean-raw", "token-weighted", "max")
 

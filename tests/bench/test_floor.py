@@ -4,7 +4,7 @@ import socket
 
 import pytest
 
-from service.tools import floor
+from thoughtvec.bench import floor
 
 RESPONSE = b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 17\r\n\r\n{"data":"canned"}'
 

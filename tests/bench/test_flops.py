@@ -2,7 +2,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from service.tools.flops import graph_flops
+from thoughtvec.bench.flops import graph_flops
 
 
 def test_counts_gru_steps_and_matmuls(tmp_path):

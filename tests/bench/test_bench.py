@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from service.tools.bench import add_arguments, cpu_seconds, parse_wrk, request_bodies, resident_mb, run, wrk_script
+from thoughtvec.bench.bench import add_arguments, cpu_seconds, parse_wrk, request_bodies, resident_mb, run, wrk_script
 
 WRK_OUTPUT = """Running 4s test @ http://127.0.0.1:40000
   1 threads and 64 connections
@@ -86,7 +86,7 @@ def test_bench_prints_every_figure_against_a_real_server(models_dir, client, cap
 
 
 def test_compute_prints_the_peak_the_graph_and_the_profile(models_dir, capsys):
-    from service.tools import compute
+    from thoughtvec.bench import compute
 
     compute.main(["--models-dir", str(models_dir), "--models", "tiny", "--sentences", "40"])
     out = capsys.readouterr().out
