@@ -28,7 +28,7 @@ serve: install-serve
 # The docs site, strict (a broken link fails), offline, into build/site (gitignored): open build/site/index.html.
 docs: $(PY)
 	$(PY) -m pip install -q -e ".[docs]"
-	$(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet  # without the theme's end-of-life banner
 	@echo "docs: build/site/index.html"
 
 # The playground's browser test uses Debian's chromium (root; .ci/run does this too). Optional: it skips without one.
