@@ -82,7 +82,7 @@ def corpus_composition(corpus_path: str) -> str:
     share, the sources under other terms, and the in-domain text for SentEval's review tasks."""
     stats = Path(corpus_path).with_name("stats.json")
     if not stats.is_file():
-        return "Its sources and their licences are listed in the README's corpus section."
+        return "Its sources and their licences are listed in the docs' Training page (*The corpus*)."
     d = json.loads(stats.read_text(encoding="utf-8"))
     total = d["tokens"] or 1
     src = d["sources"]
@@ -140,7 +140,7 @@ def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report
     c = cks[0]["corpus"]
     lines += ["", "## Data", "", f"Trained on `{c['path']}` (sha1 `{c['sha1'][:12]}`): {c['sentences']:,} sentences, "
               f"{c['documents']:,} documents, {c['tokens']:,} tokens — the default corpus of `thoughtvec corpus build` "
-              "(see the README's corpus section). " + corpus_composition(c["path"]), ""]  # fmt: skip
+              "(see the docs' Training page, *The corpus*). " + corpus_composition(c["path"]), ""]  # fmt: skip
     lines += [
         "## Training",
         "",
@@ -197,5 +197,5 @@ def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report
         lines.append("")
     size = sum(f.stat().st_size for f in bundle.path.iterdir() if f.is_file())
     lines += ["## Files", "", f"{size / 1e6:.1f} MB on disk: " + ", ".join(sorted(f.name for f in bundle.path.iterdir())) + ".", ""]
-    lines += ["Regenerate with `thoughtvec export` (see the README); this card is generated, do not edit it by hand.", ""]
+    lines += ["Regenerate with `thoughtvec export` (see the docs' Training page); this card is generated, do not edit it by hand.", ""]
     atomic_write_text(bundle.path / "MODEL_CARD.md", "\n".join(lines))

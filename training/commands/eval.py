@@ -167,9 +167,12 @@ def _command(args: argparse.Namespace, kind: str, target: str) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from thoughtvec.training.evaluation.report import write_report
+    from thoughtvec.training.evaluation.models_table import write_tables
+    from thoughtvec.training.evaluation.report import load_records, write_report
 
     out = args.out or args.report.with_name("results.json")
     path, n = write_report(args.results_dir, args.report, out)
     print(f"wrote {path} ({n} result files) and {out}", file=sys.stderr)
+    for table in write_tables(load_records(args.results_dir), args.report):  # README's and models.md's tables, where they are
+        print(f"wrote the model table in {table}", file=sys.stderr)
     return 0
