@@ -93,7 +93,7 @@ def save(path: str | Path, maps: dict[str, Postprocess], axes: dict[str, np.ndar
     arrays = {f"{k}.{f}": getattr(m, f) for k, m in maps.items() for f in ("mean", "components")}
     arrays |= {f"{k}.axes": np.asarray(a, np.float16) for k, a in (axes or {}).items()}
     buf = io.BytesIO()
-    np.savez(buf, **arrays)
+    np.savez_compressed(buf, **arrays)
     atomic_write_bytes(Path(path), buf.getvalue())
 
 
