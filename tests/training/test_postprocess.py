@@ -234,6 +234,8 @@ def test_the_server_answers_dimensions(tmp_path):
         assert r.status_code == 200, r.text
         got = np.array([d["embedding"] for d in r.json()["data"]])
         np.testing.assert_allclose(got, Encoder.load(models / "tiny").encode(["the cat sat .", "a dog"], dimensions=8), atol=1e-6)
+        views = client.get("/v1/models/tiny").json()["views"]
+        assert views["mean"]["axes"] == 16 and views["meanmax"]["axes"] == 0
         r = client.post("/v1/embeddings", json={"input": "the cat", "dimensions": 4096})
         assert r.status_code == 422 and r.json()["error"]["field"] == "dimensions" and "the limit is 16" in r.json()["error"]["message"]
 
