@@ -220,7 +220,9 @@ def test_axes_serve_fewer_dimensions_and_keep_maps_and_fingerprints(tmp_path):
     # a full rerun starts again from the raw outputs and fits the axes again
     postprocess.postprocess_bundle(bundle, corpus, sample=200, data_root=data, log=lambda m: None, check_counts=False,
                                    grid=[(True, 1)], axes=4)  # fmt: skip
-    assert Encoder.load(bundle).spec.views["mean"].axes.count == 4
+    axes = Encoder.load(bundle).spec.views["mean"].axes
+    cut = axes.note.startswith("16 axes: the first coordinates")  # the dev pairs may prefer the cut, kept for every size
+    assert axes.count == (16 if cut else 4) and "fitted on 200 training-corpus sentences" in axes.note
 
 
 def test_the_server_answers_dimensions(tmp_path):
