@@ -85,14 +85,13 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     model = args.model or default_model()
     enc = Encoder.load(model)
-    eos = enc.spec.vocabulary.eos_id if enc.spec.tokenizer.append_eos else None
     psg = passages(args.sample, args.sentences, args.per_source, args.part)
     texts = [" ".join(p) for p in psg]
     fields = [f"passage[{i}]" for i in range(len(texts))]
     sents = [s for p in psg for s in p]
     owner = np.repeat(np.arange(len(psg)), [len(p) for p in psg])
-    q = _embed(enc, prepare(enc, sents, ["q"] * len(sents), "truncate", eos), len(sents), POOLING)
-    split = prepare(enc, texts, fields, "split", eos)
+    q = _embed(enc, prepare(enc, sents, ["q"] * len(sents), "truncate"), len(sents), POOLING)
+    split = prepare(enc, texts, fields, "split")
     over = sum(len(enc.token_ids(t)) > enc.max_tokens for t in texts)
     print(
         f"{model.name}, {args.part}: {len(psg)} passages of {args.sentences} sentences ({over} over the "
@@ -102,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     for how in POOLINGS:
         acc, mrr = score(q, owner, _embed(enc, split, len(texts), how))
         print(f"| split, {how}{' (default)' if how == POOLING else ''} | {acc:.3f} | {mrr:.3f} |")
-    cut = prepare(enc, texts, fields, "truncate", eos)
+    cut = prepare(enc, texts, fields, "truncate")
     acc, mrr = score(q, owner, _embed(enc, cut, len(texts), POOLING))
     print(f"| truncate (baseline) | {acc:.3f} | {mrr:.3f} |")
     print(f"({time.perf_counter() - t0:.0f} s)")

@@ -39,6 +39,8 @@ DEV_TASKS = (("STS-B", "STSBenchmark"), ("SICK-R", "SICKRelatedness"))
 MIN_GAIN = 0.002  # a more complex candidate must beat a simpler one by this much dev Spearman (noise: ~0.001)
 NPZ = "postprocess.npz"
 RAW = "-raw"
+AXES = 512  # principal axes kept per cosine view (at most its dim): `dimensions` from 8 to this, or the full size
+SIZES = (8, 32, 64, 128, 256, 512)  # the sizes axes are chosen and measured at (training/evaluation/dimensions.py)
 
 
 def corpus_sample(corpus: str | Path, n: int, seed: int = 0) -> list[str]:
@@ -142,9 +144,11 @@ _ADDED = re.compile(r"(?:; (?:mean|top \d+ principal components?)(?: and top \d+
 
 def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int = 20_000, data_root: Path | None = None,
                        log: Callable[[str], None] = print, check_counts: bool = True,
-                       grid: Sequence[tuple[bool, int]] = GRID, choose_default: bool = True) -> list[Choice]:  # fmt: skip
+                       grid: Sequence[tuple[bool, int]] = GRID, choose_default: bool = True,
+                       axes: int = AXES, axes_for: Sequence[str] | None = None) -> list[Choice]:  # fmt: skip
     """Choose and write the post-processing of every cosine view of the bundle at ``bundle_dir``; with
-    ``choose_default``, the bundle's default view becomes the cosine view best on dev."""
+    ``choose_default``, the bundle's default view becomes the cosine view best on dev; then, unless ``axes``
+    is 0, the principal axes of the views ``axes_for`` (:func:`add_axes`)."""
     from thoughtvec.service.bundle.atomic import atomic_write_text
     from thoughtvec.service.bundle.format import BUNDLE_FILE, Bundle, load_bundle, parse_spec
     from thoughtvec.service.core.encoder import Encoder
@@ -158,6 +162,7 @@ def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int =
         del views[name]
     for v in views.values():
         v.pop("postprocess", None)
+        v.pop("axes", None)
         v["description"] = _ADDED.sub("", v.get("description", ""))
     for head in spec.get("heads", {}).values():
         if head["view"].endswith(RAW) and head["view"][: -len(RAW)] in views:
@@ -206,6 +211,8 @@ def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int =
     atomic_write_text(bundle_dir / BUNDLE_FILE, json.dumps(spec, indent=2, ensure_ascii=False) + "\n")
     Encoder.load(bundle_dir, providers=["CPUExecutionProvider"])  # and check it loads with its maps
     _card_section(bundle_dir, choices, len(texts))
+    if axes:
+        add_axes(bundle_dir, corpus, sample, axes, axes_for, log, dev)
     from thoughtvec.training.modelcard import refresh_card
 
     refresh_card(bundle_dir)
@@ -236,3 +243,76 @@ def _card_section(bundle_dir: Path, choices: list[Choice], n: int) -> None:
                 f"{mark}{r['SICK-R']:.4f}{mark} | {mark}{r['dev']:.4f}{mark} |"
             )
     set_card_section(card, "## Post-processing", "\n".join(lines))
+
+
+def axes_views(spec) -> list[str]:
+    """The views that get principal axes: every cosine view but the ``-raw`` twins (the same output without its map)."""
+    return [n for n, v in spec.views.items() if v.pooling != "supervised" and not (n.endswith(RAW) and n[: -len(RAW)] in spec.views)]
+
+
+def choose_axes(axes: np.ndarray, dev_raw: np.ndarray, dev: DevPairs) -> tuple[np.ndarray, str]:
+    """The corpus's principal ``axes`` or, when it scores better on the dev pairs, the view's first coordinates
+    (identity rows: a cut): mean cosine Spearman over the :data:`SIZES` below the axes kept; ties keep the axes.
+    A cut is stored for every coordinate (identity rows compress to almost nothing, so a view in a bundle with no
+    room for its principal axes still serves every size). ``dev_raw``: the view's vectors of ``dev.sentences()``.
+    Returns the axes to store and what was chosen, with why."""
+    sizes = [d for d in SIZES if d < len(axes)] or [len(axes)]
+    texts = dev.sentences()
+
+    def mean_dev(project) -> float:
+        return float(np.mean([dev.score(dict(zip(texts, project(d))))["dev"] for d in sizes]))
+
+    pca, cut = mean_dev(lambda d: dev_raw @ axes[:d].T), mean_dev(lambda d: dev_raw[:, :d])
+    scores = f"mean STS-B/SICK dev ρ over {sizes}: principal axes {pca:.4f}, first coordinates {cut:.4f}"
+    if cut > pca:
+        return np.eye(axes.shape[1], dtype=np.float32), f"the first coordinates ({scores})"
+    return axes, f"principal axes ({scores})"
+
+
+def add_axes(bundle_dir: str | Path, corpus: str | Path, sample: int = 20_000, count: int = AXES, views: Sequence[str] | None = None,
+             log: Callable[[str], None] = print, dev: DevPairs | None = None) -> dict[str, int]:  # fmt: skip
+    """Fit and store the top ``count`` principal axes (at most each view's dim) of ``views`` (default
+    :func:`axes_views`), on ``sample`` training-corpus sentences encoded as the view serves them (after its
+    post-processing): what ``dimensions`` projects on. With ``dev``, a view whose first coordinates score
+    better on the dev pairs keeps those instead (:func:`choose_axes`). The views' maps are kept as they are;
+    axes of other views are dropped. Returns ``{view: axes stored}``."""
+    from thoughtvec.service.bundle.atomic import atomic_write_text
+    from thoughtvec.service.bundle.format import BUNDLE_FILE, load_bundle, parse_spec
+    from thoughtvec.service.core.encoder import Encoder
+    from thoughtvec.training.modelcard import set_card_section
+
+    bundle_dir = Path(bundle_dir)
+    bundle = load_bundle(bundle_dir)
+    names = list(views) if views is not None else axes_views(bundle.spec)
+    enc = Encoder(bundle, providers=["CPUExecutionProvider"])  # serves each view with its map
+    texts = corpus_sample(corpus, sample)
+    vecs = enc.encode_views(texts, names, normalize=False, batch_size=256)
+    fitted = {n: pp.fit_axes(vecs[n], min(count, enc.dim(n))) for n in names}
+    chosen = dict.fromkeys(names, "principal axes (not compared on dev)")
+    if dev is not None:
+        dev_vecs = enc.encode_views(dev.sentences(), names, normalize=False, batch_size=256)
+        for n in names:
+            fitted[n], chosen[n] = choose_axes(fitted[n], dev_vecs[n], dev)
+    spec = json.loads((bundle_dir / BUNDLE_FILE).read_text(encoding="utf-8"))
+    for name, v in spec["views"].items():
+        v.pop("axes", None)
+        if name in fitted:
+            note = (f"{len(fitted[name])} axes: {chosen[name]}; principal axes of the view's L2-normalised vectors "
+                    f"(uncentred), fitted on {len(texts):,} training-corpus sentences")  # fmt: skip
+            v["axes"] = {"file": NPZ, "key": name, "count": len(fitted[name]), "note": note}
+    parse_spec(spec, str(bundle_dir))  # never write a spec the service would refuse
+    maps = {v.postprocess.key: enc.postprocess[n] for n, v in bundle.spec.views.items() if v.postprocess}
+    pp.save(bundle_dir / NPZ, maps, fitted)
+    atomic_write_text(bundle_dir / BUNDLE_FILE, json.dumps(spec, indent=2, ensure_ascii=False) + "\n")
+    Encoder.load(bundle_dir, providers=["CPUExecutionProvider"])  # and check it loads with them
+    card = bundle_dir / "MODEL_CARD.md"
+    if card.is_file():
+        kept = "; ".join(f"`{n}` {len(a)}: {chosen[n]}" for n, a in fitted.items())
+        set_card_section(card, "## Dimensions", f"Written by `thoughtvec postprocess`: a request with `dimensions` d (8 ≤ d ≤ the "
+                         f"axes kept) gets the view's vector projected on its top d principal axes, then normalised. Axes kept: {kept}; "
+                         f"fitted on {len(texts):,} training-corpus sentences after each view's post-processing (L2-normalised, "
+                         "uncentred, so projections keep cosines), unless the view's first coordinates score better on the "
+                         "STS-B/SICK dev pairs. Other views serve only their full size.")  # fmt: skip
+    for n, a in fitted.items():
+        log(f"{bundle.name}/{n}: {len(a)} axes stored: {chosen[n]}")
+    return {n: len(a) for n, a in fitted.items()}

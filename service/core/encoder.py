@@ -1,4 +1,4 @@
-"""Sentence encoder on ONNX Runtime: tokenize, map to ids, pad, run the bundle's graph.
+"""Sentence encoder on ONNX Runtime: tokenize, map to ids, pad, run the bundle's graph; fewer ``dimensions`` on request.
 
 This is the one code path that turns text into vectors: the server's batcher, ``thoughtvec
 index build`` and the evaluation harness all go through :class:`Encoder`.
@@ -21,16 +21,16 @@ import onnxruntime as ort
 from thoughtvec.service.bundle import postprocess
 from thoughtvec.service.bundle.format import Bundle, load_bundle
 from thoughtvec.service.bundle.postprocess import l2_normalize
-from thoughtvec.service.bundle.tokenizer import tokenize
 from thoughtvec.service.core.longinput import pool, prepare
 from thoughtvec.service.core.planner import plan_batches
-from thoughtvec.service.errors import BundleError, InputTooLong, UnknownView
+from thoughtvec.service.errors import BundleError, InputTooLong, InvalidInput, UnknownView
 from thoughtvec.service.settings import Truncation
 
 log = logging.getLogger(__name__)
 
 # Padded tokens per run on the bulk paths: with the default 128 inputs, any batch of inputs up to 256 tokens.
 BULK_BATCH_TOKENS = 128 * 256
+MIN_DIMENSIONS = 8  # fewer principal axes than this keep too little of a sentence to compare
 
 
 CUDA = "CUDAExecutionProvider"
@@ -98,6 +98,7 @@ class Encoder:
         self.bundle = bundle
         self.spec = bundle.spec
         self.vocab = bundle.vocab
+        self.tokenizer = bundle.tokenizer()
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if threads:
@@ -126,9 +127,12 @@ class Encoder:
         self.postprocess = {name: postprocess.load(self.bundle.file(v.postprocess.file), v.postprocess.key, v.dim,
                                                    v.postprocess.components, str(bundle.path), f"views.{name}.postprocess")
                             for name, v in self.spec.views.items() if v.postprocess}  # fmt: skip
+        self.axes = {name: postprocess.load_axes(self.bundle.file(v.axes.file), v.axes.key, v.dim, v.axes.count,
+                                                 str(bundle.path), f"views.{name}.axes")
+                     for name, v in self.spec.views.items() if v.axes}  # fmt: skip
         self._fingerprints: dict[str, str] = {}
         files = hashlib.sha256()  # read once at load (a 30 MB graph: tens of ms), never on the event loop
-        for path in (bundle.onnx_path, bundle.file(self.spec.vocabulary.file)):
+        for path in (bundle.onnx_path, bundle.tokenizer_file):
             with open(path, "rb") as f:
                 while chunk := f.read(1 << 20):
                     files.update(chunk)
@@ -137,12 +141,14 @@ class Encoder:
     def fingerprint(self, view: str | None = None) -> str:
         """16 hex digits of what a view's vectors are a function of: the graph and vocabulary files, the
         tokenizer, the view's spec and its post-processing. An index records it at creation, so that
-        vectors of an earlier export are never compared with a re-exported bundle's (same name, new vectors)."""
+        vectors of an earlier export are never compared with a re-exported bundle's (same name, new vectors).
+        Fields that do not change a view's full vectors (its principal axes, an unset tokenizer file) are left
+        out, so adding them to a bundle keeps its indexes."""
         name = self.view(view)
         if name not in self._fingerprints:
             h = hashlib.sha256(self._files_digest)
-            h.update(self.spec.tokenizer.model_dump_json().encode())
-            h.update(self.spec.views[name].model_dump_json(exclude={"description"}).encode())
+            h.update(self.spec.tokenizer.model_dump_json(exclude_none=True).encode())
+            h.update(self.spec.views[name].model_dump_json(exclude={"description", "axes"}).encode())
             pp = self.postprocess.get(name)
             if pp is not None:
                 h.update(np.ascontiguousarray(pp.mean, np.float32).tobytes())
@@ -193,23 +199,58 @@ class Encoder:
     def dim(self, view: str | None = None) -> int:
         return self.spec.views[self.view(view)].dim
 
+    @property
+    def specials(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The special ids around every input's tokens: ``((), (<eos>,))``, ``((), ())``, ``((CLS,), (SEP,))``."""
+        return self.tokenizer.prefix, self.tokenizer.suffix
+
     def token_ids(self, text: str) -> list[int]:
-        """Ids of ``text`` as the model sees them, ``<eos>`` included when the bundle appends one; not truncated."""
-        ids = self.vocab.ids(tokenize(text, lowercase=self.spec.tokenizer.lowercase))
-        if self.spec.tokenizer.append_eos:
-            ids.append(self.spec.vocabulary.eos_id)
-        return ids
+        """Ids of ``text`` as the model sees them, its special tokens (``<eos>``, ``[CLS]``...) included; not truncated."""
+        return self.tokenizer.ids(text)
 
     def fit(self, ids: list[int], truncation: Truncation = "reject", field: str = "input") -> list[int]:
-        """Apply the bundle's token limit: cut (keeping a final ``<eos>``) or raise :class:`InputTooLong`."""
+        """Apply the bundle's token limit: cut (keeping the final special: ``<eos>``, ``[SEP]``) or raise :class:`InputTooLong`."""
         limit = self.spec.max_input_tokens
         if len(ids) <= limit:
             return ids
         if truncation == "reject":
             raise InputTooLong(f"{field} has {len(ids)} tokens; the limit is {limit}", field=field)
-        if self.spec.tokenizer.append_eos:
-            return ids[: limit - 1] + [self.spec.vocabulary.eos_id]
-        return ids[:limit]
+        tail = list(self.tokenizer.suffix)
+        return ids[: limit - len(tail)] + tail
+
+    # -- fewer dimensions ------------------------------------------------------------------
+    def dimensions(self, view: str | None, requested: int | None) -> int | None:
+        """The ``dimensions`` a request may have for ``view``: ``None`` for the full vector (none asked, or the
+        view's own size), else ``d`` with ``MIN_DIMENSIONS <= d <=`` the view's principal axes; :class:`InvalidInput` (422) otherwise."""
+        name = self.view(view)
+        dim = self.dim(name)
+        if requested is None or requested == dim:
+            return None
+        where = f"model '{self.name}' view '{name}'"
+        if requested > dim:
+            raise InvalidInput(f"dimensions is {requested}; the limit is {dim}, the size of {where}", field="dimensions")
+        if requested < MIN_DIMENSIONS:
+            raise InvalidInput(f"dimensions is {requested}; the smallest is {MIN_DIMENSIONS} (up to {dim} for {where})", field="dimensions")
+        axes = self.spec.views[name].axes
+        if axes is None:
+            kind = (
+                "a feature view, meant for a classifier over all its"
+                if self.spec.views[name].pooling == "supervised"
+                else "a view without principal axes, so it serves only its"
+            )
+            raise InvalidInput(f"dimensions is {requested}; {where} is {kind} {dim} dimensions", field="dimensions")
+        if requested > axes.count:
+            raise InvalidInput(
+                f"dimensions is {requested}; {where} keeps {axes.count} principal axes: send {MIN_DIMENSIONS} to {axes.count}, or {dim}",
+                field="dimensions",
+            )
+        return requested
+
+    def reduce(self, x: np.ndarray, view: str | None, dimensions: int | None) -> np.ndarray:
+        """Vectors ``x`` of ``view`` (after its post-processing, before normalisation) with ``dimensions`` as
+        :meth:`dimensions` allows: projected on the view's top principal axes; ``None``: unchanged."""
+        d = self.dimensions(view, dimensions)
+        return x if d is None else self.axes[self.view(view)].project(x, d)
 
     # -- ids -> vectors --------------------------------------------------------------------
     def run_ids(self, batch: Sequence[Sequence[int]], view: str | None = None) -> np.ndarray:
@@ -220,7 +261,7 @@ class Encoder:
     def inputs(self, batch: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:
         """The graph's feeds for a non-empty batch of id lists: ids padded to the longest, and the lengths."""
         lengths = np.fromiter((len(s) for s in batch), dtype=np.int64, count=len(batch))
-        ids = np.full((len(batch), max(1, int(lengths.max()))), self.spec.vocabulary.pad_id, dtype=np.int64)
+        ids = np.full((len(batch), max(1, int(lengths.max()))), self.tokenizer.pad_id, dtype=np.int64)
         for i, row in enumerate(batch):
             ids[i, : len(row)] = row
         return {"input_ids": ids, "lengths": lengths}
@@ -247,11 +288,18 @@ class Encoder:
         truncation: Truncation = "truncate",
         batch_size: int = 128,
         max_batch_tokens: int = BULK_BATCH_TOKENS,
+        dimensions: int | None = None,
     ) -> np.ndarray:
         """Vectors for ``texts`` in order, in batches planned as the server plans them (by length)."""
         name = self.view(view)
         return self.encode_views(
-            texts, [name], normalize=normalize, truncation=truncation, batch_size=batch_size, max_batch_tokens=max_batch_tokens
+            texts,
+            [name],
+            normalize=normalize,
+            truncation=truncation,
+            batch_size=batch_size,
+            max_batch_tokens=max_batch_tokens,
+            dimensions=dimensions,
         )[name]
 
     def encode_views(
@@ -264,16 +312,19 @@ class Encoder:
         batch_size: int = 128,
         max_batch_tokens: int = BULK_BATCH_TOKENS,
         progress: Callable[[int], None] | None = None,
+        dimensions: int | None = None,
     ) -> dict[str, np.ndarray]:
         """:meth:`encode` for several views at once: each text is tokenized and run once.
 
         Batches come from :func:`~thoughtvec.service.core.planner.plan_batches` (the batcher's planner): at most
         ``batch_size`` inputs and ``max_batch_tokens`` padded tokens each. ``progress(n)`` is called after
         each batch with the ``n`` texts it finished. ``truncation="split"`` embeds a long text's sentences
-        and pools them, as the server does (``thoughtvec.service.core.longinput``)."""
+        and pools them, as the server does (``thoughtvec.service.core.longinput``). ``dimensions``: each
+        view's vectors projected on its top principal axes (:meth:`reduce`)."""
         views = [self.view(v) for v in views]
-        eos = self.spec.vocabulary.eos_id if self.spec.tokenizer.append_eos else None
-        prep = prepare(self, texts, [f"input[{i}]" for i in range(len(texts))], truncation, eos, allow_empty=True)
+        for v in views:
+            self.dimensions(v, dimensions)  # a bad request fails before any work
+        prep = prepare(self, texts, [f"input[{i}]" for i in range(len(texts))], truncation, allow_empty=True)
         ids = prep.parts
         out = {v: np.zeros((len(ids), self.dim(v)), np.float32) for v in views}
         left = np.bincount(np.asarray(prep.owner, dtype=np.int64), minlength=len(texts))  # parts still to run, per text
@@ -286,5 +337,5 @@ class Encoder:
                 progress(int(np.count_nonzero(left[np.unique(owners)] == 0)))
         if progress and (empty := int(np.count_nonzero(np.bincount(prep.owner, minlength=len(texts)) == 0))):
             progress(empty)  # texts without a part (blank under allow_empty) are done too
-        pooled = {v: pool(x, prep, len(texts)) for v, x in out.items()}
+        pooled = {v: self.reduce(pool(x, prep, len(texts)), v, dimensions) for v, x in out.items()}
         return {v: l2_normalize(x) if normalize else x for v, x in pooled.items()}

@@ -16,8 +16,6 @@ import numpy as np
 
 from thoughtvec.service import __version__
 from thoughtvec.service.bundle.postprocess import l2_normalize
-from thoughtvec.service.bundle.tokenizer import tokenize
-from thoughtvec.service.bundle.vocab import EOS, UNK_ID
 from thoughtvec.service.core.batcher import LOOKAHEAD, OFFLOAD_CHARS, check_count
 from thoughtvec.service.core.encoder import available_providers
 from thoughtvec.service.core.longinput import pool, prepare
@@ -153,9 +151,8 @@ class Core:
         A full queue (429 for a request) only makes the build wait its turn.
         """
         enc, lim = model.encoder, model.batcher.limits
-        eos = enc.spec.vocabulary.eos_id if enc.spec.tokenizer.append_eos else None
         fields = [f"documents[{i}]" for i in range(len(texts))]
-        prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, "split", eos)
+        prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, "split")
         order = [i for batch in plan_batches([len(p) for p in prep.parts], lim.max_batch_size, lim.max_batch_tokens) for i in batch]
         out = np.empty((len(prep.parts), enc.dim(view)), np.float32)
         step = lim.max_batch_size * LOOKAHEAD
@@ -231,22 +228,30 @@ class Core:
         return out
 
     async def encode(
-        self, model: Model, view: str, texts: list[str], fields: list[str], normalize: bool = True, mode: Truncation | None = None
+        self,
+        model: Model,
+        view: str,
+        texts: list[str],
+        fields: list[str],
+        normalize: bool = True,
+        mode: Truncation | None = None,
+        dimensions: int | None = None,
     ) -> Encoded:
-        """Vectors for checked texts: long ones split (and pooled), truncated or rejected as ``mode`` says."""
+        """Vectors for checked texts: long ones split (and pooled), truncated or rejected as ``mode`` says;
+        with ``dimensions``, projected on the view's top principal axes (``Encoder.reduce``)."""
         enc, mode = model.encoder, self.mode(mode)
+        enc.dimensions(view, dimensions)  # a 422 before any work
         model.batcher.check_room()  # before tokenizing: under overload a 429 must be cheap
-        eos = enc.spec.vocabulary.eos_id if enc.spec.tokenizer.append_eos else None
         if sum(map(len, texts)) > OFFLOAD_CHARS:  # tokenizing and splitting long texts stays off the event loop
-            prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, mode, eos)
+            prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, mode)
         else:
-            prep = prepare(enc, texts, fields, mode, eos)
+            prep = prepare(enc, texts, fields, mode)
         if prep.truncated:  # text was dropped: say so where operators look, not only in the response
             log.info("%s: %d input(s) over %d tokens truncated (truncation=truncate)", model.name, prep.truncated, enc.max_tokens)
         if prep.split:
             log.debug("%s: %d input(s) over %d tokens split into sentences and pooled", model.name, prep.split, enc.max_tokens)
         emb = await model.batcher.embed_ids(prep.parts, view)
-        vecs = pool(emb.vectors, prep, len(texts))
+        vecs = enc.reduce(pool(emb.vectors, prep, len(texts)), view, dimensions)
         tokens = sum(emb.tokens)
         self.metrics.embedded(model.name, len(texts), len(prep.parts), tokens, prep.split, prep.truncated)
         return Encoded(model.name, view, l2_normalize(vecs) if normalize else vecs, tokens, prep.split, prep.truncated)
@@ -266,12 +271,7 @@ class Core:
         view = model.encoder.view(view)
         items, fields = read_input(raw_input)
         check_count(len(items), self.settings.max_inputs, "input")
-        dim = model.encoder.dim(view)
-        if dimensions is not None and dimensions != dim:
-            raise InvalidInput(
-                f"dimensions is {dimensions}; model '{model.name}' view '{view}' has {dim} (vectors are not shortened)", field="dimensions"
-            )
-        return await self.encode(model, view, self.texts(items, fields, truncation), fields, normalize, truncation)
+        return await self.encode(model, view, self.texts(items, fields, truncation), fields, normalize, truncation, dimensions)
 
     # -- what is served, and how a text is seen ------------------------------------------
     def info(self) -> Info:
@@ -308,15 +308,11 @@ class Core:
         model = self.registry.get(model_name)
         items, fields = read_input(raw_input)
         check_count(len(items), self.settings.max_inputs, "input")
-        spec, vocab = model.encoder.spec, model.encoder.vocab
+        spec = model.encoder.spec
         data = []
         for i, text in enumerate(self.texts(items, fields, "truncate")):
-            words = tokenize(text, lowercase=spec.tokenizer.lowercase)
-            ids = vocab.ids(words)
-            toks = [Token(w, t, t == UNK_ID) for w, t in zip(words, ids)]
-            if spec.tokenizer.append_eos:
-                toks.append(Token(EOS, spec.vocabulary.eos_id, False, special=True))
-            data.append(Tokenized(i, toks, [w for w, t in zip(words, ids) if t == UNK_ID], len(toks) > spec.max_input_tokens))
+            toks = [Token(p.text, p.id, p.oov, p.special) for p in model.encoder.tokenizer.pieces(text)]
+            data.append(Tokenized(i, toks, [t.text for t in toks if t.oov], len(toks) > spec.max_input_tokens))
         return Tokenization(model.name, spec.max_input_tokens, data)
 
     # -- similarity ----------------------------------------------------------------------

@@ -34,6 +34,11 @@ class Tokens(Protocol):
     @property
     def max_tokens(self) -> int: ...
 
+    @property
+    def specials(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The special ids framing every input: (before its tokens, after them), e.g. ``[CLS]`` and ``[SEP]``."""
+        ...
+
     def token_ids(self, text: str) -> list[int]: ...
 
     def fit(self, ids: list[int], truncation: Truncation = "reject", field: str = "input") -> list[int]: ...
@@ -66,27 +71,31 @@ def sentences(text: str) -> list[str]:
     return out
 
 
-def windows(ids: list[int], limit: int, eos: int | None) -> list[list[int]]:
-    """Cut ``ids`` into consecutive windows of at most ``limit`` ids (each ending in ``eos`` when given)."""
-    body = ids[:-1] if eos is not None and ids and ids[-1] == eos else ids
-    step = limit - 1 if eos is not None else limit
-    return [body[i : i + step] + ([eos] if eos is not None else []) for i in range(0, len(body), step)]
+def windows(ids: list[int], limit: int, prefix: Sequence[int] = (), suffix: Sequence[int] = ()) -> list[list[int]]:
+    """Cut ``ids`` (framed by ``prefix`` and ``suffix``) into consecutive windows of at most ``limit`` ids, each
+    framed again: every part carries the special tokens the model was trained to see around an input."""
+    head, tail = list(prefix), list(suffix)
+    body = ids[len(head) : len(ids) - len(tail)] if ids[: len(head)] == head and ids[len(ids) - len(tail) :] == tail else ids
+    step = limit - len(head) - len(tail)
+    return [head + body[i : i + step] + tail for i in range(0, len(body), step)]
 
 
-def split_parts(enc: Tokens, text: str, eos: int | None = None) -> list[list[int]]:
+def _only_specials(ids: list[int], enc: Tokens) -> bool:
+    return len(ids) <= sum(map(len, enc.specials))
+
+
+def split_parts(enc: Tokens, text: str) -> list[list[int]]:
     """Token-id parts of a long ``text``: one per sentence, windows for a sentence over the limit."""
     parts: list[list[int]] = []
     for sentence in sentences(text):
         ids = enc.token_ids(sentence)
-        if eos is not None and ids == [eos]:
+        if _only_specials(ids, enc):
             continue  # a "sentence" of no tokens (stray punctuation the tokenizer drops)
-        parts.extend([ids] if len(ids) <= enc.max_tokens else windows(ids, enc.max_tokens, eos))
+        parts.extend([ids] if len(ids) <= enc.max_tokens else windows(ids, enc.max_tokens, *enc.specials))
     return [p for p in parts if p]
 
 
-def prepare(
-    enc: Tokens, texts: Sequence[str], fields: Sequence[str], mode: Truncation, eos: int | None = None, allow_empty: bool = False
-) -> Prepared:
+def prepare(enc: Tokens, texts: Sequence[str], fields: Sequence[str], mode: Truncation, allow_empty: bool = False) -> Prepared:
     """Token-id parts for ``texts``; raises :class:`InputTooLong` under ``reject``, :class:`InvalidInput` for no
     tokens (unless ``allow_empty``: offline encoding, where an empty text has its defined vector)."""
     out = Prepared()
@@ -95,7 +104,7 @@ def prepare(
         if len(ids) <= enc.max_tokens:
             parts = [ids]
         elif mode == "split":
-            parts = split_parts(enc, text, eos)
+            parts = split_parts(enc, text)
             out.split += len(parts) > 1
         elif mode == "truncate":
             parts = [enc.fit(ids, "truncate", field=fld)]
@@ -107,7 +116,7 @@ def prepare(
             )
         if not parts and allow_empty:
             parts = [ids]  # a long text of only dropped characters: encoded as it tokenizes
-        if not allow_empty and (not parts or not parts[0] or (eos is not None and parts == [[eos]])):
+        if not allow_empty and (not parts or _only_specials(parts[0], enc)):
             raise InvalidInput(f"{fld} has no tokens after normalisation", field=fld)
         out.parts.extend(parts)
         out.owner.extend([i] * len(parts))

@@ -78,7 +78,11 @@ class Model:
             "description": spec.description,
             "dimension": spec.views[spec.default_view].dim,
             "default_view": spec.default_view,
-            "views": {k: {"dim": v.dim, "pooling": v.pooling, "description": v.description} for k, v in spec.views.items()},
+            # axes: `dimensions` from 8 up to this are served besides dim (0: only dim)
+            "views": {
+                k: {"dim": v.dim, "pooling": v.pooling, "description": v.description, "axes": v.axes.count if v.axes else 0}
+                for k, v in spec.views.items()
+            },
             "max_input_tokens": spec.max_input_tokens,
             "relatedness_head": self.head is not None,
             "providers": self.encoder.providers,

@@ -75,7 +75,11 @@ class EmbeddingsRequest(_Req):
     )
     model: str | None = Field(None, description="bundle name; default: the server's default model")
     encoding_format: Literal["float", "base64"] = Field("float", description="`base64`: little-endian float32 bytes")
-    dimensions: int | None = Field(None, description="accepted for OpenAI compatibility; must equal the view's dimension")
+    dimensions: int | None = Field(
+        None,
+        description="fewer dimensions (8 up to the view's): the vector projected on the view's principal axes (fitted on "
+        "the training corpus, stored in the bundle), then normalised; over the view's size: 422",
+    )
     user: str | None = Field(None, description="accepted for OpenAI compatibility; ignored")
     view: str | None = Field(None, description="the bundle's view; default: the bundle's default view")
     normalize: bool = Field(True, description="L2-normalise the vectors")

@@ -140,7 +140,8 @@ def test_postprocess_bundle_writes_maps_keeps_raw_views_and_moves_the_head(tmp_p
     spec = json.loads((bundle / "bundle.json").read_text())
     assert sorted(spec["views"]) == ["mean", "meanmax"] and spec["heads"]["relatedness"]["view"] == "mean"
     assert {n: v["description"] for n, v in spec["views"].items()} == described
-    assert not (bundle / "postprocess.npz").exists()
+    with np.load(bundle / "postprocess.npz") as z:  # no maps left: only the principal axes of the cosine view
+        assert z.files == ["mean.axes"]
 
 
 def test_a_choice_the_service_would_refuse_leaves_the_bundle_as_it_was(tmp_path, monkeypatch):
@@ -182,3 +183,92 @@ def test_the_cosine_task_reports_dev_beside_test(tmp_path):
     test = cosine_correlation(ctx.of(te.first), ctx.of(te.second), np.asarray(te.scores))
     assert res["dev_spearman"] == dev["spearman"] and res["dev_pearson"] == dev["pearson"]
     assert res["spearman"] == test["spearman"] and res["n_dev"] == len(dv) and res["n_test"] == len(te)
+
+
+def test_axes_serve_fewer_dimensions_and_keep_maps_and_fingerprints(tmp_path):
+    """``dimensions`` projects a cosine view (after its map) on its principal axes fitted on the corpus; the
+    maps and the views' fingerprints (indexes) stay as they were; bad sizes and feature views are refused."""
+    from thoughtvec.service.bundle.postprocess import l2_normalize
+    from thoughtvec.service.errors import InvalidInput
+
+    bundle = tmp_path / "tiny"
+    make_tiny_bundle(bundle, name="tiny", dim=16)
+    corpus = write_corpus(tmp_path / "corpus.txt", toy_documents(40))
+    data = write_senteval(tmp_path / "senteval", n=30)
+    postprocess.postprocess_bundle(bundle, corpus, sample=200, data_root=data, log=lambda m: None, check_counts=False,
+                                   grid=[(True, 1)], axes=0)  # fmt: skip
+    before = Encoder.load(bundle)
+    prints = {v: before.fingerprint(v) for v in before.spec.views}
+    assert postprocess.add_axes(bundle, corpus, sample=200, count=12, log=lambda m: None) == {"mean": 12}  # not mean-raw, not meanmax
+    enc = Encoder.load(bundle)
+    assert {v: enc.fingerprint(v) for v in enc.spec.views} == prints
+    np.testing.assert_array_equal(enc.postprocess["mean"].components, before.postprocess["mean"].components)
+    texts = ["the cat sat .", "a dog ran in the city", "birds sing"]
+    full = enc.encode(texts, "mean", normalize=False)
+    want = l2_normalize(full @ enc.axes["mean"].axes[:8].T)
+    np.testing.assert_allclose(enc.encode(texts, "mean", dimensions=8), want, atol=1e-6)
+    alone = np.stack([enc.encode([t], "mean", dimensions=8)[0] for t in texts])
+    np.testing.assert_allclose(alone, want, atol=1e-6)
+    np.testing.assert_array_equal(enc.encode(texts, "mean", dimensions=16), enc.encode(texts, "mean"))
+    for d, words in [(17, "the limit is 16"), (7, "the smallest is 8"), (13, "keeps 12 principal axes: send 8 to 12, or 16")]:
+        with pytest.raises(InvalidInput, match=words):
+            enc.encode(texts, "mean", dimensions=d)
+    with pytest.raises(InvalidInput, match="feature view"):
+        enc.encode(texts, "meanmax", dimensions=8)
+    with pytest.raises(InvalidInput, match="without principal axes"):
+        enc.encode(texts, "mean-raw", dimensions=8)
+    # a full rerun starts again from the raw outputs and fits the axes again
+    postprocess.postprocess_bundle(bundle, corpus, sample=200, data_root=data, log=lambda m: None, check_counts=False,
+                                   grid=[(True, 1)], axes=4)  # fmt: skip
+    axes = Encoder.load(bundle).spec.views["mean"].axes
+    cut = axes.note.startswith("16 axes: the first coordinates")  # the dev pairs may prefer the cut, kept for every size
+    assert axes.count == (16 if cut else 4) and "fitted on 200 training-corpus sentences" in axes.note
+
+
+def test_the_server_answers_dimensions(tmp_path):
+    from tests.service.conftest import serve_test, settings_for
+
+    models = tmp_path / "models"
+    make_tiny_bundle(models / "tiny", name="tiny", dim=16)
+    postprocess.add_axes(models / "tiny", write_corpus(tmp_path / "c.txt", toy_documents(40)), sample=200, log=lambda m: None)
+    with serve_test(settings_for(models, tmp_path / "indexes")) as client:
+        r = client.post("/v1/embeddings", json={"input": ["the cat sat .", "a dog"], "dimensions": 8})
+        assert r.status_code == 200, r.text
+        got = np.array([d["embedding"] for d in r.json()["data"]])
+        np.testing.assert_allclose(got, Encoder.load(models / "tiny").encode(["the cat sat .", "a dog"], dimensions=8), atol=1e-6)
+        views = client.get("/v1/models/tiny").json()["views"]
+        assert views["mean"]["axes"] == 16 and views["meanmax"]["axes"] == 0
+        r = client.post("/v1/embeddings", json={"input": "the cat", "dimensions": 4096})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "dimensions" and "the limit is 16" in r.json()["error"]["message"]
+
+
+def test_the_dimensions_measure_scores_each_size_on_dev_and_one_on_test(tmp_path):
+    from thoughtvec.training.evaluation import dimensions
+
+    bundle = tmp_path / "tiny"
+    make_tiny_bundle(bundle, name="tiny", dim=16)
+    postprocess.add_axes(bundle, write_corpus(tmp_path / "c.txt", toy_documents(40)), sample=200, count=10, log=lambda m: None)
+    m = dimensions.measure(bundle, None, (8, 32), 8, write_senteval(tmp_path / "senteval", n=30), check_counts=False)
+    assert m["view"] == "mean" and m["axes"] == 10 and sorted(m["dev"]) == [8, 16]  # 32 is over the view's size
+    assert all(-1 <= x <= 1 for pair in m["dev"].values() for x in pair) and set(m["test"]) == {"full", 8}
+    assert m["dev"][16][0] == m["dev"][16][1]  # the full vector: projection and cut are both the vector itself
+
+
+@pytest.mark.parametrize("signal_first", [True, False])
+def test_axes_are_the_principal_ones_unless_the_first_coordinates_do_better_on_dev(signal_first):
+    """The corpus varies most along coordinates 8-15 (noise to the dev pairs); the dev similarity lives in 0-7 when
+    ``signal_first``, else in 8-15: the cut wins the first case, the principal axes the second."""
+    from thoughtvec.service.bundle import postprocess as pp
+
+    rng = np.random.default_rng(5)
+    corpus = rng.standard_normal((2000, 16)) * np.r_[np.ones(8), 5 * np.ones(8)]
+    signal = slice(0, 8) if signal_first else slice(8, 16)
+    a, b = [f"a{i}" for i in range(200)], [f"b{i}" for i in range(200)]
+    table = {t: rng.standard_normal(16) * np.r_[np.ones(8), 5 * np.ones(8)] for t in a + b}
+    gold = np.array([np.dot(table[x][signal], table[y][signal]) for x, y in zip(a, b)])
+    dev = postprocess.DevPairs({"STS-B": (a, b, gold), "SICK-R": (a, b, gold)})
+    axes, why = postprocess.choose_axes(pp.fit_axes(corpus, 12), np.stack([table[t] for t in dev.sentences()]), dev)
+    if signal_first:  # a cut keeps every coordinate, whatever the axes kept
+        assert why.startswith("the first coordinates") and (axes == np.eye(16)).all()
+    else:
+        assert why.startswith("principal axes") and np.abs(axes[:8, 8:]).sum(1).min() > 0.9

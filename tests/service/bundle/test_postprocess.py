@@ -31,3 +31,18 @@ def test_save_then_load_round_trips(tmp_path):
     back = pp.load(tmp_path / "p.npz", "v", 6, 2, "b", "views.v.postprocess")
     np.testing.assert_array_equal(back.mean, m.mean)
     np.testing.assert_array_equal(back.components, m.components)
+
+
+def test_axes_are_the_principal_directions_of_the_unit_vectors_and_survive_storage(tmp_path):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((400, 12)) * np.r_[10.0, 5.0, np.ones(10)]  # axis 0 carries most, then axis 1
+    axes = pp.fit_axes(x, 5)
+    assert axes.shape == (5, 12) and axes.dtype == np.float32
+    np.testing.assert_allclose(axes @ axes.T, np.eye(5), atol=1e-5)
+    assert abs(axes[0, 0]) > 0.95 and abs(axes[1, 1]) > 0.9
+    assert (axes[np.arange(5), np.abs(axes).argmax(1)] > 0).all()  # one sign per axis: refits agree
+    np.testing.assert_array_equal(pp.fit_axes(x, 5), axes)
+    pp.save(tmp_path / "p.npz", {}, {"v": axes})
+    back = pp.load_axes(tmp_path / "p.npz", "v", 12, 5, "b", "views.v.axes")
+    np.testing.assert_allclose(back.axes, axes, atol=1e-3)  # float16 on disk
+    np.testing.assert_allclose(back.project(x[:3].astype(np.float32), 2), x[:3] @ back.axes[:2].T, rtol=1e-5)

@@ -30,8 +30,10 @@ def tiny(models_dir) -> Encoder:
 
 
 def test_windows_cover_every_id_and_end_in_eos():
-    assert windows([5, 6, 7, 8, 9, 2], 3, eos=2) == [[5, 6, 2], [7, 8, 2], [9, 2]]
-    assert windows([5, 6, 7, 8, 9], 2, eos=None) == [[5, 6], [7, 8], [9]]
+    assert windows([5, 6, 7, 8, 9, 2], 3, suffix=[2]) == [[5, 6, 2], [7, 8, 2], [9, 2]]
+    assert windows([5, 6, 7, 8, 9], 2) == [[5, 6], [7, 8], [9]]
+    # a BERT-style frame: every window carries [CLS] ... [SEP]
+    assert windows([101, 5, 6, 7, 8, 9, 102], 4, prefix=[101], suffix=[102]) == [[101, 5, 6, 102], [101, 7, 8, 102], [101, 9, 102]]
 
 
 def test_sentences_use_punkt():
@@ -43,22 +45,20 @@ def test_sentences_use_punkt():
 
 
 def test_prepare_modes(tiny):
-    eos = tiny.spec.vocabulary.eos_id
     assert len(tiny.token_ids(LONG)) > tiny.max_tokens
-    split = prepare(tiny, [LONG, "a cat"], ["input[0]", "input[1]"], "split", eos)
+    split = prepare(tiny, [LONG, "a cat"], ["input[0]", "input[1]"], "split")
     assert split.owner == [0] * len(SENTS) + [1] and split.split == 1 and split.truncated == 0
     assert split.parts[:-1] == [tiny.token_ids(s) for s in SENTS]  # each sentence exactly as if sent alone
-    cut = prepare(tiny, [LONG], ["input"], "truncate", eos)
+    cut = prepare(tiny, [LONG], ["input"], "truncate")
     assert cut.truncated == 1 and len(cut.parts[0]) == tiny.max_tokens
     with pytest.raises(InputTooLong, match=r"input has \d+ tokens; the limit is 32"):
-        prepare(tiny, [LONG], ["input"], "reject", eos)
-    short = [prepare(tiny, ["a cat sat"], ["input"], m, eos).parts for m in ("split", "truncate", "reject")]
+        prepare(tiny, [LONG], ["input"], "reject")
+    short = [prepare(tiny, ["a cat sat"], ["input"], m).parts for m in ("split", "truncate", "reject")]
     assert short[0] == short[1] == short[2]
 
 
 def test_pool_is_the_mean_of_unit_part_vectors(tiny):
-    eos = tiny.spec.vocabulary.eos_id
-    prep = prepare(tiny, ["a cat", LONG], ["input[0]", "input[1]"], "split", eos)
+    prep = prepare(tiny, ["a cat", LONG], ["input[0]", "input[1]"], "split")
     raw = tiny.run_ids(prep.parts)
     pooled = pool(raw, prep, 2)
     np.testing.assert_allclose(pooled[0], raw[0], atol=1e-7)  # an unsplit input keeps its vector
