@@ -118,7 +118,7 @@ def test_other_factories_and_metrics(client):
 
 def test_a_dead_worker_turns_ready_false(client):
     core = client.app.state.core
-    batcher = core.registry.models["tiny2"].batcher
+    batcher = core.embedding.registry.models["tiny2"].batcher
     client.portal.call(lambda: _cancel(batcher))
     for _ in range(100):
         if not batcher.alive:
@@ -149,7 +149,7 @@ def test_every_answer_is_checked_against_the_schema(client):
 
 
 def test_models_are_timed_at_warm_up_unless_planning_is_greedy(make_client):
-    timed = make_client().app.state.core.registry.models
+    timed = make_client().app.state.core.embedding.registry.models
     assert all(m.batcher.cost is not None and m.batcher.cost.per_row_step > 0 for m in timed.values())
-    greedy = make_client(batch_planning="greedy").app.state.core.registry.models
+    greedy = make_client(batch_planning="greedy").app.state.core.embedding.registry.models
     assert all(m.batcher.cost is None for m in greedy.values())

@@ -144,7 +144,7 @@ def test_default_index_is_built_once_and_found_by_the_next_server(backend_client
         time.sleep(0.1)
     assert c.get("/v1/indexes/default").json()["documents"] == 40
     again = backend_client(build_default_index=True, search_sample=sample)  # the index already exists: not rebuilt
-    assert again.app.state.core.store.building == {}
+    assert again.app.state.core.indexes.store.building == {}
     hit = again.post("/v1/search", json={"query": "the man read a book", "k": 1}).json()["results"][0][0]
     assert hit["metadata"]["source"].startswith("book")
 

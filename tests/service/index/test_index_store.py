@@ -140,7 +140,7 @@ def test_add_over_http_survives_a_restart(models_dir, tmp_path):
         r = c.post("/v1/indexes/docs/documents", json={"documents": [{"text": s, "id": str(i)} for i, s in enumerate(SENTENCES)]})
         assert r.status_code == 200
         # simulate a crash: the lifespan's clean shutdown would fold the log into a snapshot
-        c.app.state.core.store.close = lambda: None
+        c.app.state.core.indexes.store.close = lambda: None
     with serve_test(settings) as c:
         assert c.get("/v1/indexes/docs").json()["documents"] == len(SENTENCES)
         top = c.post("/v1/search", json={"index": "docs", "query": SENTENCES[4], "k": 1}).json()["results"][0][0]
