@@ -35,7 +35,8 @@ from thoughtvec.service.core.results import (
 from thoughtvec.service.errors import Conflict, InvalidInput
 from thoughtvec.service.index.backend import IndexBackend, MilvusOptions, open_store
 from thoughtvec.service.index.build import build_index, read_documents
-from thoughtvec.service.index.indexes import Doc, IndexConfig, Metric, new_config
+from thoughtvec.service.index.contents import Doc, IndexConfig, Metric
+from thoughtvec.service.index.indexes import new_config
 from thoughtvec.service.index.jsonvalues import check_metadata
 from thoughtvec.service.index.store import new_id
 from thoughtvec.service.settings import Settings, Truncation
@@ -116,7 +117,7 @@ class IndexService:
                 return asyncio.run_coroutine_threadsafe(self.embedding.embed_bulk(model, view, texts), loop).result()
 
             view = model.encoder.view(None)
-            vi = await loop.run_in_executor(
+            built = await loop.run_in_executor(
                 None,
                 lambda: build_index(
                     encode,
@@ -130,8 +131,8 @@ class IndexService:
                 ),
             )
             store.building[name] = "writing"
-            await loop.run_in_executor(None, store.install, vi)
-            log.info("default index '%s' ready: %d documents", name, vi.count)
+            await loop.run_in_executor(None, store.install, built)
+            log.info("default index '%s' ready: %d documents", name, len(built.docs))
         except Exception as e:  # noqa: BLE001 - the server runs on without it
             log.error("default index '%s' not built: %s", name, e)
         finally:

@@ -33,6 +33,42 @@ def test_the_store_classes_share_one_interface(tmp_path):
     assert isinstance(open_store("milvus", index_dir=tmp_path, milvus=MilvusOptions(str(tmp_path / "m.db"))), IndexBackend)
 
 
+def test_the_interface_speaks_no_backend_s_types():
+    """What the core hands a store and gets back is plain data: nothing of FAISS, so a store needs none of it."""
+    import typing
+
+    for name in [n for n in dir(IndexBackend) if not n.startswith("_")]:
+        for hint in typing.get_type_hints(getattr(IndexBackend, name)).values():
+            for t in (hint, *typing.get_args(hint)):
+                assert getattr(t, "__module__", "").split(".")[0] != "faiss", (name, t)
+                assert getattr(t, "__module__", "") != "thoughtvec.service.index.indexes", f"{name} takes {t} (FAISS's side)"
+    from tests.test_layers import imports
+
+    for module in ("thoughtvec.service.index.contents", "thoughtvec.service.index.milvus", "thoughtvec.service.index.milvus_schema"):
+        imported = {t for t, _ in imports(module)}
+        assert not {"faiss", "thoughtvec.service.index.indexes", "thoughtvec.service.index.store"} & imported, module
+
+
+def test_backends_are_named_once():
+    """The backend names: the one definition, which the setting, the CLI and open_store all use."""
+    import argparse
+
+    from thoughtvec.service.cli import register
+    from thoughtvec.service.index.backend import OPENERS
+    from thoughtvec.service.settings import IndexBackendName, Settings
+
+    names = [b.value for b in IndexBackendName]
+    assert names == ["faiss", "milvus"] and sorted(OPENERS) == sorted(names)
+    assert Settings(index_backend="milvus").index_backend is IndexBackendName.milvus
+    assert all(f"`{n}`" in (Settings.model_fields["index_backend"].description or "") for n in names)
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    index_commands = next(a for a in parser._subparsers._actions if a.choices).choices["index"]  # type: ignore[union-attr]
+    for sub in next(a for a in index_commands._actions if a.choices).choices.values():
+        backend = [a for a in sub._actions if a.dest == "index_backend"]
+        assert not backend or list(backend[0].choices) == names
+
+
 def test_create_add_search_delete_drop(backend_client):
     c = backend_client()
     fill(c)

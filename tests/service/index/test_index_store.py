@@ -7,7 +7,8 @@ import pytest
 
 from tests.service.conftest import SENTENCES, serve_test, settings_for
 from thoughtvec.service.index import indexes
-from thoughtvec.service.index.indexes import Doc, new_config
+from thoughtvec.service.index.contents import Doc
+from thoughtvec.service.index.indexes import new_config
 from thoughtvec.service.index.store import SNAPSHOT, WAL_FILE, IndexStore
 from thoughtvec.service.index.wal import encode_record, read_records
 
