@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tests.service.conftest import SENTENCES, write_sample
+from tests.service.index.milvus_support import need
 from thoughtvec.service.index.backend import IndexBackend, MilvusOptions, open_store
 
 HOSTILE_IDS = ['a"b', "c\\d", "e\nf", "ü✓ 𝄞", "x'y] or id != \"", "\x01", "  "]
@@ -29,7 +30,7 @@ def fill(c, name: str = "docs", **create) -> None:
 
 def test_the_store_classes_share_one_interface(tmp_path):
     assert isinstance(open_store("faiss", index_dir=tmp_path), IndexBackend)
-    pytest.importorskip("pymilvus")
+    need("pymilvus")
     assert isinstance(open_store("milvus", index_dir=tmp_path, milvus=MilvusOptions(str(tmp_path / "m.db"))), IndexBackend)
 
 
@@ -217,7 +218,7 @@ def test_index_build_command_writes_to_the_backend(backend, request, models_dir,
 def test_a_name_milvus_lite_cannot_index_is_a_422_and_leaves_nothing(tmp_path):
     """Milvus Lite 2.4.12 fails to store the index of some collection names ("taece289dc7_docs" was one,
     drawn by a random test prefix): a clear 422 naming ``name``, the half-made collection dropped."""
-    pytest.importorskip("milvus_lite")
+    need("milvus_lite")
     from tests.service.index.milvus_support import released_lite
     from thoughtvec.service.errors import InvalidInput
     from thoughtvec.service.index.indexes import new_config
