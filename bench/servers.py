@@ -2,16 +2,16 @@
 
     python -m thoughtvec.bench.servers --bundle models/mean-max-aae --seconds 5 --repeats 3
 
-Each round starts the same app (``create_app`` with ``thoughtvec bench``'s server settings: no default
-index, a deep queue, ``truncation=truncate``) under each kind of server in turn, as a subprocess of this
-module (``--serve KIND``), floods it with wrk (1-sentence requests at concurrency 64, then 32-sentence
+Each round starts the same app (``create_app`` with ``thoughtvec bench``'s server settings, from
+``THOUGHTVEC_*`` variables: no default index, a deep queue, ``truncation=truncate``) under each kind of
+server in turn, as its own process, floods it with wrk (1-sentence requests at concurrency 64, then 32-sentence
 requests at concurrency 4, after a warm-up flood) and prints sentences/s, p50 latency and the server's
 CPU per request (its whole process tree: a forked worker counts). Kinds:
 
 * ``uvicorn``: what ``thoughtvec serve`` runs (httptools, uvloop), the embeddings fast path on;
 * ``uvicorn-route``: the same with ``embeddings_fast_path`` off: every request through FastAPI's route;
-* ``granian``: granian (``pip install granian==2.8.7``; skipped when absent), ASGI, one worker
-  process forked with the app already built, uvloop, the fast path on.
+* ``granian``: granian's command line (``pip install granian==2.8.7``; left out when absent), ASGI, one
+  worker process calling the app factory, uvloop, the fast path on.
 
 Rounds alternate the kinds, as drift on a shared machine requires; compare within a round. Prints
 figures; asserts nothing. Needs wrk (Debian: ``apt-get install wrk``).
@@ -34,35 +34,6 @@ from thoughtvec.bench.bench import RATIO_LEVELS, free_port, load_sentences, pars
 KINDS = ("uvicorn", "uvicorn-route", "granian")
 
 
-def serve(kind: str, bundle: Path, port: int) -> None:
-    """Run the app for ``bundle`` on 127.0.0.1:``port`` under ``kind`` until terminated."""
-    from thoughtvec.service.http.app import create_app, server_config
-    from thoughtvec.service.settings import Settings
-
-    models = Path(tempfile.mkdtemp(prefix="tv-servers-"))
-    (models / bundle.name).symlink_to(bundle.resolve())
-    settings = Settings(
-        models_dir=models,
-        index_dir=models / "idx",
-        port=port,
-        build_default_index=False,
-        log_level="warning",
-        max_queue_size=100_000,
-        truncation="truncate",
-        embeddings_fast_path=kind != "uvicorn-route",
-    )
-    app = create_app(settings)
-    if kind == "granian":
-        from granian import Granian
-
-        server = Granian("thoughtvec", address="127.0.0.1", port=port, interface="asgi", workers=1, loop="uvloop", log_level="warning")
-        server.serve(target_loader=lambda *_a, **_k: app, wrap_loader=False)  # the worker is forked with the app built
-    else:
-        import uvicorn
-
-        uvicorn.Server(server_config(app, settings)).run()
-
-
 def tree_cpu_seconds(pid: int) -> float:
     """User + system CPU of a process and its children (granian's worker), all threads."""
     children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
@@ -73,11 +44,24 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
+def command(kind: str, port: int) -> list[str]:
+    """The server process for ``kind``; the app's settings come from the environment (``start``)."""
+    if kind == "granian":  # the app factory, as granian's own command line runs one (its worker calls create_app)
+        return [sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host", "127.0.0.1", "--port", str(port),
+                "--workers", "1", "--loop", "uvloop", "--log-level", "warning", "thoughtvec.service.http.app:create_app"]  # fmt: skip
+    route_only = ["--no-embeddings-fast-path"] if kind == "uvicorn-route" else []
+    return [sys.executable, "-m", "thoughtvec.service.cli", "serve", "--port", str(port), *route_only]
+
+
 def start(kind: str, bundle: Path) -> tuple[subprocess.Popen, int]:
+    """A server of ``kind`` for ``bundle`` alone on 127.0.0.1:<free port>, ready; the caller stops it."""
+    models = Path(tempfile.mkdtemp(prefix="tv-servers-"))
+    (models / bundle.name).symlink_to(bundle.resolve())
+    settings = {"models_dir": models, "index_dir": models / "idx", "build_default_index": "false", "log_level": "warning"}
+    settings |= {"max_queue_size": 100_000, "truncation": "truncate"}  # as thoughtvec bench's servers
+    env = os.environ | {f"THOUGHTVEC_{k.upper()}": str(v) for k, v in settings.items()}
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "thoughtvec.bench.servers", "--serve", kind, "--bundle", str(bundle), "--port", str(port)]
-    )
+    proc = subprocess.Popen(command(kind, port), env=env)
     deadline = time.time() + 300
     while time.time() < deadline:
         if proc.poll() is not None:
@@ -127,12 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated, of {', '.join(KINDS)}")
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--serve", choices=KINDS, help=argparse.SUPPRESS)  # the subprocess each round starts
-    p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.serve:
-        serve(args.serve, args.bundle, args.port)
-        return 0
     kinds = [k for k in args.kinds.split(",") if k]
     if "granian" in kinds and importlib.util.find_spec("granian") is None:
         print("granian is not installed (pip install granian==2.8.7): left out\n")
