@@ -16,8 +16,7 @@ that answer every request with those same response bytes and nothing else:
 * ``asgi``: uvicorn (httptools parser, uvloop) with a bare ASGI app: the stack ``thoughtvec serve``
   runs on, without FastAPI, the model, JSON or tokenizing;
 * ``uvicorn``: uvicorn's httptools protocol writing the canned bytes the moment a request is parsed,
-  as ``thoughtvec serve``'s fast protocol (``service/http/protocol.py``) does after its route's work,
-  without that work or the task it runs in;
+  without an ASGI call, a task or any route's work: the least a server on uvicorn's parser can do;
 * ``raw``: an ``asyncio.Protocol`` on uvloop that finds the end of each request by its Content-Length
   and writes the canned response: no HTTP library at all.
 

@@ -20,8 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from thoughtvec.service.index.backend import Backend, MilvusOptions, open_store
-from thoughtvec.service.index.indexes import Doc, new_config
+from thoughtvec.service.index.backend import MilvusOptions, open_store
+from thoughtvec.service.index.contents import Doc
+from thoughtvec.service.index.indexes import new_config
+from thoughtvec.service.settings import IndexBackendName
 
 
 def unit(n: int, dim: int, seed: int) -> np.ndarray:
@@ -30,7 +32,7 @@ def unit(n: int, dim: int, seed: int) -> np.ndarray:
 
 
 def run_one(backend: str, x: np.ndarray, q: np.ndarray, batch: int, k: int, uri: str, folder: Path) -> dict:
-    kind: Backend = "faiss" if backend == "faiss" else "milvus"
+    kind = IndexBackendName.faiss if backend == "faiss" else IndexBackendName.milvus
     milvus = MilvusOptions(uri=str(folder / "bench.db") if backend == "milvus-lite" else uri, prefix="bench_", timeout_s=60)
     store = open_store(kind, index_dir=folder / "faiss", milvus=milvus)
     store.load_all()

@@ -16,7 +16,9 @@ log = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from thoughtvec.service.settings import add_cli_flags
+    from thoughtvec.service.settings import IndexBackendName, add_cli_flags
+
+    backends = [b.value for b in IndexBackendName]
 
     serve = subparsers.add_parser(
         "serve",
@@ -42,12 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--overwrite", action="store_true", help="replace an existing index of that name")
     build.add_argument("--models-dir", type=Path, default=None, help="default: the serve setting models_dir")
     build.add_argument("--index-dir", type=Path, default=None, help="default: the serve setting index_dir")
-    build.add_argument("--index-backend", choices=["faiss", "milvus"], default=None, help="default: the serve setting index_backend")
+    build.add_argument("--index-backend", choices=backends, default=None, help="default: the serve setting index_backend")
     build.add_argument("--milvus-uri", default=None, help="with --index-backend milvus; default: the serve setting milvus_uri")
     build.set_defaults(func=cmd_index_build)
     lst = isub.add_parser("list", help="list the indexes on disk")
     lst.add_argument("--index-dir", type=Path, default=None)
-    lst.add_argument("--index-backend", choices=["faiss", "milvus"], default=None, help="default: the serve setting index_backend")
+    lst.add_argument("--index-backend", choices=backends, default=None, help="default: the serve setting index_backend")
     lst.add_argument("--milvus-uri", default=None, help="with --index-backend milvus; default: the serve setting milvus_uri")
     lst.set_defaults(func=cmd_index_list)
 
@@ -99,11 +101,11 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     from thoughtvec.service.errors import ThoughtvecError
     from thoughtvec.service.index.backend import MilvusOptions, open_store
     from thoughtvec.service.index.build import build_index, read_documents
-    from thoughtvec.service.settings import load_settings
+    from thoughtvec.service.settings import IndexBackendName, load_settings
 
     models_dir, index_dir = _settings_dirs(args.models_dir, args.index_dir)
     settings = load_settings(**{k: v for k, v in (("index_backend", args.index_backend), ("milvus_uri", args.milvus_uri)) if v is not None})
-    milvus = settings.index_backend == "milvus"
+    milvus = settings.index_backend is IndexBackendName.milvus
     bundle = Path(args.model) if Path(args.model).is_dir() else models_dir / args.model
     try:
         encoder = Encoder.load(bundle, providers=available_providers())
@@ -116,8 +118,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         def encode(texts: list[str]) -> np.ndarray:
             return encoder.encode(texts, view, normalize=False, truncation="split", batch_size=args.batch_size)
 
-        # Milvus builds its own index from the raw vectors: embed into an exact (Flat) one, then copy them over
-        vi = build_index(
+        built = build_index(
             encode,
             args.name,
             docs,
@@ -125,14 +126,12 @@ def cmd_index_build(args: argparse.Namespace) -> int:
             view=view,
             dim=encoder.dim(view),
             fingerprint=encoder.fingerprint(view),
-            factory="Flat" if milvus else args.factory,
+            factory=args.factory,
             metric=args.metric,
             normalize=args.normalize,
         )
-        if milvus:
-            vi.config = vi.config.model_copy(update={"factory": args.factory})
         store = open_store(settings.index_backend, index_dir=index_dir, milvus=MilvusOptions.of(settings))
-        stats = store.install(vi, overwrite=args.overwrite)
+        stats = store.install(built, overwrite=args.overwrite)
         store.close()
     except (ThoughtvecError, ValueError, OSError) as e:
         print(f"thoughtvec index build: {getattr(e, 'message', e)}", file=sys.stderr)
@@ -154,10 +153,10 @@ def _check_milvus_factory(args: argparse.Namespace, dim: int, uri: str) -> None:
 
 def cmd_index_list(args: argparse.Namespace) -> int:
     _, index_dir = _settings_dirs(None, args.index_dir)
-    from thoughtvec.service.settings import load_settings
+    from thoughtvec.service.settings import IndexBackendName, load_settings
 
     settings = load_settings(**{k: v for k, v in (("index_backend", args.index_backend), ("milvus_uri", args.milvus_uri)) if v is not None})
-    if settings.index_backend == "milvus":
+    if settings.index_backend is IndexBackendName.milvus:
         return _list_milvus(settings)
     rows = []
     for meta_path in sorted(Path(index_dir).glob("*/snapshot/meta.json")):
@@ -190,7 +189,7 @@ def _list_milvus(settings) -> int:
     from thoughtvec.service.errors import ThoughtvecError
     from thoughtvec.service.index.backend import MilvusOptions, open_store
 
-    store = open_store("milvus", index_dir=settings.index_dir, milvus=MilvusOptions.of(settings))
+    store = open_store(settings.index_backend, index_dir=settings.index_dir, milvus=MilvusOptions.of(settings))
     try:
         stats = [store.stats(n) for n in store.names()]
     except ThoughtvecError as e:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -21,6 +22,15 @@ OTHER_COMMANDS_VARIABLES = frozenset({"THOUGHTVEC_SENTEVAL", "THOUGHTVEC_CACHE"}
 PACKAGE_DATA = Path(__file__).resolve().parent / "index" / "data"
 # What happens to a text over the model's token limit; the one definition (core, HTTP schemas and settings use it).
 Truncation = Literal["split", "truncate", "reject"]
+
+
+class IndexBackendName(StrEnum):
+    """Where indexes live (setting ``index_backend``): the one list of backends, which the setting, the
+    ``thoughtvec index`` commands' choices and ``thoughtvec.service.index.backend.open_store`` use."""
+
+    faiss = "faiss"
+    milvus = "milvus"
+
 
 # Lists come from the environment as comma-separated strings, not JSON.
 CsvList = Annotated[list[str], NoDecode]
@@ -93,9 +103,9 @@ class Settings(BaseSettings):
     ort_spinning: bool = Field(
         False, description="let ONNX Runtime's idle threads spin; off leaves the cores to the HTTP loop between batches"
     )
-    fast_protocol: bool = Field(
+    embeddings_fast_path: bool = Field(
         True,
-        description="answer plain `POST /v1/embeddings` requests in uvicorn's HTTP protocol, without ASGI (`service/http/protocol.py`: less CPU per request); off: every request goes through FastAPI",
+        description="answer a JSON `POST /v1/embeddings` with a Content-Length without FastAPI's routing (inside every request rule; the route's own validation, answer and errors: `service/http/fastpath.py`; less CPU per request); off: every request through the route",
     )
     prefer_cuda: bool = Field(True, description="use CUDAExecutionProvider / GPU FAISS when present")
     warmup: bool = Field(True, description="run each model on a few inputs before /ready turns true")
@@ -121,9 +131,9 @@ class Settings(BaseSettings):
 
     # -- indexes -------------------------------------------------------------------------
     index_wal_max_mb: int = Field(64, ge=1, description="an index's write-ahead log is folded into a fresh snapshot past this size")
-    index_backend: Literal["faiss", "milvus"] = Field(
-        "faiss",
-        description="where indexes live: `faiss` (this process's memory, persisted under index_dir) or `milvus` (at milvus_uri, shared by every replica pointed at it; needs the `milvus` extra)",
+    index_backend: IndexBackendName = Field(
+        IndexBackendName.faiss,
+        description=f"where indexes live: `{IndexBackendName.faiss}` (this process's memory, persisted under index_dir) or `{IndexBackendName.milvus}` (at milvus_uri, shared by every replica pointed at it; needs the `milvus` extra)",
     )
     milvus_uri: str = Field(
         "data/milvus.db",

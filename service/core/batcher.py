@@ -346,10 +346,17 @@ class Batcher:
             log.debug("%s: refitted on %d served runs: %s", self.name, len(self._observed), self.cost.describe())
 
     async def warm_up(self, view: str, texts: Sequence[str]) -> None:
-        """Run ``texts`` alone and together, so ONNX Runtime has allocated before real traffic."""
-        for t in texts:
-            await self.embed([t], view, truncation="truncate")
-        await self.embed(list(texts) * max(1, self.limits.max_batch_size // max(1, len(texts))), view, truncation="truncate")
+        """Run ``texts`` alone and together, so ONNX Runtime has allocated before real traffic.
+
+        Unobserved: warm-up runs are not traffic, so the metrics start empty (no request can come
+        meanwhile: the registry serves a model once it is warm)."""
+        observer, self.observer = self.observer, None
+        try:
+            for t in texts:
+                await self.embed([t], view, truncation="truncate")
+            await self.embed(list(texts) * max(1, self.limits.max_batch_size // max(1, len(texts))), view, truncation="truncate")
+        finally:
+            self.observer = observer
 
     async def calibrate(self, view: str, texts: Sequence[str]) -> RunCost | None:
         """Time runs of a few shapes on the model's thread, fit :class:`RunCost`, plan with it from now on.

@@ -65,9 +65,11 @@ class Model:
     def name(self) -> str:
         return self.encoder.name
 
-    def describe(self, default: bool) -> dict:
+    def describe(self, default: bool, provenance: bool = True) -> dict:
+        """The model as ``/v1/models/{name}`` shows it; without ``provenance`` (the bundle's training record,
+        kilobytes a bundle) as the ``/v1/models`` list does."""
         spec = self.encoder.spec
-        return {
+        out = {
             "id": spec.name,
             "object": "model",
             "created": 0,
@@ -87,8 +89,8 @@ class Model:
             "relatedness_head": self.head is not None,
             "providers": self.encoder.providers,
             "default": default,
-            "training": spec.training,
         }
+        return out | {"training": spec.training} if provenance else out
 
 
 def pick_default_model(settings: Settings, names: Iterable[str]) -> str | None:

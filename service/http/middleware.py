@@ -1,15 +1,15 @@
-"""HTTP plumbing: the one error table, the body-size limit, API keys, and dropping requests whose client left.
+"""HTTP plumbing: the one error table, the catch-all, and dropping requests whose client left.
 
 Every error leaves as ``{"error": {"code", "message", "field"}}``. Domain errors carry their own
 status (``thoughtvec.service.errors``); request validation is 422 (400 for malformed JSON); unknown routes
-404; oversized bodies 413; missing keys 401; a non-admin key on an index write 403; anything
-unexpected 500 ``internal_error`` with a request id that the server log carries too.
+404; oversized bodies 413; missing keys 401; a non-admin key on an index write 403 (the request rules:
+``thoughtvec.service.http.rules``); anything unexpected 500 ``internal_error`` with a request id that the
+server log carries too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import uuid
@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from thoughtvec.service.errors import BodyTooLarge, Forbidden, NotReady, QueueFull, ThoughtvecError, Unauthorized, WorkerDead
+from thoughtvec.service.errors import NotReady, QueueFull, ThoughtvecError, Unauthorized, WorkerDead
 from thoughtvec.service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -174,93 +174,6 @@ def internal_error(scope: Scope) -> JSONResponse:
         headers={"X-Request-Id": rid},
         request_id=rid,
     )
-
-
-class _BodyTooLargeHTTP(StarletteHTTPException):
-    """Raised inside ``receive``; FastAPI re-raises HTTPExceptions from body parsing, so the 413 handler answers."""
-
-    def __init__(self, limit: int):
-        super().__init__(413, f"the request body is larger than {limit} bytes (the limit, max_body_bytes)")
-
-
-class BodyLimitMiddleware:
-    """Reject bodies over ``limit`` bytes: by Content-Length before reading, or while streaming chunks."""
-
-    def __init__(self, app: ASGIApp, limit: int):
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        for name, value in scope["headers"]:
-            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
-                exc = BodyTooLarge(f"the request body has {int(value)} bytes; the limit is {self.limit} (max_body_bytes)", field="body")
-                await domain_error(exc)(scope, receive, send)
-                return
-        seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _BodyTooLargeHTTP(self.limit)
-            return message
-
-        await self.app(scope, limited, send)
-
-
-class AuthMiddleware:
-    """Bearer API keys on every path but /health and the playground page (and CORS preflights)."""
-
-    OPEN_PATHS = frozenset({"/health", "/"})  # "/": the playground page holds no data; its calls send the key
-
-    def __init__(self, app: ASGIApp, keys: list[str]):
-        self.app = app
-        self.keys = [k.encode() for k in keys]
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.OPEN_PATHS or scope["method"] == "OPTIONS":
-            await self.app(scope, receive, send)
-            return
-        token = bearer_token(scope)
-        if token is None or not key_matches(token, self.keys):
-            problem = "missing Authorization: Bearer <key> header" if token is None else "the API key is not valid"
-            await domain_error(Unauthorized(problem, field="Authorization"))(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-
-def request_keys(settings: Settings) -> list[str]:
-    """The keys a request may carry: none configured means open; admin keys are API keys too."""
-    return settings.api_keys + settings.admin_keys if settings.api_keys else []
-
-
-def bearer_token(scope: Scope) -> bytes | None:
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            scheme, _, token = value.partition(b" ")
-            return token.strip() if scheme.lower() == b"bearer" and token.strip() else None
-    return None
-
-
-def key_matches(token: bytes, keys: list[bytes]) -> bool:
-    # compare_digest against every key: the time taken does not reveal which key came close
-    return any([hmac.compare_digest(token, k) for k in keys])
-
-
-def require_admin(settings: Settings, request: Request) -> None:
-    """Index writes: with admin keys configured, only they may write."""
-    if not settings.admin_keys:
-        return
-    token = bearer_token(request.scope)
-    if token is None:
-        raise Unauthorized("index writes need an admin key: Authorization: Bearer <admin key>", field="Authorization")
-    if not key_matches(token, [k.encode() for k in settings.admin_keys]):
-        raise Forbidden("this key may not write indexes; use an admin key", field="Authorization")
 
 
 class ClientGone(Exception):

@@ -18,8 +18,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from thoughtvec.service.core import results as core  # not "results": two response models have a field of that name
+from thoughtvec.service.index.contents import NAME_PATTERN, Metric
 from thoughtvec.service.index.factory import SCHEMA_PATTERN
-from thoughtvec.service.index.indexes import NAME_PATTERN, Metric
 from thoughtvec.service.index.jsonvalues import reject_lone_surrogates
 from thoughtvec.service.settings import MODEL_PREFERENCE, Truncation
 

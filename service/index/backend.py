@@ -1,23 +1,23 @@
 """The index store interface, and the one place that chooses its backend.
 
-:class:`IndexBackend` is the public surface of :class:`thoughtvec.service.index.store.IndexStore` (FAISS in
-this process's memory, a log and snapshots on disk) that the core uses;
-:class:`thoughtvec.service.index.milvus.MilvusStore` (Milvus Lite or a Milvus server) has the same one.
-Methods are blocking (disk, FAISS, network): call them from a worker thread.
+:class:`IndexBackend` is what the index service needs of a store; :class:`thoughtvec.service.index.store.IndexStore`
+(FAISS in this process's memory, a log and snapshots on disk) and
+:class:`thoughtvec.service.index.milvus.MilvusStore` (Milvus Lite or a Milvus server) both have it. It
+speaks plain data (``thoughtvec.service.index.contents``), never a backend's own types. Methods are
+blocking (disk, FAISS, network): call them from a worker thread.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from thoughtvec.service.index.indexes import Doc, IndexConfig, VectorIndex
+from thoughtvec.service.index.contents import BuiltIndex, Doc, IndexConfig
 from thoughtvec.service.index.milvus_schema import MilvusOptions
-
-Backend = Literal["faiss", "milvus"]
+from thoughtvec.service.settings import IndexBackendName
 
 
 @runtime_checkable
@@ -36,27 +36,40 @@ class IndexBackend(Protocol):
     def documents(self, name: str, limit: int, include: Sequence[str] = ()) -> list[Doc]: ...
     def search(self, name: str, queries: np.ndarray, k: int) -> list[list[tuple[Doc, float]]]: ...
     def create(self, config: IndexConfig) -> dict: ...
-    def install(self, vi: VectorIndex, overwrite: bool = False) -> dict: ...
+    def install(self, built: BuiltIndex, overwrite: bool = False) -> dict: ...
     def drop(self, name: str) -> None: ...
     def add(self, name: str, docs: list[Doc], vectors: np.ndarray) -> list[str]: ...
     def delete(self, name: str, ids: list[str]) -> list[str]: ...
     def close(self) -> None: ...
 
 
+OnSize = Callable[[str, int | None], None]  # an index's document count changed (None: it is gone)
+
+
+def _faiss(index_dir: Path, wal_max_bytes: int, on_size: OnSize | None, gpu: bool, milvus: MilvusOptions | None) -> IndexBackend:
+    from thoughtvec.service.index.store import IndexStore
+
+    return IndexStore(index_dir, wal_max_bytes, on_size, gpu=gpu)
+
+
+def _milvus(index_dir: Path, wal_max_bytes: int, on_size: OnSize | None, gpu: bool, milvus: MilvusOptions | None) -> IndexBackend:
+    from thoughtvec.service.index.milvus import MilvusStore  # pymilvus is an optional extra
+
+    return MilvusStore(milvus or MilvusOptions(), on_size=on_size)
+
+
+# Each backend's store, by its name (the one list: IndexBackendName).
+OPENERS: dict[IndexBackendName, Callable[..., IndexBackend]] = {IndexBackendName.faiss: _faiss, IndexBackendName.milvus: _milvus}
+
+
 def open_store(
-    backend: Backend,
+    backend: IndexBackendName | str,
     *,
     index_dir: Path,
     wal_max_bytes: int = 64 * 2**20,
-    on_size: Callable[[str, int | None], None] | None = None,
+    on_size: OnSize | None = None,
     gpu: bool = False,
     milvus: MilvusOptions | None = None,
 ) -> IndexBackend:
     """The store for ``backend``: the FAISS folder ``index_dir``, or Milvus at ``milvus.uri``."""
-    if backend == "milvus":
-        from thoughtvec.service.index.milvus import MilvusStore  # pymilvus is an optional extra
-
-        return MilvusStore(milvus or MilvusOptions(), on_size=on_size)
-    from thoughtvec.service.index.store import IndexStore
-
-    return IndexStore(index_dir, wal_max_bytes, on_size, gpu=gpu)
+    return OPENERS[IndexBackendName(backend)](index_dir, wal_max_bytes, on_size, gpu, milvus)

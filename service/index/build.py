@@ -3,7 +3,8 @@
 Both read a document file, embed it with an ``encode`` callable they are given (the command passes
 the bundle's ``Encoder``, the server its batcher: this layer knows no model), with a progress bar on
 stderr and a log line every 10 %, and install the finished index with one atomic snapshot: an
-interrupted build leaves nothing half-made behind.
+interrupted build leaves nothing half-made behind. What a build returns is a :class:`BuiltIndex`
+(documents and vectors, no backend's structure): each store makes its own index of it.
 
 Input formats, chosen by extension (``.gz`` is decompressed first):
 
@@ -27,7 +28,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from thoughtvec.service.index.indexes import Doc, Metric, VectorIndex, new_config
+from thoughtvec.service.index.contents import BuiltIndex, Doc, Metric
+from thoughtvec.service.index.indexes import new_config
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +87,8 @@ def build_index(
     chunk: int = 2048,
     progress: Progress | None = None,
     fingerprint: str = "",
-) -> VectorIndex:
-    """Embed ``docs`` with ``encode`` (texts -> raw vectors ``(n, dim)``) and return the filled index (not yet on disk).
+) -> BuiltIndex:
+    """Embed ``docs`` with ``encode`` (texts -> raw vectors ``(n, dim)``): the index to install (not yet in any store).
 
     ``model``, ``view``, ``dim`` and ``fingerprint`` (:meth:`Encoder.fingerprint`) describe what ``encode``
     produces; they go into the index's config.
@@ -97,7 +99,7 @@ def build_index(
         if d.id in seen:
             raise ValueError(f"document id {d.id!r} appears twice")
         seen.add(d.id)
-    vi = VectorIndex(new_config(name, model, view, dim, factory, metric, normalize, fingerprint=fingerprint))
+    config = new_config(name, model, view, dim, factory, metric, normalize, fingerprint=fingerprint)  # the factory checked now
     vectors = np.zeros((len(docs), dim), np.float32)
     step = max(1, len(docs) // 10)
     next_log = step
@@ -112,5 +114,4 @@ def build_index(
             if done >= next_log or done == len(docs):
                 log.info("index %s: %d/%d sentences embedded", name, done, len(docs))
                 next_log += step
-    vi.add(docs, vectors, list(range(len(docs))))
-    return vi
+    return BuiltIndex(config, docs, vectors)

@@ -19,58 +19,26 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import faiss
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from thoughtvec.service.bundle.atomic import atomic_dir
 from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.index.contents import Doc, IndexConfig, Metric
 from thoughtvec.service.index.factory import Family, check_factory
 
 log = logging.getLogger(__name__)
 
-Metric = Literal["cosine", "ip", "l2"]
-NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 FORMAT_VERSION = 1
 # Search-time knobs where the factory has them: FAISS's defaults (nprobe=1, efSearch=16) trade
 # too much recall for speed at the sizes served here.
 SEARCH_PARAMS = (("nprobe", 16), ("efSearch", 128))
 # GPU FAISS selects at most this many neighbours per query; larger searches run on the CPU index.
 GPU_MAX_K = 2048
-
-
-class IndexConfig(BaseModel):
-    """What an index is; stored as ``meta.json`` in each snapshot."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = Field(pattern=NAME_PATTERN)
-    model: str
-    view: str
-    dim: int = Field(gt=0)
-    factory: str = "Flat"
-    metric: Metric = "cosine"
-    normalize: bool = True  # L2-normalise vectors (and vector queries) before they reach FAISS
-    train_size: int = Field(0, ge=0, description="vectors buffered before training (0: no training needed)")
-    created: str = ""
-    fingerprint: str = Field(
-        "", description="Encoder.fingerprint of the model's view that made the vectors ('' in indexes made before it was kept)"
-    )
-
-    def stats(self) -> dict[str, Any]:
-        """The fields of an index's stats that its configuration fixes (every store adds the rest)."""
-        return {k: getattr(self, k) for k in ("name", "model", "view", "dim", "factory", "metric", "normalize", "train_size", "created")}
-
-
-@dataclass
-class Doc:
-    id: str
-    text: str
-    metadata: dict[str, Any] | None = None
 
 
 def default_train_size(factory: str) -> int:

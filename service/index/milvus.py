@@ -46,7 +46,7 @@ import numpy as np
 
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.errors import Conflict, IndexUnavailable, InvalidInput, NotReady, StorageUnavailable, UnknownIndex
-from thoughtvec.service.index.indexes import Doc, IndexConfig, VectorIndex
+from thoughtvec.service.index.contents import BuiltIndex, Doc, IndexConfig
 from thoughtvec.service.index.milvus_schema import (
     ID_MAX_BYTES,
     TEXT_MAX_BYTES,
@@ -332,13 +332,12 @@ class MilvusStore:
                 ) from None
             self.quarantined.pop(name, None)
 
-    def install(self, vi: VectorIndex, overwrite: bool = False) -> dict:
+    def install(self, built: BuiltIndex, overwrite: bool = False) -> dict:
         """Store a whole index built offline (``thoughtvec index build``, the default index) in Milvus."""
-        config = vi.config
-        docs, vectors = _contents(vi)
+        config = built.config
         self._create_collection(config, overwrite)
         try:
-            self._upsert(config.name, config, docs, vectors)
+            self._upsert(config.name, config, built.docs, built.vectors)
         except Exception:
             self._call("drop", config.name, "drop_collection", self._coll(config.name))  # no half-made index left behind
             raise
@@ -488,20 +487,3 @@ def _check_fields(docs: list[Doc]) -> None:
                 raise InvalidInput(
                     f"documents[{i}].{fld} is {size} bytes of UTF-8; Milvus stores at most {limit}", field=f"documents[{i}].{fld}"
                 )
-
-
-def _contents(vi: VectorIndex) -> tuple[list[Doc], np.ndarray]:
-    """The documents and raw vectors of an in-memory index built with the ``Flat`` factory (``build_index``)."""
-    import faiss
-
-    labels, parts = [], []
-    if vi.pending_labels:
-        labels.extend(vi.pending_labels)  # buffered (untrained) vectors, exact
-        parts.append(vi.pending)
-    if vi.index.ntotal:
-        if not isinstance(vi.index, faiss.IndexIDMap2) or not isinstance(faiss.downcast_index(vi.index.index), faiss.IndexFlat):
-            raise ValueError(f"index '{vi.config.name}': only an index built with the Flat factory can be copied into Milvus")
-        labels.extend(faiss.vector_to_array(vi.index.id_map).tolist())
-        parts.append(faiss.downcast_index(vi.index.index).reconstruct_n(0, vi.index.ntotal))
-    vectors = np.concatenate(parts) if parts else np.zeros((0, vi.config.dim), np.float32)
-    return [vi.docs[int(lb)] for lb in labels], vectors

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from thoughtvec.service.index.contents import IndexConfig
 from thoughtvec.service.index.factory import check_factory
-from thoughtvec.service.index.indexes import IndexConfig
 from thoughtvec.service.settings import Settings
 
 ID_MAX_BYTES = 1024  # UTF-8 bytes of an id: the API's ids are at most 256 characters of at most 4 bytes

@@ -30,7 +30,8 @@ import numpy as np
 
 from thoughtvec.service.bundle.atomic import recover_dir
 from thoughtvec.service.errors import Conflict, IndexUnavailable, NotReady, StorageUnavailable, UnknownIndex
-from thoughtvec.service.index.indexes import Doc, IndexConfig, VectorIndex
+from thoughtvec.service.index.contents import BuiltIndex, Doc, IndexConfig
+from thoughtvec.service.index.indexes import VectorIndex
 from thoughtvec.service.index.wal import Wal
 
 log = logging.getLogger(__name__)
@@ -171,11 +172,11 @@ class IndexStore:
     # -- writes --------------------------------------------------------------------------
     def create(self, config: IndexConfig) -> dict:
         """A new empty index, on disk before this returns."""
-        return self.install(VectorIndex(config))
+        return self.install(BuiltIndex(config, [], np.zeros((0, config.dim), np.float32)))
 
-    def install(self, vi: VectorIndex, overwrite: bool = False) -> dict:
-        """Persist a whole in-memory index (a new one, or one built offline) and serve it."""
-        name = vi.config.name
+    def install(self, built: BuiltIndex, overwrite: bool = False) -> dict:
+        """Make a FAISS index of ``built`` (training it where its factory needs that), persist it and serve it."""
+        name = built.config.name
         folder = self.root / name
         with self._lock:  # the name is taken here: of two concurrent creates, one gets 409
             taken = name in self._entries or name in self._creating or name in self.quarantined or (folder / SNAPSHOT).exists()
@@ -183,6 +184,9 @@ class IndexStore:
                 raise Conflict(f"index '{name}' already exists", field="name")
             self._creating.add(name)
         try:
+            vi = VectorIndex(built.config)
+            if built.docs:
+                vi.add(built.docs, built.vectors, list(range(len(built.docs))))
             with _storage("write", name):
                 folder.mkdir(parents=True, exist_ok=True)
                 vi.seq = 0

@@ -141,9 +141,9 @@ def live_server(settings: Settings) -> Iterator[tuple[str, object]]:
 REPO = Path(__file__).resolve().parents[2]
 
 
-def serve_process(models_dir: Path, *flags: str) -> tuple[subprocess.Popen, str]:
-    """A real ``thoughtvec serve`` subprocess for the tiny model on 127.0.0.1:<free port>, ready;
-    returns (process, base URL). The caller stops it."""
+def serve_process(models_dir: Path, *flags: str, key: str | None = None) -> tuple[subprocess.Popen, str]:
+    """A real ``thoughtvec serve`` subprocess for the tiny model on 127.0.0.1:<free port>, ready (asked with
+    ``key`` where the flags set API keys); returns (process, base URL). The caller stops it."""
     port = free_port()
     cmd = [sys.executable, "-m", "thoughtvec.service.cli", "serve", "--models-dir", str(models_dir), "--port", str(port), "--default-model", "tiny",
            "--no-build-default-index", "--no-warmup", "--log-level", "warning", *flags]  # fmt: skip
@@ -154,7 +154,8 @@ def serve_process(models_dir: Path, *flags: str) -> tuple[subprocess.Popen, str]
         if proc.poll() is not None:
             raise AssertionError(f"server exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
         try:
-            if httpx.get(base + "/ready", timeout=1).status_code == 200:
+            headers = {"Authorization": f"Bearer {key}"} if key else None
+            if httpx.get(base + "/ready", timeout=1, headers=headers).status_code == 200:
                 return proc, base
         except httpx.HTTPError:
             pass

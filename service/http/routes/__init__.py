@@ -1,4 +1,5 @@
-"""One router per resource; each route validates, calls :class:`thoughtvec.service.core.engine.Core`, serialises."""
+"""One router per resource; each route validates, calls the service it needs
+(``thoughtvec.service.core``: the embedding service or the index service), serialises."""
 
 from thoughtvec.service.http.routes import docs, embeddings, indexes, info, models, ops, playground, rerank, search, similarity
 

@@ -7,21 +7,36 @@ from typing import Annotated, Any
 from fastapi import Depends, Path, Request, Response
 from pydantic import BaseModel
 
+from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.engine import Core
-from thoughtvec.service.http.middleware import json_bytes, require_admin
+from thoughtvec.service.core.indexing import IndexService
+from thoughtvec.service.http.middleware import json_bytes
+from thoughtvec.service.http.rules import RequestRules
 from thoughtvec.service.http.schemas import ErrorBody, Usage
 from thoughtvec.service.settings import MODEL_PREFERENCE
 
 
-async def get_core(request: Request) -> Core:  # async: a sync dependency would hop to a thread
+# async: a sync dependency would hop to a thread
+async def get_core(request: Request) -> Core:
     return request.app.state.core
 
 
-CoreDep = Annotated[Core, Depends(get_core)]
+async def get_embedding(request: Request) -> EmbeddingService:
+    return request.app.state.core.embedding
 
 
-async def admin_only(request: Request, core: CoreDep) -> None:
-    require_admin(core.settings, request)
+async def get_indexes(request: Request) -> IndexService:
+    return request.app.state.core.indexes
+
+
+CoreDep = Annotated[Core, Depends(get_core)]  # the whole service: readiness, metrics
+EmbeddingDep = Annotated[EmbeddingService, Depends(get_embedding)]  # models and what they compute
+IndexDep = Annotated[IndexService, Depends(get_indexes)]  # search and index management
+
+
+async def admin_only(request: Request) -> None:
+    rules: RequestRules = request.app.state.rules
+    rules.require_admin(request.scope)
 
 
 AdminDep = Depends(admin_only)

@@ -10,11 +10,11 @@ from functools import partial
 import numpy as np
 from fastapi import APIRouter, Request, Response
 
-from thoughtvec.service.core.engine import Core
+from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.results import Encoded
 from thoughtvec.service.errors import ThoughtvecError
 from thoughtvec.service.http.middleware import unless_disconnected
-from thoughtvec.service.http.routes.deps import ERRORS, CoreDep
+from thoughtvec.service.http.routes.deps import ERRORS, EmbeddingDep
 from thoughtvec.service.http.schemas import EmbeddingsRequest, EmbeddingsResponse, Usage
 
 router = APIRouter(tags=["embeddings"])
@@ -33,21 +33,23 @@ def render(enc: Encoded, usage: Usage, encoding_format: str) -> bytes:
     return f'{{"object":"list","data":[{data}],"model":{json.dumps(enc.model)},"usage":{usage.model_dump_json()}}}'.encode()
 
 
-async def answer(core: Core, body: EmbeddingsRequest, guard: Callable[[Awaitable[Encoded]], Awaitable[Encoded]]) -> Response:
+async def answer(
+    embedding: EmbeddingService, body: EmbeddingsRequest, guard: Callable[[Awaitable[Encoded]], Awaitable[Encoded]]
+) -> Response:
     """The answer to a validated request: what the route returns, and the fast path too (``thoughtvec.service.http.fastpath``).
 
     ``guard`` awaits the work on the caller's terms: the route cancels it when the client leaves
-    (``unless_disconnected``); the fast protocol cancels its task from ``connection_lost``."""
-    enc = await guard(core.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions, body.truncation))
+    (``unless_disconnected``), on either way in."""
+    enc = await guard(embedding.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions, body.truncation))
     usage = Usage.of(enc.usage)
     return Response(render(enc, usage, body.encoding_format), media_type="application/json", headers=usage.headers())
 
 
 @router.post("/v1/embeddings", response_model=EmbeddingsResponse, responses=ERRORS)
-async def create_embeddings(body: EmbeddingsRequest, request: Request, core: CoreDep) -> Response:
+async def create_embeddings(body: EmbeddingsRequest, request: Request, embedding: EmbeddingDep) -> Response:
     """Vectors for a string, a list of strings, or cl100k token ids (L2-normalised unless `normalize` is false).
 
     Empty or whitespace-only strings are rejected (422 naming `input[i]`). Texts over the model's token
     limit are split into sentences and pooled (or truncated, or rejected: `truncation`).
     """
-    return await answer(core, body, partial(unless_disconnected, request))
+    return await answer(embedding, body, partial(unless_disconnected, request))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from thoughtvec.service.http.routes.deps import ERRORS, WRITE_ERRORS, AdminDep, CoreDep, DocId, IndexName, NewIndexName, json_body
+from thoughtvec.service.http.routes.deps import ERRORS, WRITE_ERRORS, AdminDep, DocId, IndexDep, IndexName, NewIndexName, json_body
 from thoughtvec.service.http.schemas import (
     AddDocumentsRequest,
     AddDocumentsResponse,
@@ -19,16 +19,16 @@ router = APIRouter(prefix="/v1/indexes", tags=["indexes"])
 
 
 @router.get("", response_model=IndexList, responses=ERRORS)
-async def list_indexes(core: CoreDep) -> IndexList:
+async def list_indexes(indexes: IndexDep) -> IndexList:
     """Every index with its stats, and any being built."""
-    return IndexList.of(core.list_indexes())
+    return IndexList.of(indexes.list_indexes())
 
 
 @router.post("", status_code=201, response_model=IndexStats, responses=WRITE_ERRORS, dependencies=[AdminDep])
-async def create_index(body: CreateIndexRequest, core: CoreDep) -> IndexStats:
+async def create_index(body: CreateIndexRequest, indexes: IndexDep) -> IndexStats:
     """A new empty index for one model and view, with a FAISS factory string and a metric."""
     return IndexStats.of(
-        await core.create_index(
+        await indexes.create_index(
             name=body.name,
             model=body.model,
             view=body.view,
@@ -41,33 +41,33 @@ async def create_index(body: CreateIndexRequest, core: CoreDep) -> IndexStats:
 
 
 @router.get("/{name}", response_model=IndexStats, responses=ERRORS)
-async def index_stats(name: IndexName, core: CoreDep) -> IndexStats:
-    return IndexStats.of(core.index_stats(name))
+async def index_stats(name: IndexName, indexes: IndexDep) -> IndexStats:
+    return IndexStats.of(indexes.index_stats(name))
 
 
 @router.delete("/{name}", status_code=204, responses=WRITE_ERRORS, dependencies=[AdminDep])
-async def drop_index(name: NewIndexName, core: CoreDep) -> Response:
+async def drop_index(name: NewIndexName, indexes: IndexDep) -> Response:
     """Delete the index and its files."""
-    await core.drop_index(name)
+    await indexes.drop_index(name)
     return Response(status_code=204)
 
 
 @router.post("/{name}/documents", response_model=AddDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
-async def add_documents(name: NewIndexName, body: AddDocumentsRequest, core: CoreDep) -> Response:
+async def add_documents(name: NewIndexName, body: AddDocumentsRequest, indexes: IndexDep) -> Response:
     """Embed and add documents (`text`, optional `id` and `metadata`); durable once answered.
 
     Ids must be new (409 otherwise); missing ids are generated. Long texts are split and pooled like any input.
     """
-    answer = AddDocumentsResponse.of(await core.add_documents(name, body.documents, body.truncation))
+    answer = AddDocumentsResponse.of(await indexes.add_documents(name, body.documents, body.truncation))
     return json_body(answer, answer.usage)
 
 
 @router.post("/{name}/documents/delete", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
-async def delete_documents(name: NewIndexName, body: DeleteDocumentsRequest, core: CoreDep) -> DeleteDocumentsResponse:
+async def delete_documents(name: NewIndexName, body: DeleteDocumentsRequest, indexes: IndexDep) -> DeleteDocumentsResponse:
     """Delete documents by id; unknown ids are listed in `not_found`."""
-    return DeleteDocumentsResponse.of(await core.delete_documents(name, body.ids))
+    return DeleteDocumentsResponse.of(await indexes.delete_documents(name, body.ids))
 
 
 @router.delete("/{name}/documents/{doc_id}", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
-async def delete_document(name: NewIndexName, doc_id: DocId, core: CoreDep) -> DeleteDocumentsResponse:
-    return DeleteDocumentsResponse.of(await core.delete_documents(name, [doc_id]))
+async def delete_document(name: NewIndexName, doc_id: DocId, indexes: IndexDep) -> DeleteDocumentsResponse:
+    return DeleteDocumentsResponse.of(await indexes.delete_documents(name, [doc_id]))

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from thoughtvec.service.http.routes.deps import ERRORS, CoreDep
+from thoughtvec.service.http.routes.deps import ERRORS, EmbeddingDep
 from thoughtvec.service.http.schemas import InfoResponse, TokenizeRequest, TokenizeResponse
 
 router = APIRouter(tags=["info"])
 
 
 @router.get("/info", response_model=InfoResponse, responses=ERRORS)
-async def info(core: CoreDep) -> InfoResponse:
+async def info(embedding: EmbeddingDep) -> InfoResponse:
     """Models (dimensions, views, token limits), aliases, request limits, version and devices."""
-    return InfoResponse.of(core.info())
+    return InfoResponse.of(embedding.info())
 
 
 @router.post("/tokenize", response_model=TokenizeResponse, responses=ERRORS)
-async def tokenize(body: TokenizeRequest, core: CoreDep) -> TokenizeResponse:
+async def tokenize(body: TokenizeRequest, embedding: EmbeddingDep) -> TokenizeResponse:
     """Each text's tokens with their ids; `oov` lists the words the model does not know (they become `<unk>`).
 
     `over_limit`: the text has more tokens than the model takes at once (it would be split, truncated or rejected).
     """
-    return TokenizeResponse.of(core.tokenize(body.input, body.model))
+    return TokenizeResponse.of(embedding.tokenize(body.input, body.model))

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 
 from thoughtvec.service.http.middleware import unless_disconnected
-from thoughtvec.service.http.routes.deps import ERRORS, CoreDep, IndexName, json_body
+from thoughtvec.service.http.routes.deps import ERRORS, IndexDep, IndexName, json_body
 from thoughtvec.service.http.schemas import MapRequest, MapResponse
 
 PAGE = Path(__file__).resolve().parent.parent / "static" / "playground.html"
@@ -22,7 +22,7 @@ async def playground() -> HTMLResponse:
 
 
 @router.post("/v1/indexes/{name}/map", response_model=MapResponse, responses=ERRORS)
-async def index_map(name: IndexName, body: MapRequest, request: Request, core: CoreDep) -> Response:
+async def index_map(name: IndexName, body: MapRequest, request: Request, indexes: IndexDep) -> Response:
     """An index's documents on a 2-D plane (PCA, computed here), with `query` placed on it."""
-    result = await unless_disconnected(request, core.index_map(name, body.query, body.limit, body.include))
+    result = await unless_disconnected(request, indexes.index_map(name, body.query, body.limit, body.include))
     return json_body(MapResponse.of(result))

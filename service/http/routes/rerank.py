@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from thoughtvec.service.http.middleware import unless_disconnected
-from thoughtvec.service.http.routes.deps import ERRORS, CoreDep, json_body
+from thoughtvec.service.http.routes.deps import ERRORS, EmbeddingDep, json_body
 from thoughtvec.service.http.schemas import RerankRequest, RerankResponse
 
 router = APIRouter(tags=["similarity"])
@@ -13,14 +13,14 @@ router = APIRouter(tags=["similarity"])
 
 @router.post("/v1/rerank", response_model=RerankResponse, responses=ERRORS)
 @router.post("/rerank", response_model=RerankResponse, responses=ERRORS, include_in_schema=False)
-async def rerank(body: RerankRequest, request: Request, core: CoreDep) -> Response:
+async def rerank(body: RerankRequest, request: Request, embedding: EmbeddingDep) -> Response:
     """`results[{index, relevance_score, document?}]`, best first, `top_n` of them.
 
     The score is `/v1/similarity`'s cosine between the query and each document (a bi-encoder, not a cross-encoder).
     """
     result = await unless_disconnected(
         request,
-        core.rerank(
+        embedding.rerank(
             query=body.query,
             documents=body.documents,
             top_n=body.top_n,

@@ -5,18 +5,18 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from thoughtvec.service.http.middleware import unless_disconnected
-from thoughtvec.service.http.routes.deps import ERRORS, CoreDep, json_body
+from thoughtvec.service.http.routes.deps import ERRORS, IndexDep, json_body
 from thoughtvec.service.http.schemas import SearchRequest, SearchResponse
 
 router = APIRouter(tags=["search"])
 
 
 @router.post("/v1/search", response_model=SearchResponse, responses=ERRORS)
-async def search(body: SearchRequest, request: Request, core: CoreDep) -> Response:
+async def search(body: SearchRequest, request: Request, indexes: IndexDep) -> Response:
     """`query` is a text, a list of texts, or a vector of the index's dimension; `k` neighbours each.
 
     Exact search for `Flat` indexes (the default); approximate for HNSW / IVF factories.
     """
-    result = await unless_disconnected(request, core.search(query=body.query, index=body.index, k=body.k, truncation=body.truncation))
+    result = await unless_disconnected(request, indexes.search(query=body.query, index=body.index, k=body.k, truncation=body.truncation))
     answer = SearchResponse.of(result)
     return json_body(answer, answer.usage)

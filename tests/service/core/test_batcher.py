@@ -256,7 +256,7 @@ async def test_a_full_queue_refuses_before_tokenizing(encoder):
     with pytest.raises(QueueFull):
         await b.embed(["x " * 5000], "mean")  # long enough to be tokenized on a thread
     assert rec.tokenized == before
-    with pytest.raises(QueueFull):  # the server's path (core.encode splits, then embed_ids) meets the same limit
+    with pytest.raises(QueueFull):  # the server's path (EmbeddingService.encode splits, then embed_ids) meets the same limit
         await b.embed_ids([encoder.token_ids("the cat")], "mean")
     rec.gate.set()
     await asyncio.gather(*tasks)

@@ -90,7 +90,7 @@ def test_split_is_the_default_and_is_reported(client, tiny):
 
 
 def test_per_request_mode_overrides_the_setting(make_client, caplog):
-    caplog.set_level(logging.INFO, logger="thoughtvec.service.core.engine")
+    caplog.set_level(logging.INFO, logger="thoughtvec.service.core.embedding")
     client = make_client(truncation="reject")
     assert client.post("/v1/embeddings", json={"input": LONG}).status_code == 413
     r = client.post("/v1/embeddings", json={"input": LONG, "truncation": "truncate"})

@@ -25,6 +25,35 @@ def test_health_ready_models(client, models_dir):
     assert "/v1/embeddings" in client.get("/openapi.json").json()["paths"]
 
 
+def test_the_model_list_is_a_summary_and_each_model_has_its_provenance(client):
+    listed = client.get("/v1/models").json()["data"]
+    assert all("training" not in m for m in listed)  # the bundles' training records: one model at a time
+    tiny = client.get("/v1/models/tiny").json()
+    assert tiny["training"] == {"note": "not trained: fixed random embeddings"}
+    assert {k: v for k, v in tiny.items() if k != "training"} == next(m for m in listed if m["id"] == "tiny")
+    alias = client.get("/v1/models/text-embedding-ada-002").json()
+    assert alias["training"] == tiny["training"] and alias["views"] == tiny["views"] and alias["alias_of"] == "tiny"
+    assert next(m for m in listed if m["id"] == "text-embedding-ada-002") == {
+        "id": "text-embedding-ada-002",
+        "object": "model",
+        "created": 0,
+        "owned_by": "thoughtvec",
+        "dimension": 8,
+        "default": False,
+        "alias_of": "tiny",
+    }
+
+
+def test_an_idle_server_reports_no_batches(client):
+    """Warm-up runs are not traffic: the batch histograms start empty (and /metrics small) until requests come."""
+    sample = client.app.state.core.metrics.registry.get_sample_value
+    for name in ("thoughtvec_batch_size_count", "thoughtvec_batch_tokens_count", "thoughtvec_inference_seconds_count"):
+        assert not sample(name, {"model": "tiny"}), name
+    assert sample("thoughtvec_tokens_total", {"model": "tiny"}) == 0  # the counters are there, at zero
+    assert client.post("/v1/embeddings", json={"input": "the cat", "model": "tiny"}).status_code == 200
+    assert sample("thoughtvec_batch_size_count", {"model": "tiny"}) == 1
+
+
 def test_embeddings_match_the_encoder(client, models_dir):
     enc = Encoder.load(models_dir / "tiny")
     r = client.post("/v1/embeddings", json={"input": SENTENCES, "model": "tiny"})
@@ -118,7 +147,7 @@ def test_other_factories_and_metrics(client):
 
 def test_a_dead_worker_turns_ready_false(client):
     core = client.app.state.core
-    batcher = core.registry.models["tiny2"].batcher
+    batcher = core.embedding.registry.models["tiny2"].batcher
     client.portal.call(lambda: _cancel(batcher))
     for _ in range(100):
         if not batcher.alive:
@@ -149,7 +178,7 @@ def test_every_answer_is_checked_against_the_schema(client):
 
 
 def test_models_are_timed_at_warm_up_unless_planning_is_greedy(make_client):
-    timed = make_client().app.state.core.registry.models
+    timed = make_client().app.state.core.embedding.registry.models
     assert all(m.batcher.cost is not None and m.batcher.cost.per_row_step > 0 for m in timed.values())
-    greedy = make_client(batch_planning="greedy").app.state.core.registry.models
+    greedy = make_client(batch_planning="greedy").app.state.core.embedding.registry.models
     assert all(m.batcher.cost is None for m in greedy.values())

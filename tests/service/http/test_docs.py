@@ -78,7 +78,7 @@ def test_every_example_runs_against_the_default_bundle(tmp_path):
     )
     with serve_test(settings) as client:
         deadline = time.time() + 30
-        while "default" not in client.app.state.core.store.names() and time.time() < deadline:  # built after /ready
+        while "default" not in client.app.state.core.indexes.store.names() and time.time() < deadline:  # built after /ready
             time.sleep(0.05)
         calls = _calls(client.get("/openapi.json").json())
         assert len(calls) >= 20

@@ -73,7 +73,7 @@ def test_accepted_metadata_comes_back_after_a_restart(models_dir, tmp_path):
     with serve_test(settings) as c:
         c.post("/v1/indexes", json={"name": "docs", "model": "tiny"})
         assert c.post("/v1/indexes/docs/documents", json={"documents": [{"text": "a cat", "id": "a", "metadata": meta}]}).status_code == 200
-        c.app.state.core.store.close = lambda: None  # a crash: only the log holds it
+        c.app.state.core.indexes.store.close = lambda: None  # a crash: only the log holds it
     with serve_test(settings) as c:
         hit = c.post("/v1/search", json={"index": "docs", "query": "a cat", "k": 1}).json()["results"][0][0]
         assert hit["metadata"] == meta
@@ -85,7 +85,7 @@ def test_an_unexpected_exception_is_a_json_500_with_a_request_id(client, caplog,
     async def broken(*_a, **_k):
         raise KeyError("a backend failure")
 
-    monkeypatch.setattr(core, "embeddings", broken)
+    monkeypatch.setattr(core.embedding, "embeddings", broken)
     with caplog.at_level(logging.ERROR, logger="thoughtvec.service.http.middleware"):
         r = client.post("/v1/embeddings", json={"input": "cat"})
     assert r.status_code == 500

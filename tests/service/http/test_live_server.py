@@ -77,7 +77,7 @@ def test_vectors_do_not_depend_on_batching_under_concurrency(server, models_dir)
 def slow_down(app, seconds: float) -> threading.Event:
     """Make the tiny model's ONNX runs take ``seconds`` each (a slow model is what these tests are about);
     the event returned is set when a run starts."""
-    model = app.state.core.registry.models["tiny"]
+    model = app.state.core.embedding.registry.models["tiny"]
     run = model.encoder.run_ids
     running = threading.Event()
 
@@ -139,7 +139,7 @@ def test_requests_of_clients_that_left_are_dropped(models_dir, tmp_path):
     with live_server(settings) as (base, app):
         running = slow_down(app, 0.4)
         watch = Watch(app.state.core.metrics)
-        app.state.core.registry.models["tiny"].batcher.observer = watch
+        app.state.core.embedding.registry.models["tiny"].batcher.observer = watch
         port = int(base.rsplit(":", 1)[1])
 
         async def run():

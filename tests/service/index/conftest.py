@@ -7,24 +7,25 @@ import contextlib
 import pytest
 
 from tests.service.conftest import serve_test, settings_for
-from tests.service.index.milvus_support import BACKENDS, TestMilvusServer, backend_settings, released_lite
+from tests.service.index.milvus_support import BACKENDS, TestMilvusServer, backend_settings, need, released_lite, unavailable
 
 _server_error: list[str] = []
 
 
 @pytest.fixture(scope="session")
 def milvus_server(tmp_path_factory):
-    """The ``milvus`` package's standalone server on a free port; the tests that need it skip where it cannot start."""
+    """The ``milvus`` package's standalone server on a free port; the tests that need it skip where it cannot
+    start (fail under CI: :func:`unavailable`)."""
     if _server_error:
-        pytest.skip(_server_error[0])
+        unavailable(_server_error[0])
     try:
         import pymilvus  # noqa: F401
 
         server = TestMilvusServer(tmp_path_factory.mktemp("milvus-server"))
         server.start()
-    except Exception as e:  # noqa: BLE001 - any reason it cannot run here is a skip, named
+    except Exception as e:  # noqa: BLE001 - any reason it cannot run here is a skip (a failure in CI), named
         _server_error.append(f"the Milvus standalone server (PyPI package `milvus`) cannot start here: {type(e).__name__}: {e}")
-        pytest.skip(_server_error[0])
+        unavailable(_server_error[0])
     yield server
     server.stop()
 
@@ -32,7 +33,7 @@ def milvus_server(tmp_path_factory):
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
     if request.param != "faiss":
-        pytest.importorskip("pymilvus", reason="the milvus extra (pymilvus, milvus-lite) is not installed")
+        need("pymilvus")
     return request.param
 
 

@@ -2,20 +2,39 @@
 
 The server runs from a temporary folder on a free 127.0.0.1 port, started once per session by the
 ``milvus_server`` fixture (tests/service/index/conftest.py); where it cannot start (no ``milvus``
-package, an unsupported platform) its tests skip, saying why.
+package, an unsupported platform) its tests skip, saying why, except under CI (``CI=true``), where
+the Milvus tests must run and such a server fails them (:func:`unavailable`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
+import os
 import time
 import uuid
 from pathlib import Path
+from typing import NoReturn
+
+import pytest
 
 from tests.service.conftest import free_port
 
 BACKENDS = ["faiss", "milvus-lite", "milvus-server"]
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip the test (or module) that needs Milvus, saying why; under CI (``CI=true``) fail it instead."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true: the Milvus tests must run in CI)", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def need(module: str) -> None:
+    """``module`` of the milvus extra (``pymilvus``, ``milvus_lite``) imports, else :func:`unavailable`."""
+    if importlib.util.find_spec(module) is None:
+        unavailable(f"the milvus extra ({module}) is not installed")
 
 
 class TestMilvusServer:

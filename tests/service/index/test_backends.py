@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tests.service.conftest import SENTENCES, write_sample
+from tests.service.index.milvus_support import need
 from thoughtvec.service.index.backend import IndexBackend, MilvusOptions, open_store
 
 HOSTILE_IDS = ['a"b', "c\\d", "e\nf", "ü✓ 𝄞", "x'y] or id != \"", "\x01", "  "]
@@ -29,8 +30,44 @@ def fill(c, name: str = "docs", **create) -> None:
 
 def test_the_store_classes_share_one_interface(tmp_path):
     assert isinstance(open_store("faiss", index_dir=tmp_path), IndexBackend)
-    pytest.importorskip("pymilvus")
+    need("pymilvus")
     assert isinstance(open_store("milvus", index_dir=tmp_path, milvus=MilvusOptions(str(tmp_path / "m.db"))), IndexBackend)
+
+
+def test_the_interface_speaks_no_backend_s_types():
+    """What the core hands a store and gets back is plain data: nothing of FAISS, so a store needs none of it."""
+    import typing
+
+    for name in [n for n in dir(IndexBackend) if not n.startswith("_")]:
+        for hint in typing.get_type_hints(getattr(IndexBackend, name)).values():
+            for t in (hint, *typing.get_args(hint)):
+                assert getattr(t, "__module__", "").split(".")[0] != "faiss", (name, t)
+                assert getattr(t, "__module__", "") != "thoughtvec.service.index.indexes", f"{name} takes {t} (FAISS's side)"
+    from tests.test_layers import imports
+
+    for module in ("thoughtvec.service.index.contents", "thoughtvec.service.index.milvus", "thoughtvec.service.index.milvus_schema"):
+        imported = {t for t, _ in imports(module)}
+        assert not {"faiss", "thoughtvec.service.index.indexes", "thoughtvec.service.index.store"} & imported, module
+
+
+def test_backends_are_named_once():
+    """The backend names: the one definition, which the setting, the CLI and open_store all use."""
+    import argparse
+
+    from thoughtvec.service.cli import register
+    from thoughtvec.service.index.backend import OPENERS
+    from thoughtvec.service.settings import IndexBackendName, Settings
+
+    names = [b.value for b in IndexBackendName]
+    assert names == ["faiss", "milvus"] and sorted(OPENERS) == sorted(names)
+    assert Settings(index_backend="milvus").index_backend is IndexBackendName.milvus
+    assert all(f"`{n}`" in (Settings.model_fields["index_backend"].description or "") for n in names)
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    index_commands = next(a for a in parser._subparsers._actions if a.choices).choices["index"]  # type: ignore[union-attr]
+    for sub in next(a for a in index_commands._actions if a.choices).choices.values():
+        backend = [a for a in sub._actions if a.dest == "index_backend"]
+        assert not backend or list(backend[0].choices) == names
 
 
 def test_create_add_search_delete_drop(backend_client):
@@ -144,7 +181,7 @@ def test_default_index_is_built_once_and_found_by_the_next_server(backend_client
         time.sleep(0.1)
     assert c.get("/v1/indexes/default").json()["documents"] == 40
     again = backend_client(build_default_index=True, search_sample=sample)  # the index already exists: not rebuilt
-    assert again.app.state.core.store.building == {}
+    assert again.app.state.core.indexes.store.building == {}
     hit = again.post("/v1/search", json={"query": "the man read a book", "k": 1}).json()["results"][0][0]
     assert hit["metadata"]["source"].startswith("book")
 
@@ -181,7 +218,7 @@ def test_index_build_command_writes_to_the_backend(backend, request, models_dir,
 def test_a_name_milvus_lite_cannot_index_is_a_422_and_leaves_nothing(tmp_path):
     """Milvus Lite 2.4.12 fails to store the index of some collection names ("taece289dc7_docs" was one,
     drawn by a random test prefix): a clear 422 naming ``name``, the half-made collection dropped."""
-    pytest.importorskip("milvus_lite")
+    need("milvus_lite")
     from tests.service.index.milvus_support import released_lite
     from thoughtvec.service.errors import InvalidInput
     from thoughtvec.service.index.indexes import new_config

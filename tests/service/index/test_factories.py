@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from tests.service.conftest import serve_test, settings_for
-from thoughtvec.service.index.indexes import Doc, VectorIndex, new_config
+from thoughtvec.service.index.contents import Doc
+from thoughtvec.service.index.indexes import VectorIndex, new_config
 from thoughtvec.service.index.store import SNAPSHOT, WAL_FILE, IndexStore
 from thoughtvec.service.index.wal import encode_record
 

@@ -7,7 +7,8 @@ import pytest
 
 from tests.service.conftest import SENTENCES, serve_test, settings_for
 from thoughtvec.service.index import indexes
-from thoughtvec.service.index.indexes import Doc, new_config
+from thoughtvec.service.index.contents import Doc
+from thoughtvec.service.index.indexes import new_config
 from thoughtvec.service.index.store import SNAPSHOT, WAL_FILE, IndexStore
 from thoughtvec.service.index.wal import encode_record, read_records
 
@@ -140,7 +141,7 @@ def test_add_over_http_survives_a_restart(models_dir, tmp_path):
         r = c.post("/v1/indexes/docs/documents", json={"documents": [{"text": s, "id": str(i)} for i, s in enumerate(SENTENCES)]})
         assert r.status_code == 200
         # simulate a crash: the lifespan's clean shutdown would fold the log into a snapshot
-        c.app.state.core.store.close = lambda: None
+        c.app.state.core.indexes.store.close = lambda: None
     with serve_test(settings) as c:
         assert c.get("/v1/indexes/docs").json()["documents"] == len(SENTENCES)
         top = c.post("/v1/search", json={"index": "docs", "query": SENTENCES[4], "k": 1}).json()["results"][0][0]

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from thoughtvec.service.index import indexes
-from thoughtvec.service.index.indexes import Doc, VectorIndex, new_config
+from thoughtvec.service.index.contents import Doc
+from thoughtvec.service.index.indexes import VectorIndex, new_config
 from thoughtvec.service.index.store import IndexStore
 
 DIM = 8

@@ -1,7 +1,7 @@
 """A Milvus server shared by replicas, and a Milvus that goes away and comes back.
 
 Both run on the session's real Milvus standalone (tests/service/index/conftest.py, skipped where
-it cannot start): two ``thoughtvec serve`` processes on 127.0.0.1 see each other's writes; a
+it cannot start, failed there under CI): two ``thoughtvec serve`` processes on 127.0.0.1 see each other's writes; a
 stopped Milvus is a 503 ``storage_unavailable`` naming it within a bounded time, and the same
 server process answers again, with the data, once Milvus is back.
 """
@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from tests.service.conftest import SENTENCES, serve_process, serve_test, settings_for
-from tests.service.index.milvus_support import prefix
+from tests.service.index.milvus_support import need, prefix, unavailable
 
-pytest.importorskip("pymilvus", reason="the milvus extra (pymilvus) is not installed")
+need("pymilvus")
 
 
 def start_replica(models_dir: Path, uri: str, coll_prefix: str) -> tuple[subprocess.Popen, str]:
@@ -104,3 +104,11 @@ def test_milvus_down_is_a_bounded_503_naming_it_and_recovers(milvus_server, mode
         print(f"Milvus restarted in {up:.1f} s; the first search answered {time.perf_counter() - t:.1f} s later")
         assert r.json()["results"][0][0]["id"] == "a"
         assert c.post("/v1/indexes/docs/documents", json={"documents": [{"id": "b", "text": SENTENCES[1]}]}).status_code == 200
+
+
+@pytest.mark.parametrize("ci", ["true", ""])
+def test_a_milvus_that_cannot_run_fails_under_ci_and_skips_elsewhere(monkeypatch, ci):
+    monkeypatch.setenv("CI", ci)
+    outcome = pytest.fail.Exception if ci else pytest.skip.Exception
+    with pytest.raises(outcome, match="cannot start here"):
+        unavailable("the Milvus standalone server cannot start here")

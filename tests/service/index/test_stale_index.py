@@ -10,7 +10,7 @@ import numpy as np
 from tests.service.conftest import serve_test, settings_for
 from tests.tiny_bundle import make_tiny_bundle
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.service.index.indexes import IndexConfig
+from thoughtvec.service.index.contents import IndexConfig
 
 
 def test_fingerprint_follows_the_vectors_not_the_folder(tmp_path):

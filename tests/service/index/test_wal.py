@@ -16,7 +16,8 @@ import pytest
 
 from thoughtvec.service.errors import StorageUnavailable
 from thoughtvec.service.index import wal as wal_module
-from thoughtvec.service.index.indexes import Doc, VectorIndex, new_config
+from thoughtvec.service.index.contents import Doc
+from thoughtvec.service.index.indexes import VectorIndex, new_config
 from thoughtvec.service.index.store import WAL_FILE, IndexStore
 
 DIM = 8

@@ -1,0 +1,285 @@
+"""The embedding service: the served models and what they compute, without HTTP.
+
+Embeddings (OpenAI's input forms), tokenization, pair similarity, rerank, and what is served
+(``info``). Every text goes through :meth:`EmbeddingService.texts` (the character limit) and
+:meth:`EmbeddingService.encode` (long inputs split, truncated or rejected; the model's batcher), which
+the index service uses too. Every problem is raised as a domain error (``thoughtvec.service.errors``)
+that names the field and the limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from thoughtvec.service import __version__
+from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.core.batcher import LOOKAHEAD, OFFLOAD_CHARS, check_count
+from thoughtvec.service.core.longinput import pool, prepare
+from thoughtvec.service.core.metrics import Metrics
+from thoughtvec.service.core.planner import plan_batches
+from thoughtvec.service.core.registry import Model, Registry
+from thoughtvec.service.core.results import (
+    Encoded,
+    Info,
+    ModelInfo,
+    PairScore,
+    Ranked,
+    Reranked,
+    Similarity,
+    Token,
+    Tokenization,
+    Tokenized,
+)
+from thoughtvec.service.core.token_ids import read_input
+from thoughtvec.service.errors import InputTooLong, InvalidInput, QueueFull
+from thoughtvec.service.settings import Settings, Truncation
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddingService:
+    """Every served model (``registry``) and what it computes."""
+
+    def __init__(self, settings: Settings, metrics: Metrics, devices: Callable[[], dict]):
+        self.settings = settings
+        self.metrics = metrics
+        self.registry = Registry(settings, metrics)
+        self.devices = devices  # what runs where (``Core.devices``): /info and /v1/models show it
+
+    async def start(self) -> None:
+        """Load, start and warm every bundle."""
+        await self.registry.load_all()
+        for name in self.registry.models:
+            self.metrics.model_loaded(name)
+
+    async def stop(self) -> None:
+        await self.registry.stop()
+
+    def model(self, name: str | None, field_name: str = "model") -> Model:
+        """The model a request names (``None``: the default), as the registry resolves it."""
+        return self.registry.get(name, field_name)
+
+    # -- every text's way in ---------------------------------------------------------------------
+    def mode(self, requested: Truncation | None) -> Truncation:
+        """The request's truncation mode, else the server's."""
+        return requested or self.settings.truncation
+
+    def texts(self, items: Sequence[Any], fields: Sequence[str], mode: Truncation | None = None) -> list[str]:
+        """Check each text: a string, not blank, within ``max_input_chars`` (cut only under truncation=truncate)."""
+        limit = self.settings.max_input_chars
+        mode = self.mode(mode)
+        out = []
+        for item, fld in zip(items, fields):
+            if not isinstance(item, str):
+                raise InvalidInput(f"{fld} must be a string, got {type(item).__name__}", field=fld)
+            if not item.strip():
+                raise InvalidInput(f"{fld} is empty or only whitespace; send at least one visible character", field=fld)
+            if len(item) > limit:
+                if mode != "truncate":  # splitting does not lift the character limit: it bounds the work
+                    raise InputTooLong(f"{fld} has {len(item)} characters; the limit is {limit} (max_input_chars)", field=fld)
+                item = item[:limit]
+            out.append(item)
+        return out
+
+    async def encode(
+        self,
+        model: Model,
+        view: str,
+        texts: list[str],
+        fields: list[str],
+        normalize: bool = True,
+        mode: Truncation | None = None,
+        dimensions: int | None = None,
+    ) -> Encoded:
+        """Vectors for checked texts: long ones split (and pooled), truncated or rejected as ``mode`` says;
+        with ``dimensions``, projected on the view's top principal axes (``Encoder.reduce``)."""
+        enc, mode = model.encoder, self.mode(mode)
+        enc.dimensions(view, dimensions)  # a 422 before any work
+        model.batcher.check_room()  # before tokenizing: under overload a 429 must be cheap
+        if sum(map(len, texts)) > OFFLOAD_CHARS:  # tokenizing and splitting long texts stays off the event loop
+            prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, mode)
+        else:
+            prep = prepare(enc, texts, fields, mode)
+        if prep.truncated:  # text was dropped: say so where operators look, not only in the response
+            log.info("%s: %d input(s) over %d tokens truncated (truncation=truncate)", model.name, prep.truncated, enc.max_tokens)
+        if prep.split:
+            log.debug("%s: %d input(s) over %d tokens split into sentences and pooled", model.name, prep.split, enc.max_tokens)
+        emb = await model.batcher.embed_ids(prep.parts, view)
+        vecs = enc.reduce(pool(emb.vectors, prep, len(texts)), view, dimensions)
+        tokens = sum(emb.tokens)
+        self.metrics.embedded(model.name, len(texts), len(prep.parts), tokens, prep.split, prep.truncated)
+        return Encoded(model.name, view, l2_normalize(vecs) if normalize else vecs, tokens, prep.split, prep.truncated)
+
+    async def embed_bulk(self, model: Model, view: str, texts: list[str]) -> np.ndarray:
+        """Raw vectors for many texts through the model's batcher (its one ONNX thread, its metrics).
+
+        Long texts are split and pooled; the parts are planned once, by length, and queued a few batches
+        at a time, so requests arriving meanwhile wait behind a few batches, never behind the whole build.
+        A full queue (429 for a request) only makes the build wait its turn.
+        """
+        enc, lim = model.encoder, model.batcher.limits
+        fields = [f"documents[{i}]" for i in range(len(texts))]
+        prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, "split")
+        order = [i for batch in plan_batches([len(p) for p in prep.parts], lim.max_batch_size, lim.max_batch_tokens) for i in batch]
+        out = np.empty((len(prep.parts), enc.dim(view)), np.float32)
+        step = lim.max_batch_size * LOOKAHEAD
+        for start in range(0, len(order), step):
+            idx = order[start : start + step]
+            while True:
+                try:
+                    out[idx] = (await model.batcher.embed_ids([prep.parts[i] for i in idx], view)).vectors
+                    break
+                except QueueFull as e:
+                    await asyncio.sleep(e.retry_after_s)
+        return pool(out, prep, len(texts))
+
+    # -- embeddings ----------------------------------------------------------------------
+    async def embeddings(
+        self,
+        raw_input: Any,
+        model_name: str | None,
+        view: str | None,
+        normalize: bool,
+        dimensions: int | None = None,
+        truncation: Truncation | None = None,
+    ) -> Encoded:
+        """OpenAI's input forms: a string, a list of strings, a list of token ids, a list of lists of token ids."""
+        model = self.model(model_name)
+        view = model.encoder.view(view)
+        items, fields = read_input(raw_input)
+        check_count(len(items), self.settings.max_inputs, "input")
+        return await self.encode(model, view, self.texts(items, fields, truncation), fields, normalize, truncation, dimensions)
+
+    # -- what is served, and how a text is seen ------------------------------------------
+    def info(self) -> Info:
+        """Models, aliases, limits, version and devices in one answer (TEI's and infinity's /info)."""
+        reg, s = self.registry, self.settings
+        models = [
+            ModelInfo(
+                n,
+                m.encoder.dim(),
+                {v: m.encoder.dim(v) for v in m.encoder.spec.views},
+                m.encoder.max_tokens,
+                m.encoder.spec.family,
+                n == reg.default_model,
+            )
+            for n, m in sorted(reg.models.items())
+        ]
+        limits = {
+            k: getattr(s, k)
+            for k in (
+                "truncation",
+                "max_inputs",
+                "max_input_chars",
+                "max_k",
+                "max_body_bytes",
+                "max_batch_size",
+                "max_batch_tokens",
+                "max_queue_size",
+            )
+        }
+        return Info("thoughtvec", __version__, reg.default_model, models, reg.aliases(), s.default_index, limits, self.devices())
+
+    def tokenize(self, raw_input: Any, model_name: str | None) -> Tokenization:
+        """Each text's tokens as the model sees them, with their ids and which are out of the vocabulary."""
+        model = self.model(model_name)
+        items, fields = read_input(raw_input)
+        check_count(len(items), self.settings.max_inputs, "input")
+        spec = model.encoder.spec
+        data = []
+        for i, text in enumerate(self.texts(items, fields, "truncate")):
+            toks = [Token(p.text, p.id, p.oov, p.special) for p in model.encoder.tokenizer.pieces(text)]
+            data.append(Tokenized(i, toks, [t.text for t in toks if t.oov], len(toks) > spec.max_input_tokens))
+        return Tokenization(model.name, spec.max_input_tokens, data)
+
+    # -- similarity ----------------------------------------------------------------------
+    def _pairs(
+        self, pairs: list[Any] | None, source: Any, targets: list[Any] | None
+    ) -> tuple[list[tuple[Any, Any]], list[tuple[str, str]]]:
+        """The pairs and the field name of each side, from either request form."""
+        if pairs is not None and (source is not None or targets is not None):
+            raise InvalidInput("send either pairs, or source and targets, not both", field="pairs")
+        if pairs is not None:
+            check_count(len(pairs), self.settings.max_inputs, "pairs")
+            for i, p in enumerate(pairs):
+                if not isinstance(p, list) or len(p) != 2:
+                    raise InvalidInput(f"pairs[{i}] must be a list of two texts", field=f"pairs[{i}]")
+            return [(p[0], p[1]) for p in pairs], [(f"pairs[{i}][0]", f"pairs[{i}][1]") for i in range(len(pairs))]
+        if source is None or targets is None:
+            raise InvalidInput("send pairs ([[a, b], ...]) or source and targets", field="source" if source is None else "targets")
+        check_count(len(targets), self.settings.max_inputs, "targets")
+        return [(source, t) for t in targets], [("source", f"targets[{i}]") for i in range(len(targets))]
+
+    async def similarity(
+        self,
+        *,
+        pairs: list[Any] | None = None,
+        source: Any = None,
+        targets: list[Any] | None = None,
+        model: str | None = None,
+        view: str | None = None,
+        truncation: Truncation | None = None,
+    ) -> Similarity:
+        """Cosine (and relatedness) for ``pairs``, or for ``source`` against each of ``targets``."""
+        m = self.model(model)
+        view = m.encoder.view(view)
+        texts, fields = self._pairs(pairs, source, targets)
+        data, enc = await self.score(m, view, texts, fields, truncation)
+        return Similarity(m.name, view, data, enc.usage)
+
+    async def score(
+        self, model: Model, view: str, pairs: Sequence[tuple[Any, Any]], fields: Sequence[tuple[str, str]], mode: Truncation | None = None
+    ) -> tuple[list[PairScore], Encoded]:
+        """The scoring core of similarity and rerank: a score (and relatedness) per pair, and the usage."""
+        unique: dict[str, int] = {}  # each distinct text is embedded once
+        ufields: list[str] = []
+        a, b = [], []
+        for pair, fpair in zip(pairs, fields):
+            idx = []
+            for text, fld in zip(self.texts(pair, fpair, mode), fpair):
+                if text not in unique:
+                    unique[text] = len(unique)
+                    ufields.append(fld)
+                idx.append(unique[text])
+            a.append(idx[0])
+            b.append(idx[1])
+        texts = list(unique)
+        enc = await self.encode(model, view, texts, ufields, normalize=False, mode=mode)
+        unit = l2_normalize(enc.vectors)
+        cos = np.clip(np.einsum("nd,nd->n", unit[a], unit[b]), -1.0, 1.0)  # rounding can step past 1
+        if model.head is None or model.head_view is None:  # the registry loads them together
+            return [PairScore(i, float(c)) for i, c in enumerate(cos)], enc
+        hv = enc.vectors
+        if model.head_view != view:
+            henc = await self.encode(model, model.head_view, texts, ufields, normalize=False, mode=mode)
+            hv, enc.tokens = henc.vectors, enc.tokens + henc.tokens
+        related = model.head.predict(hv[a], hv[b])
+        return [PairScore(i, float(c), float(r)) for i, (c, r) in enumerate(zip(cos, related))], enc
+
+    async def rerank(
+        self,
+        *,
+        query: Any,
+        documents: list[Any],
+        top_n: int | None = None,
+        return_documents: bool = False,
+        model: str | None = None,
+        view: str | None = None,
+        truncation: Truncation | None = None,
+    ) -> Reranked:
+        """Documents ordered by cosine similarity to the query (infinity's and Cohere's shape)."""
+        m = self.model(model)
+        view = m.encoder.view(view)
+        check_count(len(documents), self.settings.max_inputs, "documents")
+        if top_n is not None and top_n < 1:
+            raise InvalidInput(f"top_n is {top_n}; it must be at least 1", field="top_n")
+        fields = [("query", f"documents[{i}]") for i in range(len(documents))]
+        data, enc = await self.score(m, view, [(query, d) for d in documents], fields, truncation)
+        order = sorted(data, key=lambda r: -r.score)[:top_n]
+        results = [Ranked(r.index, r.score, documents[r.index] if return_documents else None) for r in order]
+        return Reranked(m.name, results, enc.usage)
