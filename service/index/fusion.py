@@ -24,12 +24,14 @@ FusionMethod = Literal["rrf", "minmax"]
 @dataclass(frozen=True)
 class Fusion:
     """How two rankings become one: the method, the lexical ranking's weight (the dense one's is 1) and,
-    for ``rrf``, the rank constant ``k``; ``depth`` hits are asked of each side before fusing."""
+    for ``rrf``, the rank constant ``k``; ``max(k, depth)`` hits are asked of each side before fusing."""
 
-    method: FusionMethod = "rrf"
-    lexical_weight: float = 1.0
-    rrf_k: int = 60
-    depth: int = 100
+    # chosen on the retrieval dev set with all-MiniLM-L6-v2 as the dense side (the model a new index defaults to):
+    # python -m thoughtvec.training.evaluation.retrieval_tuning fusion --baseline minilm
+    method: FusionMethod = "minmax"
+    lexical_weight: float = 1.5
+    rrf_k: int = 60  # used by "rrf" only
+    depth: int = 200  # at least the largest k the dev numbers measure (100), so a search of k <= 100 ranks as measured
 
     def fuse(self, dense: Ranking, lexical: Ranking, k: int) -> list[tuple[str, float]]:
         """The best ``k`` of the union of both rankings under this fusion."""
