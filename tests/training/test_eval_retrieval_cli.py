@@ -35,7 +35,7 @@ def test_cli_scores_bm25_dense_and_hybrid_and_writes_the_table(setup, tmp_path, 
     assert rec["command"] == f"thoughtvec eval --retrieval --bundle {root / 'models' / 'tiny'} --view mean --mode hybrid --beir {toy}"
     assert rec["ranker"]["truncation"] == "split" and set(rec["per_query"]["ndcg@10"]) == {"1", "2", "3"}
     md = (tmp_path / "RESULTS.md").read_text()
-    assert "## Retrieval" in md and "### toy (4 documents, 3 judged queries)" in md
+    assert "## Retrieval" in md and "### toy (5 documents, 3 judged queries)" in md
     assert "| **tiny** | mean | hybrid |" in md and "Default search of a new index" in md
     combined = json.loads((tmp_path / "results.json").read_text())
     assert len(combined["retrieval"]) == 3 and "per_query" not in combined["retrieval"][0]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.tiny_bundle import make_tiny_bundle
+from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.service.index.fusion import Fusion
 from thoughtvec.training.evaluation import beir, rankers, retrieval, sources
 from thoughtvec.training.evaluation.datasets import DatasetError
@@ -77,6 +78,8 @@ DOCS = {
     "c2": ("Dogs", "a dog ran in the city park and barked at the birds ."),
     "c3": ("", "the king rode into battle with his army at dawn ."),
     "c4": ("Rivers", "the old man read a letter by the river and the water was cold ."),
+    # over the tiny bundle's 32-token limit: split into sentences and pooled, as the server does
+    "c5": ("Weather", " ".join(["the rain fell on the green hills all night ."] * 3 + ["the snow came in the morning ."] * 3)),
 }
 QUERIES = {"1": "a cat on a mat", "2": "the king and his army", "3": "letters by the river", "9": "not judged"}
 JUDGED = [("1", "c1", 1), ("2", "c3", 2), ("3", "c4", 1)]
@@ -96,7 +99,7 @@ def write_beir(root, judged=JUDGED):
 
 def test_reader_joins_title_and_keeps_judged_queries(tmp_path):
     task = beir.load(write_beir(tmp_path / "toy"))
-    assert task.name == "toy" and task.doc_ids == ["c1", "c2", "c3", "c4"]
+    assert task.name == "toy" and task.doc_ids == ["c1", "c2", "c3", "c4", "c5"]
     assert task.doc_texts[0].startswith("Cats the cat sat") and task.doc_texts[2].startswith("the king")  # no title: no space
     assert task.query_ids == ["1", "2", "3"] and task.qrels["2"] == {"c3": 2}
 
@@ -126,11 +129,12 @@ def test_lexical_ranker_finds_each_judged_document_first(toy):
 
 def test_dense_ranker_is_exact_cosine_over_split_documents(toy):
     root, task = toy
-    src = sources.BundleSource(root / "tiny", truncation="split")
-    (dense,) = rankers.DenseRanker.for_views(src, ["mean"], task)
-    q = src.encode(task.query_texts[:2])
-    d = src.encode(task.doc_texts)  # the 32-token tiny bundle splits the longer documents into sentences
-    got = dense.rank(task.query_texts[:2], 4)
+    (dense,) = rankers.DenseRanker.for_views(sources.BundleSource(root / "tiny", truncation="split"), ["mean"], task)
+    enc = Encoder.load(root / "tiny")
+    q = enc.encode(task.query_texts[:2], "mean")
+    d = enc.encode(task.doc_texts, "mean", truncation="split")  # the server's path for long inputs
+    assert not np.allclose(d[-1], enc.encode(task.doc_texts[-1:], "mean", truncation="truncate")[0], atol=1e-3)
+    got = dense.rank(task.query_texts[:2], 5)
     for row, sims in zip(got, q @ d.T):
         assert [i for i, _ in row] == [task.doc_ids[j] for j in np.argsort(-sims, kind="stable")]
         np.testing.assert_allclose([s for _, s in row], np.sort(sims)[::-1], atol=1e-5)
@@ -145,3 +149,16 @@ def test_hybrid_ranker_fuses_both_rankings(toy):
     (got,) = hybrid.rank(task.query_texts[:1], 4)
     (d,), (lx,) = dense.rank(task.query_texts[:1], 4), lexical.rank(task.query_texts[:1], 4)
     assert got == fusion.fuse(d, lx, 4) and hybrid.mode == "hybrid" and hybrid.describe()["fusion"]["depth"] == 4
+
+
+def test_retrieval_check_reports_every_pooling_and_the_coverage(toy):
+    from thoughtvec.training.evaluation import retrieval_check
+
+    root, task = toy
+    lines: list[str] = []
+    retrieval_check.check(str(root / "tiny"), ["mean", "no-such-view"], task, out=lines.append)
+    text = "\n".join(lines)
+    assert "tiny: documents:" in text and "% of tokens <unk>" in text
+    for how in ("mean-unit", "mean-raw", "token-weighted", "max", "truncate", "title", "max-sim", "by query words"):
+        assert f" {how} " in text, how
+    assert "no-such-view" not in text

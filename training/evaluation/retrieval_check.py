@@ -56,6 +56,8 @@ def scores_of(sims: np.ndarray, task: beir.RetrievalTask, queries: np.ndarray | 
     flagged in ``queries`` only, when given."""
     keep = np.ones(len(task.query_ids), bool) if queries is None else queries
     ids = [q for q, k in zip(task.query_ids, keep) if k]
+    if not ids:
+        return {m: float("nan") for m in retrieval.METRICS}  # an empty group (every query on one side)
     rankings = dict(zip(ids, top_k(sims[keep], task.doc_ids, retrieval.DEPTH)))
     per = retrieval.per_query(rankings, {q: task.qrels[q] for q in ids})
     return {m: float(np.mean(list(v.values()))) for m, v in per.items()}
@@ -76,7 +78,7 @@ def hubness(sims: np.ndarray) -> tuple[int, float]:
 
 def check(bundle: str, views: list[str] | None, task: beir.RetrievalTask, out=print) -> None:
     enc = Encoder.load(bundle, providers=["CPUExecutionProvider"])
-    views = views or list(enc.spec.views)
+    views = [v for v in views if v in enc.spec.views] if views else list(enc.spec.views)  # --view: those this bundle has
     eos = enc.spec.vocabulary.eos_id if enc.spec.tokenizer.append_eos else None
     for name, texts in (("documents", task.doc_texts), ("queries", task.query_texts)):
         unk, expanded = coverage(enc, texts)
