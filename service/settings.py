@@ -48,6 +48,12 @@ MODEL_PREFERENCE = (
     "uni-skip",
 )
 
+# A new index's default search, by the rule "of what a server can serve, the best nDCG@10 on the retrieval dev
+# set" (docs/RESULTS.md, *Retrieval*; `thoughtvec eval --retrieval`): mode "hybrid" (BM25 fused with the dense
+# ranking by thoughtvec.service.index.fusion.Fusion's defaults) over the first of these models that is served, at
+# its default view; where none is, mode "lexical" (BM25 alone), which every trained-here bundle's hybrid falls below.
+SEARCH_MODEL_PREFERENCE = ("all-minilm-l6-v2",)
+
 
 class Settings(BaseSettings):
     """All knobs of the server. Defaults suit one CPU machine; every limit is here."""

@@ -6,7 +6,8 @@ functions and under ``TYPE_CHECKING`` count too) and each import of ours must fo
 ``ALLOWED``. Bottom to top: ``service.bundle`` (the contract training shares) <- ``service.index``
 <- ``service.core`` <- ``service.http``; ``service.settings`` and ``service.errors`` are low shared
 modules; ``service.cli`` sits on top; ``bench`` measures the service from outside; ``training`` uses the
-bundle contract and the encoder, never HTTP or index code; ``thoughtvec`` composes the commands.
+bundle contract, the encoder and the index's ranking functions (BM25, fusion), never HTTP or the index
+store; ``thoughtvec`` composes the commands.
 """
 
 from __future__ import annotations
@@ -25,17 +26,22 @@ S = f"{TOP}.service"
 
 # layer -> the layers it may import (besides itself). A layer is a folder, or one shared module.
 _SERVICE_LOW = {S, f"{S}.bundle", f"{S}.errors", f"{S}.settings"}
+# The index's ranking functions (BM25, fusion): pure, no FAISS or store, so the evaluation harness scores
+# exactly what the server ranks with.
+_RANKING = {f"{S}.index.lexical", f"{S}.index.fusion"}
 ALLOWED: dict[str, set[str]] = {
     S: set(),  # service/__init__.py: the version, environment defaults
     f"{S}.bundle": set(),  # imports nothing else of ours
     f"{S}.settings": set(),
     f"{S}.errors": {f"{S}.bundle"},
-    f"{S}.index": _SERVICE_LOW,
-    f"{S}.core": _SERVICE_LOW | {f"{S}.index"},
-    f"{S}.http": _SERVICE_LOW | {f"{S}.index", f"{S}.core"},
-    f"{S}.cli": _SERVICE_LOW | {f"{S}.index", f"{S}.core", f"{S}.http"},
-    f"{TOP}.bench": _SERVICE_LOW | {f"{S}.index", f"{S}.core", f"{S}.cli"},
-    f"{TOP}.training": {f"{S}.bundle", f"{S}.core"},
+    f"{S}.index.lexical": set(),
+    f"{S}.index.fusion": set(),
+    f"{S}.index": _SERVICE_LOW | _RANKING,
+    f"{S}.core": _SERVICE_LOW | _RANKING | {f"{S}.index"},
+    f"{S}.http": _SERVICE_LOW | _RANKING | {f"{S}.index", f"{S}.core"},
+    f"{S}.cli": _SERVICE_LOW | _RANKING | {f"{S}.index", f"{S}.core", f"{S}.http"},
+    f"{TOP}.bench": _SERVICE_LOW | _RANKING | {f"{S}.index", f"{S}.core", f"{S}.cli"},
+    f"{TOP}.training": {f"{S}.bundle", f"{S}.core"} | _RANKING,
     TOP: {f"{TOP}.training", f"{S}.cli", f"{TOP}.bench"},
 }
 
@@ -169,6 +175,11 @@ def test_bundle_imports_nothing_else_of_ours():
         ("thoughtvec.service.core.engine", "thoughtvec.service.http.schemas", "thoughtvec.service.core -> thoughtvec.service.http"),
         ("thoughtvec.service.bundle.format", "thoughtvec.service.errors", "thoughtvec.service.bundle -> thoughtvec.service.errors"),
         ("thoughtvec.training.trainer", "thoughtvec.service.index.store", "training -> thoughtvec.service.index"),
+        (
+            "thoughtvec.service.index.lexical",
+            "thoughtvec.service.index.store",
+            "thoughtvec.service.index.lexical -> thoughtvec.service.index",
+        ),
         ("thoughtvec.service.core.encoder", "torch", "never imports training or torch"),
         ("thoughtvec.service.core.engine", "thoughtvec.training.trainer", "thoughtvec.service.core -> thoughtvec.training"),
         ("thoughtvec.service.http.app", "thoughtvec.bench.bench", "thoughtvec.service.http -> thoughtvec.bench"),

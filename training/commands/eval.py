@@ -8,6 +8,14 @@ and regenerate ``docs/RESULTS.md``. ``thoughtvec eval report`` only regenerates 
   thoughtvec eval --baseline sif --baseline glove-avg-pp   # the fair word-vector baselines
   thoughtvec eval --url http://127.0.0.1:8000 --model uni-skip --tasks MR,SICK-R
   thoughtvec eval report
+
+With --retrieval, the sources are scored on a BEIR-layout retrieval task instead (nDCG@10, recall@100;
+records under docs/results/retrieval/, a table in docs/RESULTS.md):
+
+  thoughtvec eval --retrieval --lexical                                 # BM25 alone
+  thoughtvec eval --retrieval --bundle models/invertible-bijection --mode dense --mode hybrid
+  thoughtvec eval --retrieval --baseline minilm --mode hybrid
+  thoughtvec eval --retrieval --url http://127.0.0.1:8000 --model NAME  # the server's own search
 """
 
 from __future__ import annotations
@@ -58,6 +66,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--quick", action="store_true", help="5-fold, smaller grids: for iteration; reports quote the full mode")
     p.add_argument("--data", type=Path, help="SentEval downstream folder (default $THOUGHTVEC_SENTEVAL or ../shared/data/senteval)")
+    ret = p.add_argument_group("retrieval (--retrieval)")
+    ret.add_argument("--retrieval", action="store_true", help="score on a BEIR-layout retrieval task instead of SentEval")
+    ret.add_argument(
+        "--beir", type=Path, help="BEIR folder (default $THOUGHTVEC_BEIR or ../shared/data/retrieval/scifact-dev next to the repository)"
+    )
+    ret.add_argument("--lexical", action="store_true", help="also score BM25 alone (the server's lexical index, default analyser)")
+    ret.add_argument(
+        "--mode",
+        action="append",
+        choices=("dense", "hybrid", "lexical"),
+        default=[],
+        help="for each source: dense (exact cosine; default), hybrid (fused with BM25); with --url, sent to /v1/search as given",
+    )
+    ret.add_argument("--index", help="with --url: search this index (holding the corpus) instead of building one")
     p.add_argument("--raw", action="store_true", help="use the vectors as the model outputs them (default: L2-normalised)")
     p.add_argument("--seed", type=int, default=1111, help="seed of the fold splits and plots (SentEval's)")
     p.add_argument(
@@ -80,6 +102,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.action == "report":
         return _report(args)
+    if args.retrieval:
+        from thoughtvec.training.commands.eval_retrieval import run_retrieval
+
+        code = run_retrieval(args, _make_source)
+        if code == 0 and not args.no_report:
+            _report(args)
+        return code
     if not (args.bundle or args.baseline or args.url):
         print("thoughtvec eval: name something to evaluate: --bundle PATH, --baseline NAME or --url URL", file=sys.stderr)
         return 2
@@ -107,14 +136,14 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, str]]:
     return [("bundle", b) for b in args.bundle] + [("baseline", b) for b in args.baseline] + ([("server", args.url)] if args.url else [])
 
 
-def _make_source(args: argparse.Namespace, kind: str, target: str):
+def _make_source(args: argparse.Namespace, kind: str, target: str, truncation: str = "truncate"):
     from thoughtvec.training.evaluation import sources
 
     normalize = not args.raw
     if kind == "bundle":
-        return sources.BundleSource(target, normalize=normalize, threads=args.threads)
+        return sources.BundleSource(target, normalize=normalize, threads=args.threads, truncation=truncation)
     if kind == "server":
-        return sources.ServerSource(target, args.model, normalize=normalize, api_key=args.api_key)
+        return sources.ServerSource(target, args.model, normalize=normalize, api_key=args.api_key, truncation=truncation)
     return sources.BASELINES[target](normalize=normalize, threads=args.threads, data_root=args.data)
 
 

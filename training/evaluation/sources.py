@@ -69,10 +69,11 @@ class BundleSource:
 
     kind = "bundle"
 
-    def __init__(self, path: str | os.PathLike, normalize: bool = True, threads: int | None = None):
+    def __init__(self, path: str | os.PathLike, normalize: bool = True, threads: int | None = None, truncation: str = "truncate"):
         from thoughtvec.service.core.encoder import Encoder
 
         self.path = Path(path)
+        self.truncation = truncation  # "split" for retrieval: long documents pooled as the server pools them
         self.encoder = Encoder.load(self.path, providers=["CPUExecutionProvider"], threads=threads)
         self.name = self.encoder.name
         self.normalize = normalize
@@ -80,34 +81,36 @@ class BundleSource:
         self.views = {k: v.dim for k, v in self.encoder.spec.views.items()}
 
     def encode(self, texts: Sequence[str], view: str | None = None) -> np.ndarray:
-        return self.encoder.encode(list(texts), view, normalize=self.normalize)
+        return self.encoder.encode(list(texts), view, normalize=self.normalize, truncation=self.truncation)
 
     def encode_views(self, texts: Sequence[str], views: Sequence[str], batch_size: int = 256,
                      progress: Progress | None = None) -> dict[str, np.ndarray]:  # fmt: skip
         """All ``views`` from one run of the graph per batch (the server's own code path)."""
-        return self.encoder.encode_views(list(texts), list(views), normalize=self.normalize, batch_size=batch_size, progress=progress)
+        return self.encoder.encode_views(list(texts), list(views), normalize=self.normalize, truncation=self.truncation,
+                                         batch_size=batch_size, progress=progress)  # fmt: skip
 
     def describe(self) -> dict:
         spec = self.encoder.spec
         return {"kind": self.kind, "name": self.name, "path": str(self.path), "family": spec.family,
                 "variant": spec.variant, "views": self.views, "default_view": self.default_view,
                 "training_commit": spec.training.get("git_commit") or spec.training.get("commit"),
-                "normalize": self.normalize}  # fmt: skip
+                "normalize": self.normalize, "truncation": self.truncation}  # fmt: skip
 
 
 class ServerSource:
     """A running server: ``POST {url}/v1/embeddings`` with ``model``, ``view`` and ``normalize``.
 
-    Each request asks the server to truncate long inputs (``"truncation": "truncate"``), as the
-    in-process encoder does, rather than split them (the server's default) or reject them.
+    Each request asks the server to handle long inputs as ``truncation`` says: ``truncate`` (the default
+    here, as :class:`BundleSource`'s) or ``split`` (the server's own default, for retrieval).
     """
 
     kind = "server"
 
     def __init__(self, url: str, model: str | None = None, normalize: bool = True, api_key: str | None = None,
-                 timeout: float = 600.0):  # fmt: skip
+                 timeout: float = 600.0, truncation: str = "truncate"):  # fmt: skip
         import httpx
 
+        self.truncation = truncation
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.url = url.rstrip("/")
         self.client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
@@ -131,7 +134,7 @@ class ServerSource:
 
     def encode(self, texts: Sequence[str], view: str | None = None) -> np.ndarray:
         body = {"input": list(texts), "model": self.name, "view": view or self.default_view,
-                "normalize": self.normalize, "encoding_format": "base64", "truncation": "truncate"}  # fmt: skip
+                "normalize": self.normalize, "encoding_format": "base64", "truncation": self.truncation}  # fmt: skip
         r = self.client.post("/v1/embeddings", json=body)
         if r.status_code == 413:
             raise RuntimeError(f"{self.url} rejected an input as too long ({r.json().get('error', {}).get('message')}); "

@@ -1,0 +1,231 @@
+"""A BM25 index over documents, kept beside a vector index: incremental adds and deletes by id, search by text.
+
+Analysis is ``bm25s``'s (its scikit-learn token pattern, its stop-word lists, a PyStemmer stemmer); the
+scores are BM25 as ``bm25s`` defines each variant (Kamphuis et al., ECIR 2020), computed at query time
+from postings, so that one add or delete costs what its own terms cost instead of a re-index
+(``bm25s`` precomputes every term-document score, which a single add would invalidate: N and the mean
+document length enter every one). ``tests/service/index/test_lexical.py`` checks the scores against
+``bm25s``'s own on a fixed corpus, and that adds and deletes end where a fresh build on the survivors does.
+
+Shape of the postings: per term, parallel growable arrays of document *slots* and term frequencies. A
+deleted document's slot is dead until a compaction (when dead slots are a quarter of all) renumbers them;
+its document frequency and length leave the statistics at once, so scores never see it.
+
+The index keeps no text: it is rebuilt from the documents the index store keeps (snapshot and log) with
+:meth:`LexicalIndex.from_documents`. Not thread-safe: the store holds a lock around every call.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+
+Method = Literal["lucene", "robertson", "atire"]
+METHODS: tuple[Method, ...] = ("lucene", "robertson", "atire")
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    """Text -> terms: lower-cased words of two or more characters, stop words out, then stemmed.
+
+    ``stemmer``: a Snowball algorithm of PyStemmer (``"english"``, ``"porter"``) or None; ``stopwords``: a
+    ``bm25s`` list name (``"en"``, ``"en_plus"``) or None.
+    """
+
+    # chosen on the retrieval dev set (python -m thoughtvec.training.evaluation.retrieval_tuning lexical): stemming
+    # is worth +0.03 nDCG@10 there; Porter and Snowball English, with or without stop words, are within 0.002
+    stemmer: str | None = "porter"
+    stopwords: str | None = "en"
+
+    @cached_property
+    def _stem(self):
+        if self.stemmer is None:
+            return None
+        import Stemmer  # PyStemmer
+
+        return Stemmer.Stemmer(self.stemmer)
+
+    @cached_property
+    def _stopwords(self) -> list[str]:
+        from bm25s.tokenization import _infer_stopwords
+
+        return list(_infer_stopwords(self.stopwords)) if self.stopwords else []
+
+    def terms(self, texts: Sequence[str]) -> list[list[str]]:
+        """The terms of each text, in order (repeats kept: they are the term frequencies)."""
+        import bm25s
+
+        if not texts:
+            return []
+        out = bm25s.tokenize(list(texts), stopwords=self._stopwords, stemmer=self._stem, return_ids=False, show_progress=False)
+        return [list(t) for t in out]
+
+
+@dataclass(frozen=True)
+class BM25:
+    """A BM25 variant with its parameters (``bm25s``'s names and definitions)."""
+
+    # the best of the dev grid (variant x k1 x b); every top-12 setting is within 0.002 nDCG@10 of it
+    method: Method = "atire"
+    k1: float = 0.9
+    b: float = 0.5
+
+    def idf(self, df: int, n: int) -> float:
+        if self.method == "lucene":
+            return math.log(1 + (n - df + 0.5) / (df + 0.5))
+        if self.method == "robertson":
+            return math.log(max(1.0, (n - df + 0.5) / (df + 0.5)))  # floored at 0, as bm25s does by default
+        return math.log(n / df)  # atire
+
+    def tf(self, tf: np.ndarray, dl: np.ndarray, avgdl: float) -> np.ndarray:
+        norm = self.k1 * (1 - self.b + self.b * dl / avgdl)
+        if self.method == "atire":
+            return tf * (self.k1 + 1) / (tf + norm)
+        return tf / (tf + norm)  # lucene and robertson share it
+
+
+class _Postings:
+    """One term's postings: growable (slot, tf) arrays."""
+
+    __slots__ = ("n", "slots", "tfs")
+
+    def __init__(self) -> None:
+        self.slots = np.zeros(4, np.int64)
+        self.tfs = np.zeros(4, np.float32)
+        self.n = 0
+
+    def append(self, slot: int, tf: int) -> None:
+        if self.n == len(self.slots):  # amortised doubling: an add is O(1) per term
+            self.slots = np.resize(self.slots, 2 * self.n)
+            self.tfs = np.resize(self.tfs, 2 * self.n)
+        self.slots[self.n], self.tfs[self.n] = slot, tf
+        self.n += 1
+
+
+class LexicalIndex:
+    """BM25 over documents with string ids; see the module docstring."""
+
+    def __init__(self, analyzer: Analyzer | None = None, bm25: BM25 | None = None):
+        self.analyzer = analyzer or Analyzer()
+        self.bm25 = bm25 or BM25()
+        self._postings: dict[str, _Postings] = {}
+        self._df: Counter[str] = Counter()  # live documents per term
+        self._slot: dict[str, int] = {}  # id -> slot
+        self._ids: list[str | None] = []  # slot -> id (None: deleted)
+        self._terms: list[tuple[str, ...]] = []  # slot -> its distinct terms (for deletes)
+        self._len = np.zeros(16, np.float32)  # slot -> document length in terms
+        self._alive = np.zeros(16, bool)  # slot -> not deleted
+        self._total = 0.0  # summed length of the live documents
+
+    @classmethod
+    def from_documents(cls, docs: Iterable[tuple[str, str]], analyzer: Analyzer | None = None, bm25: BM25 | None = None,
+                       batch: int = 4096) -> LexicalIndex:  # fmt: skip
+        """An index over ``(id, text)`` pairs, e.g. the documents of a vector index's snapshot and log."""
+        out = cls(analyzer, bm25)
+        ids: list[str] = []
+        texts: list[str] = []
+        for doc_id, text in docs:
+            ids.append(doc_id)
+            texts.append(text)
+            if len(ids) == batch:
+                out.add(ids, texts)
+                ids, texts = [], []
+        out.add(ids, texts)
+        return out
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def __contains__(self, doc_id: str) -> bool:
+        return doc_id in self._slot
+
+    def add(self, ids: Sequence[str], texts: Sequence[str]) -> None:
+        """Index new documents; ``ValueError`` naming the first id already here (nothing is added then)."""
+        if len(ids) != len(texts):
+            raise ValueError(f"{len(ids)} ids and {len(texts)} texts")
+        seen: set[str] = set()
+        for i, doc_id in enumerate(ids):
+            if doc_id in self._slot or doc_id in seen:
+                raise ValueError(f"documents[{i}].id '{doc_id}' is already in the lexical index")
+            seen.add(doc_id)
+        for doc_id, terms in zip(ids, self.analyzer.terms(texts)):
+            slot = len(self._ids)
+            counts = Counter(terms)
+            for term, tf in counts.items():
+                self._postings.setdefault(term, _Postings()).append(slot, tf)
+            self._df.update(counts.keys())
+            self._slot[doc_id] = slot
+            self._ids.append(doc_id)
+            self._terms.append(tuple(counts))
+            if slot == len(self._len):
+                self._len, self._alive = np.resize(self._len, 2 * slot), np.resize(self._alive, 2 * slot)
+            self._len[slot], self._alive[slot] = len(terms), True
+            self._total += len(terms)
+
+    def delete(self, ids: Sequence[str]) -> list[str]:
+        """Remove documents by id; returns the ids that were here."""
+        found = [i for i in dict.fromkeys(ids) if i in self._slot]
+        for doc_id in found:
+            slot = self._slot.pop(doc_id)
+            self._ids[slot] = None
+            self._alive[slot] = False
+            self._df.subtract(self._terms[slot])
+            self._terms[slot] = ()
+            self._total -= float(self._len[slot])
+        if len(self._ids) - len(self._slot) > max(64, len(self._ids) // 4):
+            self._compact()
+        return found
+
+    def _compact(self) -> None:
+        """Renumber the live slots densely and drop the dead ones from every postings list."""
+        live = self._alive[: len(self._ids)]
+        new_slot = np.cumsum(live) - 1  # old slot -> new slot, for live ones
+        for term in list(self._postings):
+            p = self._postings[term]
+            keep = live[p.slots[: p.n]]
+            if not keep.any():
+                del self._postings[term]
+                continue
+            p.slots, p.tfs = new_slot[p.slots[: p.n][keep]], p.tfs[: p.n][keep]
+            p.n = len(p.slots)
+        self._ids = [s for s in self._ids if s is not None]
+        self._terms = [t for t, alive in zip(self._terms, live) if alive]
+        self._len = self._len[: len(live)][live].copy()
+        self._alive = np.ones(len(self._ids), bool)
+        self._slot = {str(doc_id): i for i, doc_id in enumerate(self._ids)}
+        self._df = +self._df  # drop the zero counts
+
+    def scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(slots, scores)`` of the live documents sharing a term with ``query`` (a repeated query term counts
+        again, as in ``bm25s``)."""
+        n = len(self._slot)
+        if n == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        avgdl = self._total / n
+        acc = np.zeros(len(self._ids), np.float64)
+        hit = np.zeros(len(self._ids), bool)
+        for term, q in Counter(self.analyzer.terms([query])[0]).items():
+            df = self._df.get(term, 0)
+            if df <= 0:
+                continue
+            p = self._postings[term]
+            slots, tfs = p.slots[: p.n], p.tfs[: p.n]
+            alive = self._alive[slots]
+            slots, tfs = slots[alive], tfs[alive]
+            acc[slots] += q * self.bm25.idf(df, n) * self.bm25.tf(tfs, self._len[slots], avgdl)
+            hit[slots] = True
+        slots = np.flatnonzero(hit)
+        return slots, acc[slots].astype(np.float32)
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best documents for ``query`` as ``(id, score)``, best first (ties: the earlier added first).
+        Only documents sharing a term with the query are returned."""
+        slots, scores = self.scores(query)
+        order = np.lexsort((slots, -scores))[:k]  # every match sorted: deterministic ties at the cut
+        return [(str(self._ids[s]), float(scores[i])) for i, s in zip(order, slots[order])]

@@ -1,0 +1,39 @@
+"""Fusion of a dense and a lexical ranking: reciprocal rank and min-max scores, by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from thoughtvec.service.index.fusion import Fusion, minmax, rrf
+
+DENSE = [("a", 0.9), ("b", 0.7), ("c", 0.1)]
+LEXICAL = [("c", 12.0), ("a", 4.0), ("d", 2.0)]
+
+
+def test_rrf_by_hand():
+    got = dict(rrf([DENSE, LEXICAL], [1.0, 2.0], k=10))
+    assert got["a"] == pytest.approx(1 / 11 + 2 / 12)
+    assert got["c"] == pytest.approx(1 / 13 + 2 / 11)
+    assert got["b"] == pytest.approx(1 / 12) and got["d"] == pytest.approx(2 / 13)
+    assert [d for d, _ in rrf([DENSE, LEXICAL], [1.0, 2.0], k=10)] == ["c", "a", "d", "b"]
+
+
+def test_minmax_by_hand():
+    got = dict(minmax([DENSE, LEXICAL], [1.0, 0.5]))
+    assert got["a"] == pytest.approx(1.0 + 0.5 * 0.2)
+    assert got["b"] == pytest.approx(0.75) and got["c"] == pytest.approx(0.5) and got["d"] == pytest.approx(0.0)
+
+
+def test_a_ranking_of_equal_scores_and_an_empty_one():
+    assert minmax([[("x", 3.0), ("y", 3.0)], []], [1.0, 1.0]) == [("x", 1.0), ("y", 1.0)]
+    assert rrf([[], LEXICAL], [1.0, 1.0], k=0)[0] == ("c", 1.0)
+
+
+def test_ties_keep_first_appearance_dense_first():
+    assert [d for d, _ in rrf([[("a", 1.0)], [("b", 1.0)]], [1.0, 1.0])] == ["a", "b"]
+
+
+@pytest.mark.parametrize("method", ["rrf", "minmax"])
+def test_fusion_cuts_at_k(method):
+    f = Fusion(method, lexical_weight=1.0, rrf_k=60)
+    assert len(f.fuse(DENSE, LEXICAL, 2)) == 2 and len(f.fuse(DENSE, LEXICAL, 10)) == 4

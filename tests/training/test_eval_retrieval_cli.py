@@ -1,0 +1,72 @@
+"""``thoughtvec eval --retrieval`` end to end on a tiny BEIR folder and the tiny bundle, and a running
+server's search scored by the same function as the in-process rankers."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from tests.service.conftest import live_server, settings_for
+from tests.tiny_bundle import make_tiny_bundle
+from thoughtvec.cli import main
+from thoughtvec.training.evaluation import beir, rankers, retrieval, retrieval_report, sources
+
+from .test_retrieval import write_beir
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("eval-retrieval")
+    make_tiny_bundle(root / "models" / "tiny", name="tiny")
+    return root, write_beir(root / "toy")
+
+
+def test_cli_scores_bm25_dense_and_hybrid_and_writes_the_table(setup, tmp_path, capsys):
+    root, toy = setup
+    args = ["eval", "--retrieval", "--beir", str(toy), "--lexical", "--bundle", str(root / "models" / "tiny"), "--mode", "dense",
+            "--mode", "hybrid", "--results-dir", str(tmp_path / "results"), "--report", str(tmp_path / "RESULTS.md")]  # fmt: skip
+    assert main(args) == 0
+    assert "bm25/-/lexical nDCG@10 1.0000" in capsys.readouterr().out
+    files = sorted(p.name for p in (tmp_path / "results" / "retrieval").glob("*.json"))
+    assert files == ["toy__bm25__-__lexical.json", "toy__tiny__mean__dense.json", "toy__tiny__mean__hybrid.json"]
+    rec = json.loads((tmp_path / "results" / "retrieval" / "toy__tiny__mean__hybrid.json").read_text())
+    assert rec["command"] == f"thoughtvec eval --retrieval --bundle {root / 'models' / 'tiny'} --view mean --mode hybrid --beir {toy}"
+    assert rec["ranker"]["truncation"] == "split" and set(rec["per_query"]["ndcg@10"]) == {"1", "2", "3"}
+    md = (tmp_path / "RESULTS.md").read_text()
+    assert "## Retrieval" in md and "### toy (5 documents, 3 judged queries)" in md
+    assert "| **tiny** | mean | hybrid |" in md and "Default search of a new index" in md
+    combined = json.loads((tmp_path / "results.json").read_text())
+    assert len(combined["retrieval"]) == 3 and "per_query" not in combined["retrieval"][0]
+
+
+def test_cli_names_a_missing_folder(tmp_path, capsys):
+    assert main(["eval", "--retrieval", "--lexical", "--beir", str(tmp_path / "nowhere"), "--results-dir", str(tmp_path)]) == 2
+    assert "corpus.jsonl: not found" in capsys.readouterr().err
+    assert main(["eval", "--retrieval", "--results-dir", str(tmp_path)]) == 2
+
+
+def test_the_default_search_rule_takes_the_best_servable_ranker():
+    def rec(kind, name, mode, ndcg):
+        return {"kind": kind, "name": name, "mode": mode, "metrics": {"ndcg@10": {"mean": ndcg}}}
+
+    records = [rec("lexical", "bm25", "lexical", 0.6), rec("bundle", "a", "hybrid", 0.65), rec("baseline", "minilm", "hybrid", 0.7)]
+    assert retrieval_report.default_search(records)["name"] == "a"  # a baseline is not servable
+
+
+def test_server_search_scores_as_the_in_process_dense_ranker(setup):
+    root, toy = setup
+    task = beir.load(toy)
+    (local,) = rankers.DenseRanker.for_views(sources.BundleSource(root / "models" / "tiny", truncation="split"), ["mean"], task)
+    with live_server(settings_for(root / "models", root / "indexes")) as (url, _app):
+        server = rankers.ServerRanker(url, task, batch=2)
+        try:
+            got, want = server.rank(task.query_texts, 4), local.rank(task.query_texts, 4)
+            assert [[d for d, _ in r] for r in got] == [[d for d, _ in r] for r in want]
+            for g, w in zip(got, want):
+                assert [s for _, s in g] == pytest.approx([s for _, s in w], abs=1e-5)
+            assert retrieval.evaluate(server, task, log=lambda m: None)["kind"] == "server"
+        finally:
+            server.close()
+        assert server.index not in {i["name"] for i in httpx.get(f"{url}/v1/indexes").json()["data"]}

@@ -1,0 +1,164 @@
+"""Retrieval metrics as trec_eval defines them (a hand-computed example, then pytrec_eval on random runs),
+the BEIR reader, bootstrap intervals, and the rankers end to end on a tiny BEIR folder."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from tests.tiny_bundle import make_tiny_bundle
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.service.index.fusion import Fusion
+from thoughtvec.training.evaluation import beir, rankers, retrieval, sources
+from thoughtvec.training.evaluation.datasets import DatasetError
+
+# one query, graded judgements: d1 (2), d2 (1), d3 (0: judged, not relevant), d4 (1, never retrieved)
+QRELS = {"q": {"d1": 2, "d2": 1, "d3": 0, "d4": 1}}
+# the ranker's order is d3, d2, x, d1; "x" and "d1" tie at 0.5, so trec_eval puts "x" (the larger id) first
+RUN = [("d3", 0.9), ("d2", 0.8), ("d1", 0.5), ("x", 0.5)]
+
+
+def test_trec_order_breaks_ties_by_document_id_descending():
+    assert retrieval.trec_order(RUN) == ["d3", "d2", "x", "d1"]
+
+
+def test_ndcg_by_hand():
+    dcg = 0 / math.log2(2) + 1 / math.log2(3) + 0 / math.log2(4) + 2 / math.log2(5)
+    ideal = 2 / math.log2(2) + 1 / math.log2(3) + 1 / math.log2(4)  # all judged grades, d4's included
+    assert retrieval.ndcg_at(RUN, QRELS["q"], 10) == pytest.approx(dcg / ideal)
+    assert retrieval.ndcg_at(RUN, QRELS["q"], 2) == pytest.approx((1 / math.log2(3)) / (2 + 1 / math.log2(3)))
+
+
+def test_recall_by_hand():
+    assert retrieval.recall_at(RUN, QRELS["q"], 100) == pytest.approx(2 / 3)  # d1, d2 of d1, d2, d4
+    assert retrieval.recall_at(RUN, QRELS["q"], 2) == pytest.approx(1 / 3)
+
+
+def test_a_query_without_results_scores_zero_and_counts():
+    qrels = QRELS | {"empty": {"d9": 1}, "unjudged-only": {"d3": 0}}
+    scores = retrieval.per_query({"q": RUN}, qrels)
+    assert set(scores["ndcg@10"]) == {"q", "empty"}  # no relevant document: not scored
+    assert scores["ndcg@10"]["empty"] == 0 and scores["recall@100"]["empty"] == 0
+
+
+def test_metrics_match_pytrec_eval_on_random_runs():
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    rng = np.random.default_rng(0)
+    docs = [f"d{i}" for i in range(300)]
+    qrels, run = {}, {}
+    for q in range(40):
+        judged = rng.choice(docs, size=int(rng.integers(1, 12)), replace=False)
+        qrels[f"q{q}"] = {d: int(rng.integers(0, 4)) for d in judged} | {str(judged[0]): 1}
+        ranked = rng.choice(docs, size=150, replace=False)
+        scores = np.round(rng.random(150), 1)  # coarse scores: many ties, broken by trec_eval's rule
+        run[f"q{q}"] = [(str(d), float(s)) for d, s in zip(ranked, scores)]
+    ours = retrieval.per_query(run, qrels)
+    ev = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.100"})
+    theirs = ev.evaluate({q: dict(r) for q, r in run.items()})
+    for q in qrels:
+        assert ours["ndcg@10"][q] == pytest.approx(theirs[q]["ndcg_cut_10"], abs=1e-12)
+        assert ours["recall@100"][q] == pytest.approx(theirs[q]["recall_100"], abs=1e-12)
+
+
+def test_bootstrap_interval_brackets_the_mean_and_paired_difference_is_exact_for_a_constant_shift():
+    v = np.random.default_rng(1).random(200)
+    lo, hi = retrieval.bootstrap(v, resamples=2000)
+    assert lo < v.mean() < hi and hi - lo < 0.2
+    a = {str(i): float(x) for i, x in enumerate(v)}
+    d = retrieval.paired({q: x + 0.05 for q, x in a.items()}, a, resamples=500)
+    assert d["diff"] == pytest.approx(0.05) and d["lo"] == pytest.approx(0.05) and d["hi"] == pytest.approx(0.05)
+
+
+# -- the BEIR reader and the rankers -------------------------------------------------------------------
+DOCS = {
+    "c1": ("Cats", "the cat sat on the mat . it purred all day long in the sun ."),
+    "c2": ("Dogs", "a dog ran in the city park and barked at the birds ."),
+    "c3": ("", "the king rode into battle with his army at dawn ."),
+    "c4": ("Rivers", "the old man read a letter by the river and the water was cold ."),
+    # over the tiny bundle's 32-token limit: split into sentences and pooled, as the server does
+    "c5": ("Weather", " ".join(["the rain fell on the green hills all night ."] * 3 + ["the snow came in the morning ."] * 3)),
+}
+QUERIES = {"1": "a cat on a mat", "2": "the king and his army", "3": "letters by the river", "9": "not judged"}
+JUDGED = [("1", "c1", 1), ("2", "c3", 2), ("3", "c4", 1)]
+
+
+def write_beir(root, judged=JUDGED):
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / "corpus.jsonl", "w") as f:
+        for i, (title, text) in DOCS.items():
+            f.write(json.dumps({"_id": i, "title": title, "text": text}) + "\n")
+    with open(root / "queries.jsonl", "w") as f:
+        for i, text in QUERIES.items():
+            f.write(json.dumps({"_id": i, "text": text}) + "\n")
+    (root / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in judged))
+    return root
+
+
+def test_reader_joins_title_and_keeps_judged_queries(tmp_path):
+    task = beir.load(write_beir(tmp_path / "toy"))
+    assert task.name == "toy" and task.doc_ids == ["c1", "c2", "c3", "c4", "c5"]
+    assert task.doc_texts[0].startswith("Cats the cat sat") and task.doc_texts[2].startswith("the king")  # no title: no space
+    assert task.query_ids == ["1", "2", "3"] and task.qrels["2"] == {"c3": 2}
+
+
+@pytest.mark.parametrize(
+    "judged, message",
+    [([("1", "c7", 1)], "not in corpus.jsonl"), ([("5", "c1", 1)], "not in queries.jsonl"), ([("1", "c1", "x")], "not an integer")],
+)
+def test_reader_names_the_problem(tmp_path, judged, message):
+    with pytest.raises(DatasetError, match=message):
+        beir.load(write_beir(tmp_path / "bad", judged))
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    root = tmp_path_factory.mktemp("beir")
+    make_tiny_bundle(root / "tiny", name="tiny")
+    return root, beir.load(write_beir(root / "toy"))
+
+
+def test_lexical_ranker_finds_each_judged_document_first(toy):
+    _, task = toy
+    record = retrieval.evaluate(rankers.LexicalRanker(task), task, log=lambda m: None)
+    assert record["metrics"]["ndcg@10"]["mean"] == pytest.approx(1.0)
+    assert record["schema"] == retrieval.SCHEMA and record["queries"] == 3 and record["mode"] == "lexical"
+
+
+def test_dense_ranker_is_exact_cosine_over_split_documents(toy):
+    root, task = toy
+    (dense,) = rankers.DenseRanker.for_views(sources.BundleSource(root / "tiny", truncation="split"), ["mean"], task)
+    enc = Encoder.load(root / "tiny")
+    q = enc.encode(task.query_texts[:2], "mean")
+    d = enc.encode(task.doc_texts, "mean", truncation="split")  # the server's path for long inputs
+    assert not np.allclose(d[-1], enc.encode(task.doc_texts[-1:], "mean", truncation="truncate")[0], atol=1e-3)
+    got = dense.rank(task.query_texts[:2], 5)
+    for row, sims in zip(got, q @ d.T):
+        assert [i for i, _ in row] == [task.doc_ids[j] for j in np.argsort(-sims, kind="stable")]
+        np.testing.assert_allclose([s for _, s in row], np.sort(sims)[::-1], atol=1e-5)
+
+
+def test_hybrid_ranker_fuses_both_rankings(toy):
+    root, task = toy
+    (dense,) = rankers.DenseRanker.for_views(sources.BundleSource(root / "tiny", truncation="split"), ["mean"], task)
+    lexical = rankers.LexicalRanker(task)
+    fusion = Fusion("rrf", lexical_weight=1.0, rrf_k=60, depth=4)
+    hybrid = rankers.HybridRanker(dense, lexical, fusion)
+    (got,) = hybrid.rank(task.query_texts[:1], 4)
+    (d,), (lx,) = dense.rank(task.query_texts[:1], 4), lexical.rank(task.query_texts[:1], 4)
+    assert got == fusion.fuse(d, lx, 4) and hybrid.mode == "hybrid" and hybrid.describe()["fusion"]["depth"] == 4
+
+
+def test_retrieval_check_reports_every_pooling_and_the_coverage(toy):
+    from thoughtvec.training.evaluation import retrieval_check
+
+    root, task = toy
+    lines: list[str] = []
+    retrieval_check.check(str(root / "tiny"), ["mean", "no-such-view"], task, out=lines.append)
+    text = "\n".join(lines)
+    assert "tiny: documents:" in text and "% of tokens <unk>" in text
+    for how in ("mean-unit", "mean-raw", "token-weighted", "max", "truncate", "title", "max-sim", "by query words"):
+        assert f" {how} " in text, how
+    assert "no-such-view" not in text

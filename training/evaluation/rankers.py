@@ -1,0 +1,161 @@
+"""Rankers for :func:`thoughtvec.training.evaluation.retrieval.evaluate`: query texts -> ``[(doc_id, score)]``.
+
+* :class:`DenseRanker` — exact cosine over a source's view (what a ``Flat`` cosine index returns); a bundle
+  is encoded by the server's :class:`~thoughtvec.service.core.encoder.Encoder` with ``truncation="split"``,
+  the server's default, so a long document is split into sentences and pooled exactly as served;
+* :class:`LexicalRanker` — BM25 through the server's own :class:`~thoughtvec.service.index.lexical.LexicalIndex`;
+* :class:`HybridRanker` — both, fused by the server's :class:`~thoughtvec.service.index.fusion.Fusion`;
+* :class:`ServerRanker` — a running server's ``POST /v1/search`` over an index of the corpus that it builds
+  (and drops) through the HTTP API; ``mode`` is sent when given, so a server with search modes is scored
+  by the same function as the in-process rankers.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.index.fusion import Fusion
+from thoughtvec.service.index.lexical import BM25, Analyzer, LexicalIndex
+from thoughtvec.training.evaluation.beir import RetrievalTask
+from thoughtvec.training.evaluation.retrieval import Ranking
+from thoughtvec.training.evaluation.sources import Progress, Source, encode_views
+
+
+def top_k(sims: np.ndarray, ids: Sequence[str], k: int) -> list[Ranking]:
+    """Each row's ``k`` best columns as ``(id, score)``, best first (ties: the earlier column first)."""
+    k = min(k, sims.shape[1])
+    out = []
+    for row in sims:
+        cand = np.argpartition(-row, k - 1)[:k] if k < len(row) else np.arange(len(row))
+        cand = cand[np.lexsort((cand, -row[cand]))]
+        out.append([(ids[j], float(row[j])) for j in cand])
+    return out
+
+
+class DenseRanker:
+    """Exact cosine between a source's query and document vectors of one view."""
+
+    mode = "dense"
+
+    def __init__(self, source: Source, view: str, doc_ids: Sequence[str], doc_vectors: np.ndarray, batch_size: int = 256):
+        self.source, self.view, self.batch_size = source, view, batch_size
+        self.name, self.kind = source.name, source.kind
+        self.doc_ids = list(doc_ids)
+        self.docs = l2_normalize(np.asarray(doc_vectors, np.float32))
+
+    @classmethod
+    def for_views(cls, source: Source, views: Sequence[str], task: RetrievalTask, batch_size: int = 256,
+                  progress: Progress | None = None) -> list[DenseRanker]:  # fmt: skip
+        """One ranker per view; the corpus is encoded once for all of them."""
+        vecs = encode_views(source, task.doc_texts, views, batch_size=batch_size, progress=progress)
+        return [cls(source, v, task.doc_ids, vecs[v], batch_size) for v in views]
+
+    def rank(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        q = l2_normalize(encode_views(self.source, list(queries), [self.view], batch_size=self.batch_size)[self.view])
+        return top_k(q @ self.docs.T, self.doc_ids, k)
+
+    def describe(self) -> dict:
+        return {"dense": self.source.describe(), "view": self.view, "truncation": getattr(self.source, "truncation", None)}
+
+
+class LexicalRanker:
+    """BM25 over the corpus, by the server's lexical index."""
+
+    kind, view, mode = "lexical", "", "lexical"
+
+    def __init__(self, task: RetrievalTask, analyzer: Analyzer | None = None, bm25: BM25 | None = None):
+        self.index = LexicalIndex.from_documents(zip(task.doc_ids, task.doc_texts), analyzer, bm25)
+        self.name = "bm25"
+
+    def rank(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        return [self.index.search(q, k) for q in queries]
+
+    def describe(self) -> dict:
+        a, b = self.index.analyzer, self.index.bm25
+        return {"kind": "lexical", "stemmer": a.stemmer, "stopwords": a.stopwords, "method": b.method, "k1": b.k1, "b": b.b}
+
+
+class HybridRanker:
+    """A dense and a lexical ranking of each query, fused."""
+
+    mode = "hybrid"
+
+    def __init__(self, dense: DenseRanker, lexical: LexicalRanker, fusion: Fusion | None = None):
+        self.dense, self.lexical, self.fusion = dense, lexical, fusion or Fusion()
+        self.name, self.kind, self.view = dense.name, dense.kind, dense.view
+
+    def rank(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        depth = max(k, self.fusion.depth)
+        pairs = zip(self.dense.rank(queries, depth), self.lexical.rank(queries, depth))
+        return [self.fusion.fuse(d, lx, k) for d, lx in pairs]
+
+    def describe(self) -> dict:
+        f = self.fusion
+        return self.dense.describe() | {"lexical": self.lexical.describe(),
+                                        "fusion": {"method": f.method, "lexical_weight": f.lexical_weight, "rrf_k": f.rrf_k, "depth": f.depth}}  # fmt: skip
+
+
+class ServerRanker:
+    """``POST /v1/search`` of a running server, over an index of the corpus made through its API.
+
+    ``index``: search an index that already holds the corpus (ids = the corpus's ids); otherwise one is
+    created for ``model``/``view`` (the server's defaults when None), filled in requests of ``batch``
+    documents and dropped by :meth:`close`. ``mode`` is sent with each search when given.
+    """
+
+    kind = "server"
+
+    def __init__(self, url: str, task: RetrievalTask, *, index: str | None = None, model: str | None = None,
+                 view: str | None = None, mode: str | None = None, api_key: str | None = None, batch: int = 64,
+                 timeout: float = 600.0, progress: Callable[[int], None] | None = None):  # fmt: skip
+        import httpx
+
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.url, self.mode_sent, self.batch = url.rstrip("/"), mode, batch
+        self.client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        self.created = index is None
+        self.index = index or f"eval-{re.sub(r'[^a-z0-9._-]', '-', task.name.lower())[:40]}-{uuid.uuid4().hex[:8]}"
+        if self.created:
+            body = {"name": self.index} | ({"model": model} if model else {}) | ({"view": view} if view else {})
+            self._post("/v1/indexes", body)
+            for s in range(0, len(task.doc_ids), batch):
+                docs = [{"id": i, "text": t} for i, t in zip(task.doc_ids[s : s + batch], task.doc_texts[s : s + batch])]
+                self._post(f"/v1/indexes/{self.index}/documents", {"documents": docs, "truncation": "split"})
+                if progress:
+                    progress(len(docs))
+        stats = self._get(f"/v1/indexes/{self.index}")
+        self.name, self.view, self.mode = stats["model"], stats["view"], mode or "dense"
+
+    def _post(self, path: str, body: dict) -> dict:
+        r = self.client.post(path, json=body)
+        if r.status_code not in (200, 201):
+            raise RuntimeError(f"POST {self.url}{path}: HTTP {r.status_code}: {r.text[:300]}")
+        return r.json()
+
+    def _get(self, path: str) -> dict:
+        r = self.client.get(path)
+        if r.status_code != 200:
+            raise RuntimeError(f"GET {self.url}{path}: HTTP {r.status_code}: {r.text[:300]}")
+        return r.json()
+
+    def rank(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        out: list[Ranking] = []
+        for s in range(0, len(queries), self.batch):  # within the server's max_inputs
+            body = {"index": self.index, "query": list(queries[s : s + self.batch]), "k": k, "truncation": "split"}
+            results = self._post("/v1/search", body | ({"mode": self.mode_sent} if self.mode_sent else {}))["results"]
+            out += [[(h["id"], float(h["score"])) for h in row if h["score"] is not None] for row in results]
+        return out
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "url": self.url, "index": self.index, "model": self.name, "view": self.view, "mode": self.mode}
+
+    def close(self) -> None:
+        """Drop the index this ranker made (an index it was given stays)."""
+        if self.created:
+            self.client.delete(f"/v1/indexes/{self.index}")
+        self.client.close()
