@@ -31,9 +31,8 @@ import numpy as np
 from thoughtvec.service.bundle import postprocess as pp
 from thoughtvec.service.bundle.postprocess import l2_normalize
 
-# k up to 80: the grid ended at 20 until the seventh session, and six views (the invertible ``de``
-# and ``de-sif`` views, the AAE's ``mean``) chose that edge; a view of dim d tries k < d / 2
-# (:func:`candidates`). 80 components of a 1024-d view are 0.33 MB of a bundle's 40.
+# k up to 80: on a grid ending at 20, six views (the invertible ``de`` and ``de-sif`` views, the
+# AAE's ``mean``) chose its edge; a view of dim d tries k < d / 2 (:func:`candidates`). 80 components of a 1024-d view are 0.33 MB of a bundle's 40.
 GRID: tuple[tuple[bool, int], ...] = tuple((c, k) for c in (False, True) for k in (0, 1, 2, 3, 5, 10, 20, 40, 80))
 DEV_TASKS = (("STS-B", "STSBenchmark"), ("SICK-R", "SICKRelatedness"))
 MIN_GAIN = 0.002  # a more complex candidate must beat a simpler one by this much dev Spearman (noise: ~0.001)

@@ -45,7 +45,7 @@ def usable_cores() -> int:
 
 def default_ort_threads() -> int:
     """All usable cores. ONNX Runtime's idle threads sleep (``ort_spinning`` off), so between batches the
-    HTTP loop has every core; during one, the batch goes faster. On 2 cores, against the former default of
+    HTTP loop has every core; during one, the batch goes faster. On 2 cores, against
     cores − 1 (``thoughtvec bench --server-flag=--ort-threads=1``): 32-sentence requests +40–80 % on all
     three measured bundles, 1-sentence requests at concurrency 64 +0–55 % (docs/BENCHMARKS.md)."""
     return usable_cores()

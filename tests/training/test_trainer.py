@@ -141,6 +141,6 @@ def test_max_minutes_counts_every_session_of_a_run(toy_corpus, tmp_path, caplog)
     assert 0 < first < 30 and "--max-minutes 1e-06 reached: the run has trained" in caplog.text
     again = frozenset({"max_minutes"})
     Trainer(tiny_config("uni-skip", toy_corpus, out, max_steps=30, max_minutes=1e-6), resume=True, explicit=again).train()
-    assert step() == first + 1  # the earlier session's time counts: one step, then out of time again
+    assert step() == first + 1  # the earlier run's time counts: one step, then out of time again
     Trainer(tiny_config("uni-skip", toy_corpus, out, max_steps=30, max_minutes=0), resume=True, explicit=again).train()
     assert step() == 30

@@ -273,7 +273,7 @@ async def test_a_large_request_is_admitted_like_a_small_one(encoder):
     await in_run_ids(rec)
     small = asyncio.create_task(b.embed(["a dog"], "mean"))  # one sentence waits: room for three more
     await asyncio.sleep(0.01)
-    large = asyncio.create_task(b.embed(SENTENCES[:4], "mean"))  # four: used to be refused while anything waited
+    large = asyncio.create_task(b.embed(SENTENCES[:4], "mean"))  # four: admitted while one sentence waits
     await asyncio.sleep(0.01)
     rec.gate.set()
     assert (await large).vectors.shape == (4, 8)

@@ -16,7 +16,7 @@ def numpy_blas_threads() -> int:
 
 def test_loading_an_encoder_keeps_numpy_blas_off_the_cores_onnx_runtime_owns(tmp_path):
     # numpy's OpenBLAS (pthreads) busy-waits its idle workers after every product, on the cores ONNX
-    # Runtime's threads need: a view with a post-processing map ran 2.7x slower (issue 16).
+    # Runtime's threads need: a view with a post-processing map ran 2.7x slower.
     with threadpool_limits(limits=2, user_api="blas"):
         assert numpy_blas_threads() == 2
         make_tiny_bundle(tmp_path / "tiny")
