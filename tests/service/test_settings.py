@@ -20,7 +20,7 @@ def test_environment_and_lists(monkeypatch):
 
 
 def test_variables_of_the_training_commands_are_not_typos(monkeypatch):
-    """README documents THOUGHTVEC_SENTEVAL / THOUGHTVEC_CACHE for training; `serve` used to exit 2 on them."""
+    """README documents THOUGHTVEC_SENTEVAL / THOUGHTVEC_CACHE for training; `serve` must not take them for misspelt settings."""
     monkeypatch.setenv("THOUGHTVEC_SENTEVAL", "/data/senteval")
     monkeypatch.setenv("THOUGHTVEC_CACHE", "/tmp/cache")
     assert load_settings().port == 8000

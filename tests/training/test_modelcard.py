@@ -19,7 +19,7 @@ def test_saving_a_head_keeps_the_sections_after_it(tmp_path):
     _card_note(tmp_path, {"view": "uni-raw", "dev_pearson": 0.6, "test_pearson": 0.5})
     text = (tmp_path / "MODEL_CARD.md").read_text()
     assert "of view `uni-raw`" in text and "old head" not in text
-    assert text.endswith("## Post-processing\n\nthe table\n")  # the eval's head note used to cut everything after it
+    assert text.endswith("## Post-processing\n\nthe table\n")  # the eval's head note keeps what follows it
 
 
 def test_an_unfinished_runs_card_reads_its_figures_from_the_training_log(tmp_path):

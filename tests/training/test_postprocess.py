@@ -145,8 +145,8 @@ def test_postprocess_bundle_writes_maps_keeps_raw_views_and_moves_the_head(tmp_p
 
 
 def test_a_choice_the_service_would_refuse_leaves_the_bundle_as_it_was(tmp_path, monkeypatch):
-    """The maps were written before the spec was checked: a refused spec left new maps beside the old
-    spec, a bundle the server then refused to load."""
+    """The spec is checked before the maps are written: new maps beside the old spec would make a bundle
+    the server refuses to load."""
     from thoughtvec.service.bundle import format as fmt
     from thoughtvec.service.bundle.errors import BundleError
 

@@ -1,4 +1,4 @@
-"""Inputs the server used to accept and then could not answer: NaN, deep nesting, lone surrogates,
+"""Inputs a server can accept and then fail to answer: NaN, deep nesting, lone surrogates,
 bodies that are not UTF-8 JSON, and any exception that is not ours. Each is a JSON 4xx naming the
 field (or a JSON 500 with a request id), and nothing stored poisons later searches or restarts."""
 
