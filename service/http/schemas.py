@@ -329,7 +329,7 @@ class CreateIndexRequest(_Req):
         min_length=1,
         max_length=200,
         json_schema_extra={"pattern": SCHEMA_PATTERN},
-        description="a supported FAISS factory string: Flat, PQ16, SQ8, HNSW32, IVF256,Flat, IVF256,PQ16, PCA64,IVF256,SQ8 ... (README: Indexes)",
+        description="a supported FAISS factory string: Flat, PQ16, SQ8, HNSW32, IVF256,Flat, IVF256,PQ16, PCA64,IVF256,SQ8 ... (docs: Search and indexes, Index types)",
     )
     metric: Metric = "cosine"
     normalize: bool = Field(True, description="L2-normalise document vectors (always on for cosine)")
