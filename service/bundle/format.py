@@ -138,6 +138,10 @@ class BundleSpec(_Strict):
     tokenizer: TokenizerSpec
     vocabulary: VocabularySpec | None = None  # basic-ptb-v1 only: an hf tokenizer.json holds its own
     max_input_tokens: int = Field(gt=0, le=4096, description="tokens per input, <eos> included")
+    # What ``truncation: split`` cuts an input over the limit into (service/core/longinput.py): one part per
+    # sentence (the classic encoders were trained on sentences), or consecutive sentences packed up to the
+    # limit (a passage encoder: each part carries as much context as the model reads; chosen on retrieval dev).
+    long_inputs: Literal["sentences", "passages"] = "sentences"
     onnx: OnnxSpec
     views: dict[str, ViewSpec] = Field(min_length=1)
     default_view: str

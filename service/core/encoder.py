@@ -149,6 +149,8 @@ class Encoder:
             h = hashlib.sha256(self._files_digest)
             h.update(self.spec.tokenizer.model_dump_json(exclude_none=True).encode())
             h.update(self.spec.views[name].model_dump_json(exclude={"description", "axes"}).encode())
+            if self.spec.long_inputs != "sentences":  # how long inputs are cut (left out at its default: older indexes stay valid)
+                h.update(f"long_inputs={self.spec.long_inputs}".encode())
             pp = self.postprocess.get(name)
             if pp is not None:
                 h.update(np.ascontiguousarray(pp.mean, np.float32).tobytes())
@@ -198,6 +200,11 @@ class Encoder:
 
     def dim(self, view: str | None = None) -> int:
         return self.spec.views[self.view(view)].dim
+
+    @property
+    def long_inputs(self) -> str:
+        """What a split input is cut into: ``sentences``, or ``passages`` (sentences packed up to the limit)."""
+        return self.spec.long_inputs
 
     @property
     def specials(self) -> tuple[tuple[int, ...], tuple[int, ...]]:

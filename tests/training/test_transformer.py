@@ -68,6 +68,7 @@ def test_vectors_match_sentence_transformers(st_folder, exported):
     enc = Encoder.load(exported)
     b = load_bundle(exported)
     assert b.spec.family == "transformer" and b.spec.tokenizer.kind == "hf-tokenizers" and b.vocab is None
+    assert b.spec.long_inputs == "passages"  # split inputs are packed up to the limit
     assert b.spec.training["export_checks"]["cosine_to_sentence_transformers"]["min"] >= 0.9999
     cos = np.einsum("ij,ij->i", enc.encode(SENTENCES), reference(st_folder, SENTENCES))
     assert cos.min() >= 0.9999, cos  # the last sentence is over the 12-token limit: both truncate it

@@ -10,7 +10,7 @@ import pytest
 from tests.service.http.test_auth_metrics import metric
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.service.core.longinput import pool, prepare, sentences, windows
+from thoughtvec.service.core.longinput import pack, pool, prepare, sentences, split_parts, windows
 from thoughtvec.service.errors import InputTooLong
 
 # tiny's limit is 32 tokens (with <eos>); each sentence here is well under it, together far over.
@@ -34,6 +34,38 @@ def test_windows_cover_every_id_and_end_in_eos():
     assert windows([5, 6, 7, 8, 9], 2) == [[5, 6], [7, 8], [9]]
     # a BERT-style frame: every window carries [CLS] ... [SEP]
     assert windows([101, 5, 6, 7, 8, 9, 102], 4, prefix=[101], suffix=[102]) == [[101, 5, 6, 102], [101, 7, 8, 102], [101, 9, 102]]
+
+
+def test_pack_joins_consecutive_parts_within_the_limit_and_keeps_their_frame():
+    framed = [[101, 5, 6, 102], [101, 7, 102], [101, 8, 9, 10, 102], [101, 11, 102]]
+    assert pack(framed, 6, [101], [102]) == [[101, 5, 6, 7, 102], [101, 8, 9, 10, 11, 102]]
+    assert pack(framed, 4, [101], [102]) == [[101, 5, 6, 102], [101, 7, 102], [101, 8, 9, 10, 102], [101, 11, 102]]  # no room to join
+    assert pack([[5, 2], [6, 7, 2]], 32, (), [2]) == [[5, 6, 7, 2]]  # <eos>-framed parts
+    assert pack([], 8) == []
+
+
+def test_a_passage_bundle_packs_its_sentences_a_sentence_bundle_does_not(tiny, monkeypatch):
+    sentence_parts = split_parts(tiny, LONG)
+    assert sentence_parts == [tiny.token_ids(s) for s in SENTS]
+    monkeypatch.setattr(type(tiny), "long_inputs", property(lambda self: "passages"))
+    passages = split_parts(tiny, LONG)
+    assert 1 < len(passages) < len(SENTS) and all(len(p) <= tiny.max_tokens for p in passages)
+    eos = tiny.token_ids("x")[-1]
+    assert [i for p in passages for i in p if i != eos] == [i for p in sentence_parts for i in p if i != eos]  # every token once, in order
+    assert all(p[-1] == eos for p in passages)
+
+
+def test_how_long_inputs_are_cut_is_part_of_the_fingerprint_except_at_its_default(models_dir, tmp_path):
+    import json
+    import shutil
+
+    shutil.copytree(models_dir / "tiny", tmp_path / "tiny")
+    before = Encoder.load(tmp_path / "tiny").fingerprint()
+    meta = json.loads((tmp_path / "tiny" / "bundle.json").read_text())
+    (tmp_path / "tiny" / "bundle.json").write_text(json.dumps(meta | {"long_inputs": "sentences"}))
+    assert Encoder.load(tmp_path / "tiny").fingerprint() == before
+    (tmp_path / "tiny" / "bundle.json").write_text(json.dumps(meta | {"long_inputs": "passages"}))
+    assert Encoder.load(tmp_path / "tiny").fingerprint() != before
 
 
 def test_sentences_use_punkt():
