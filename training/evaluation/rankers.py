@@ -2,7 +2,7 @@
 
 * :class:`DenseRanker` — exact cosine over a source's view (what a ``Flat`` cosine index returns); a bundle
   is encoded by the server's :class:`~thoughtvec.service.core.encoder.Encoder` with ``truncation="split"``,
-  the server's default, so a long document is split into sentences and pooled exactly as served;
+  the server's default, so a long document is split and pooled exactly as served;
 * :class:`LexicalRanker` — BM25 through the server's own :class:`~thoughtvec.service.index.lexical.LexicalIndex`;
 * :class:`HybridRanker` — both, fused by the server's :class:`~thoughtvec.service.index.fusion.Fusion`;
 * :class:`ServerRanker` — a running server's ``POST /v1/search`` over an index of the corpus that it builds

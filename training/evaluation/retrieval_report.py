@@ -62,7 +62,7 @@ def section(records: list[dict]) -> list[str]:
     out = ["## Retrieval", "",
            "BEIR-layout tasks scored as trec_eval scores them (`ndcg_cut.10`, `recall.100`; checked against pytrec_eval in "
            "`tests/training/test_retrieval.py`). *dense*: exact cosine over the view, documents longer than the bundle's "
-           "limit split into sentences and pooled as the server pools them (`truncation: split`); *lexical*: BM25 by the "
+           "limit split as the server splits them (`truncation: split`: a part per sentence, or sentences packed up to the limit for a passage encoder) and pooled; *lexical*: BM25 by the "
            "server's lexical index; *hybrid*: the two rankings fused (`thoughtvec.service.index.fusion`). Intervals: 95% "
            "percentile bootstrap over queries (10,000 resamples); *Δ vs BM25*: paired over the same resamples. Each row's "
            "command is in the last column. These are dev numbers: every choice below is made on them.", ""]  # fmt: skip
