@@ -55,18 +55,24 @@ def test_the_default_search_rule_takes_the_best_servable_ranker():
     assert retrieval_report.default_search(records)["name"] == "a"  # a baseline is not servable
 
 
-def test_server_search_scores_as_the_in_process_dense_ranker(setup):
+@pytest.mark.parametrize("mode", ["dense", "lexical", "hybrid", None])
+def test_server_search_scores_as_the_in_process_rankers(setup, mode):
+    """Each mode of the server's search ranks as the in-process ranker of that mode; with no mode sent, the
+    index's own answers (tiny: BM25 alone, the dev rule) and the record says so."""
     root, toy = setup
     task = beir.load(toy)
-    (local,) = rankers.DenseRanker.for_views(sources.BundleSource(root / "models" / "tiny", truncation="split"), ["mean"], task)
+    (dense,) = rankers.DenseRanker.for_views(sources.BundleSource(root / "models" / "tiny", truncation="split"), ["mean"], task)
+    lexical = rankers.LexicalRanker(task)
+    local = {"dense": dense, "lexical": lexical, "hybrid": rankers.HybridRanker(dense, lexical), None: lexical}[mode]
     with live_server(settings_for(root / "models", root / "indexes")) as (url, _app):
-        server = rankers.ServerRanker(url, task, batch=2)
+        server = rankers.ServerRanker(url, task, batch=2, mode=mode)
         try:
             got, want = server.rank(task.query_texts, 4), local.rank(task.query_texts, 4)
             assert [[d for d, _ in r] for r in got] == [[d for d, _ in r] for r in want]
             for g, w in zip(got, want):
                 assert [s for _, s in g] == pytest.approx([s for _, s in w], abs=1e-5)
-            assert retrieval.evaluate(server, task, log=lambda m: None)["kind"] == "server"
+            record = retrieval.evaluate(server, task, log=lambda m: None)
+            assert record["kind"] == "server" and record["mode"] == local.mode
         finally:
             server.close()
         assert server.index not in {i["name"] for i in httpx.get(f"{url}/v1/indexes").json()["data"]}

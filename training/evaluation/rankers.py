@@ -6,8 +6,8 @@
 * :class:`LexicalRanker` — BM25 through the server's own :class:`~thoughtvec.service.index.lexical.LexicalIndex`;
 * :class:`HybridRanker` — both, fused by the server's :class:`~thoughtvec.service.index.fusion.Fusion`;
 * :class:`ServerRanker` — a running server's ``POST /v1/search`` over an index of the corpus that it builds
-  (and drops) through the HTTP API; ``mode`` is sent when given, so a server with search modes is scored
-  by the same function as the in-process rankers.
+  (and drops) through the HTTP API; ``mode`` is sent when given (else the index's own mode answers), so a
+  server's search is scored by the same function as the in-process rankers.
 """
 
 from __future__ import annotations
@@ -105,7 +105,8 @@ class ServerRanker:
 
     ``index``: search an index that already holds the corpus (ids = the corpus's ids); otherwise one is
     created for ``model``/``view`` (the server's defaults when None), filled in requests of ``batch``
-    documents and dropped by :meth:`close`. ``mode`` is sent with each search when given.
+    documents and dropped by :meth:`close`. ``mode`` is sent with each search when given; :attr:`mode` is the
+    mode the server answered in (the index's own when none is sent).
     """
 
     kind = "server"
@@ -129,7 +130,7 @@ class ServerRanker:
                 if progress:
                     progress(len(docs))
         stats = self._get(f"/v1/indexes/{self.index}")
-        self.name, self.view, self.mode = stats["model"], stats["view"], mode or "dense"
+        self.name, self.view, self.mode = stats["model"], stats["view"], mode or stats.get("mode", "dense")
 
     def _post(self, path: str, body: dict) -> dict:
         r = self.client.post(path, json=body)
@@ -147,7 +148,8 @@ class ServerRanker:
         out: list[Ranking] = []
         for s in range(0, len(queries), self.batch):  # within the server's max_inputs
             body = {"index": self.index, "query": list(queries[s : s + self.batch]), "k": k, "truncation": "split"}
-            results = self._post("/v1/search", body | ({"mode": self.mode_sent} if self.mode_sent else {}))["results"]
+            answer = self._post("/v1/search", body | ({"mode": self.mode_sent} if self.mode_sent else {}))
+            results, self.mode = answer["results"], answer.get("mode", self.mode)
             out += [[(h["id"], float(h["score"])) for h in row if h["score"] is not None] for row in results]
         return out
 
