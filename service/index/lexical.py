@@ -126,7 +126,7 @@ class LexicalIndex:
 
     @classmethod
     def from_documents(cls, docs: Iterable[tuple[str, str]], analyzer: Analyzer | None = None, bm25: BM25 | None = None,
-                       batch: int = 4096) -> LexicalIndex:  # fmt: skip
+                       batch: int = 50_000) -> LexicalIndex:  # fmt: skip
         """An index over ``(id, text)`` pairs, e.g. the documents of a vector index's snapshot and log."""
         out = cls(analyzer, bm25)
         ids: list[str] = []
