@@ -105,7 +105,8 @@ class ServerRanker:
 
     ``index``: search an index that already holds the corpus (ids = the corpus's ids); otherwise one is
     created for ``model``/``view`` (the server's defaults when None), filled in requests of ``batch``
-    documents and dropped by :meth:`close`. ``mode`` is sent with each search when given; :attr:`mode` is the
+    documents (long ones handled as ``truncation`` says, the server's own default ``split`` unless told)
+    and dropped by :meth:`close`. ``mode`` is sent with each search when given; :attr:`mode` is the
     mode the server answered in (the index's own when none is sent).
     """
 
@@ -113,11 +114,11 @@ class ServerRanker:
 
     def __init__(self, url: str, task: RetrievalTask, *, index: str | None = None, model: str | None = None,
                  view: str | None = None, mode: str | None = None, api_key: str | None = None, batch: int = 64,
-                 timeout: float = 600.0, progress: Callable[[int], None] | None = None):  # fmt: skip
+                 timeout: float = 600.0, progress: Callable[[int], None] | None = None, truncation: str = "split"):  # fmt: skip
         import httpx
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.url, self.mode_sent, self.batch = url.rstrip("/"), mode, batch
+        self.url, self.mode_sent, self.batch, self.truncation = url.rstrip("/"), mode, batch, truncation
         self.client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
         self.created = index is None
         self.index = index or f"eval-{re.sub(r'[^a-z0-9._-]', '-', task.name.lower())[:40]}-{uuid.uuid4().hex[:8]}"
@@ -126,7 +127,7 @@ class ServerRanker:
             self._post("/v1/indexes", body)
             for s in range(0, len(task.doc_ids), batch):
                 docs = [{"id": i, "text": t} for i, t in zip(task.doc_ids[s : s + batch], task.doc_texts[s : s + batch])]
-                self._post(f"/v1/indexes/{self.index}/documents", {"documents": docs, "truncation": "split"})
+                self._post(f"/v1/indexes/{self.index}/documents", {"documents": docs, "truncation": truncation})
                 if progress:
                     progress(len(docs))
         stats = self._get(f"/v1/indexes/{self.index}")
@@ -147,14 +148,15 @@ class ServerRanker:
     def rank(self, queries: Sequence[str], k: int) -> list[Ranking]:
         out: list[Ranking] = []
         for s in range(0, len(queries), self.batch):  # within the server's max_inputs
-            body = {"index": self.index, "query": list(queries[s : s + self.batch]), "k": k, "truncation": "split"}
+            body = {"index": self.index, "query": list(queries[s : s + self.batch]), "k": k, "truncation": self.truncation}
             answer = self._post("/v1/search", body | ({"mode": self.mode_sent} if self.mode_sent else {}))
             results, self.mode = answer["results"], answer.get("mode", self.mode)
             out += [[(h["id"], float(h["score"])) for h in row if h["score"] is not None] for row in results]
         return out
 
     def describe(self) -> dict:
-        return {"kind": self.kind, "url": self.url, "index": self.index, "model": self.name, "view": self.view, "mode": self.mode}
+        return {"kind": self.kind, "url": self.url, "index": self.index, "model": self.name, "view": self.view, "mode": self.mode,
+                "truncation": self.truncation}  # fmt: skip
 
     def close(self) -> None:
         """Drop the index this ranker made (an index it was given stays)."""
