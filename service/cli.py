@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from thoughtvec.service.settings import IndexBackendName, add_cli_flags
+    from thoughtvec.service.settings import SEARCH_MODES, IndexBackendName, add_cli_flags
 
     backends = [b.value for b in IndexBackendName]
 
@@ -36,6 +36,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--input", required=True, type=Path, help=".txt, .tsv ([source<TAB>]text) or .jsonl, optionally .gz")
     build.add_argument("--name", required=True, help="index name")
     build.add_argument("--view", default=None, help="bundle view (default: the bundle's)")
+    build.add_argument(
+        "--mode",
+        choices=SEARCH_MODES,
+        default=None,
+        help="the search a request naming no mode gets (default: the best on dev for the model and backend: hybrid over "
+        "all-minilm-l6-v2, lexical over any other model, dense on Milvus)",
+    )
     build.add_argument("--factory", default="Flat", help="FAISS factory string (default Flat = exact)")
     build.add_argument("--metric", default="cosine", choices=["cosine", "ip", "l2"])
     build.add_argument("--no-normalize", dest="normalize", action="store_false", help="keep raw vectors (ip/l2 only)")
@@ -101,7 +108,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     from thoughtvec.service.errors import ThoughtvecError
     from thoughtvec.service.index.backend import MilvusOptions, open_store
     from thoughtvec.service.index.build import build_index, read_documents
-    from thoughtvec.service.settings import IndexBackendName, load_settings
+    from thoughtvec.service.settings import IndexBackendName, default_search_mode, load_settings
 
     models_dir, index_dir = _settings_dirs(args.models_dir, args.index_dir)
     settings = load_settings(**{k: v for k, v in (("index_backend", args.index_backend), ("milvus_uri", args.milvus_uri)) if v is not None})
@@ -109,11 +116,15 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     bundle = Path(args.model) if Path(args.model).is_dir() else models_dir / args.model
     try:
         encoder = Encoder.load(bundle, providers=available_providers())
-        if milvus:  # refuse a factory Milvus has no index for before embedding anything
+        store = open_store(settings.index_backend, index_dir=index_dir, milvus=MilvusOptions.of(settings))
+        if args.mode:  # refuse a mode or a factory the backend cannot serve before embedding anything
+            store.check_mode(args.mode)
+        if milvus:
             _check_milvus_factory(args, encoder.dim(encoder.view(args.view)), settings.milvus_uri)
+        mode = args.mode or default_search_mode(encoder.name, store.search_modes)
         docs = read_documents(args.input, args.limit)
-        log.info("%d texts from %s; model %s view %s", len(docs), args.input, encoder.name, encoder.view(args.view))
         view = encoder.view(args.view)
+        log.info("%d texts from %s; model %s view %s, searched %s", len(docs), args.input, encoder.name, view, mode)
 
         def encode(texts: list[str]) -> np.ndarray:
             return encoder.encode(texts, view, normalize=False, truncation="split", batch_size=args.batch_size)
@@ -129,8 +140,8 @@ def cmd_index_build(args: argparse.Namespace) -> int:
             factory=args.factory,
             metric=args.metric,
             normalize=args.normalize,
+            mode=mode,
         )
-        store = open_store(settings.index_backend, index_dir=index_dir, milvus=MilvusOptions.of(settings))
         stats = store.install(built, overwrite=args.overwrite)
         store.close()
     except (ThoughtvecError, ValueError, OSError) as e:
@@ -139,7 +150,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     where = f"Milvus at {settings.milvus_uri}" if milvus else index_dir / args.name
     print(
         f"index '{args.name}': {stats['documents']} documents, {stats['factory']} {stats['metric']}, "
-        f"model {stats['model']}/{stats['view']} (dim {stats['dim']}) -> {where}"
+        f"model {stats['model']}/{stats['view']} (dim {stats['dim']}), searched {stats['mode']} -> {where}"
     )
     return 0
 
@@ -167,6 +178,7 @@ def cmd_index_list(args: argparse.Namespace) -> int:
             (
                 c["name"],
                 f"{c['model']}/{c['view']}",
+                c.get("mode", "dense"),  # indexes made before modes are searched dense
                 str(c["dim"]),
                 c["factory"],
                 c["metric"],
@@ -177,7 +189,7 @@ def cmd_index_list(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no indexes in {index_dir}")
         return 0
-    head = ("name", "model/view", "dim", "factory", "metric", "documents*", "log bytes")
+    head = ("name", "model/view", "mode", "dim", "factory", "metric", "documents*", "log bytes")
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
     for r in [head] + rows:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
@@ -200,8 +212,11 @@ def _list_milvus(settings) -> int:
     if not stats:
         print(f"no indexes in Milvus at {settings.milvus_uri}")
         return 0
-    head = ("name", "model/view", "dim", "factory", "metric", "documents")
-    rows = [(st["name"], f"{st['model']}/{st['view']}", str(st["dim"]), st["factory"], st["metric"], str(st["documents"])) for st in stats]
+    head = ("name", "model/view", "mode", "dim", "factory", "metric", "documents")
+    rows = [
+        (st["name"], f"{st['model']}/{st['view']}", st["mode"], str(st["dim"]), st["factory"], st["metric"], str(st["documents"]))
+        for st in stats
+    ]
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
     for r in [head] + rows:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths)))

@@ -22,6 +22,9 @@ OTHER_COMMANDS_VARIABLES = frozenset({"THOUGHTVEC_SENTEVAL", "THOUGHTVEC_CACHE"}
 PACKAGE_DATA = Path(__file__).resolve().parent / "index" / "data"
 # What happens to a text over the model's token limit; the one definition (core, HTTP schemas and settings use it).
 Truncation = Literal["split", "truncate", "reject"]
+# How an index is searched: vectors (dense), BM25 (lexical), or both fused (hybrid); the one definition.
+SearchMode = Literal["dense", "lexical", "hybrid"]
+SEARCH_MODES: tuple[SearchMode, ...] = ("dense", "lexical", "hybrid")
 
 
 class IndexBackendName(StrEnum):
@@ -49,10 +52,19 @@ MODEL_PREFERENCE = (
 )
 
 # A new index's default search, by the rule "of what a server can serve, the best nDCG@10 on the retrieval dev
-# set" (docs/RESULTS.md, *Retrieval*; `thoughtvec eval --retrieval`): mode "hybrid" (BM25 fused with the dense
-# ranking by thoughtvec.service.index.fusion.Fusion's defaults) over the first of these models that is served, at
-# its default view; where none is, mode "lexical" (BM25 alone), which every trained-here bundle's hybrid falls below.
+# set" (docs/search.md, *Default search*; docs/RESULTS.md, *Retrieval*): the first of these models that is served, at
+# its default view, with mode "hybrid" (BM25 fused with its dense ranking by thoughtvec.service.index.fusion.Fusion's
+# defaults). Where none is served, the default model with mode "lexical" (BM25 alone), which every trained-here
+# bundle's hybrid falls below. Where the index backend searches vectors only (Milvus), mode "dense" over the same model.
 SEARCH_MODEL_PREFERENCE = ("all-minilm-l6-v2",)
+
+
+def default_search_mode(model: str, modes: tuple[SearchMode, ...] = SEARCH_MODES) -> SearchMode:
+    """A new index's mode when its creator names none: hybrid over a model of ``SEARCH_MODEL_PREFERENCE`` (its
+    hybrid beats BM25 alone on dev), lexical over any other (on dev, each trained-here bundle's hybrid falls below
+    BM25 alone, and its dense ranking further); dense where the backend (``modes``) has nothing else."""
+    best: SearchMode = "hybrid" if model in SEARCH_MODEL_PREFERENCE else "lexical"
+    return best if best in modes else "dense"
 
 
 class Settings(BaseSettings):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -32,14 +32,15 @@ from thoughtvec.service.core.results import (
     SearchResult,
     Usage,
 )
-from thoughtvec.service.errors import Conflict, InvalidInput
+from thoughtvec.service.errors import Conflict, InvalidInput, ThoughtvecError
 from thoughtvec.service.index.backend import IndexBackend, MilvusOptions, open_store
 from thoughtvec.service.index.build import build_index, read_documents
 from thoughtvec.service.index.contents import Doc, IndexConfig, Metric
+from thoughtvec.service.index.fusion import Fusion
 from thoughtvec.service.index.indexes import new_config
 from thoughtvec.service.index.jsonvalues import check_metadata
 from thoughtvec.service.index.store import new_id
-from thoughtvec.service.settings import Settings, Truncation
+from thoughtvec.service.settings import SEARCH_MODEL_PREFERENCE, SearchMode, Settings, Truncation, default_search_mode
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ class IndexService:
             gpu=settings.prefer_cuda,
             milvus=MilvusOptions.of(settings),
         )
+        self.fusion = Fusion()  # hybrid search's fusion: the defaults chosen on the retrieval dev set
 
     # -- lifecycle -----------------------------------------------------------------------
     async def load(self) -> None:
@@ -93,20 +95,23 @@ class IndexService:
         if not s.search_sample.is_file():
             log.info("default index '%s' not built: no sample at %s", name, s.search_sample)
             return
-        model = self.embedding.registry.models.get(self.embedding.registry.default_model or "")
-        if model is None:
-            log.info("default index '%s' not built: no default model loaded", name)
+        try:  # the defaults of any new index (the dev rule)
+            model, view, mode = self.new_index_search(None, None, None)
+        except ThoughtvecError as e:
+            log.info("default index '%s' not built: %s", name, e)
             return
         loop = asyncio.get_running_loop()
         store.building[name] = "reading the sample"
         try:
             docs = await loop.run_in_executor(None, read_documents, s.search_sample, s.default_index_max_docs)
             log.info(
-                "building default index '%s' from %d sentences of %s with %s (cached in %s afterwards)",
+                "building default index '%s' from %d sentences of %s with %s/%s, searched %s (cached in %s afterwards)",
                 name,
                 len(docs),
                 s.search_sample,
                 model.name,
+                view,
+                mode,
                 s.index_dir,
             )
 
@@ -116,7 +121,6 @@ class IndexService:
             def encode(texts: list[str]) -> np.ndarray:  # on an executor thread: through the batcher on the loop
                 return asyncio.run_coroutine_threadsafe(self.embedding.embed_bulk(model, view, texts), loop).result()
 
-            view = model.encoder.view(None)
             built = await loop.run_in_executor(
                 None,
                 lambda: build_index(
@@ -128,6 +132,7 @@ class IndexService:
                     dim=model.encoder.dim(view),
                     progress=progress,
                     fingerprint=model.encoder.fingerprint(view),
+                    mode=mode,
                 ),
             )
             store.building[name] = "writing"
@@ -156,28 +161,57 @@ class IndexService:
         check_count(len(query), self.settings.max_inputs, "query")
         return query
 
-    async def search(self, *, query: Any, index: str | None = None, k: int = 10, truncation: Truncation | None = None) -> SearchResult:
-        """``k`` neighbours of each query (a text, texts, or a vector) in ``index`` (default: the server's)."""
+    async def search(
+        self,
+        *,
+        query: Any,
+        index: str | None = None,
+        k: int = 10,
+        truncation: Truncation | None = None,
+        mode: SearchMode | None = None,
+    ) -> SearchResult:
+        """``k`` neighbours of each query (a text, texts, or a vector) in ``index`` (default: the server's), found in
+        ``mode`` (default: the index's; a vector query is searched by vector only)."""
         name = index or self.settings.default_index
         config = self.store.config(name)
         if not 1 <= k <= self.settings.max_k:
             raise InvalidInput(f"k is {k}; it must be between 1 and {self.settings.max_k}", field="k")
         texts_or_vector = self._query(query, config.dim, name)
         if isinstance(texts_or_vector, np.ndarray):
+            if mode not in (None, "dense"):
+                raise InvalidInput(
+                    f"mode '{mode}' needs a text query; a vector query is searched by vector only (mode 'dense')", field="mode"
+                )
             if config.model in self.embedding.registry.models:  # a vector query needs no model, but its index must not be stale
                 self.index_model(name, config)
-            vectors, counts = texts_or_vector, Usage()
-        else:
-            texts = texts_or_vector
-            fields = ["query"] if isinstance(query, str) else [f"query[{i}]" for i in range(len(texts))]
-            model = self.index_model(name, config)
-            enc = await self.embedding.encode(
-                model, config.view, self.embedding.texts(texts, fields, truncation), fields, normalize=False, mode=truncation
-            )
-            vectors, counts = enc.vectors, enc.usage
-        hits = await asyncio.get_running_loop().run_in_executor(None, self.store.search, name, vectors, k)
-        results = [[Hit(d.id, d.text, s if math.isfinite(s) else None, d.metadata) for d, s in row] for row in hits]
-        return SearchResult(name, config.model, config.metric, results, counts)
+            rows = await self._run(self.store.search, name, texts_or_vector, k)
+            return self._result(name, config, "dense", [[_hit(d, s) for d, s in row] for row in rows], Usage())
+        mode = mode or config.mode
+        self.store.check_mode(mode)
+        fields = ["query"] if isinstance(query, str) else [f"query[{i}]" for i in range(len(texts_or_vector))]
+        texts = self.embedding.texts(texts_or_vector, fields, truncation)
+        if mode == "lexical":  # BM25 alone: no model runs
+            rows = await self._run(self.store.lexical_search, name, texts, k)
+            return self._result(name, config, mode, [[_hit(d, s) for d, s in row] for row in rows], Usage())
+        model = self.index_model(name, config)
+        enc = await self.embedding.encode(model, config.view, texts, fields, normalize=False, mode=truncation)
+        if mode == "dense":
+            rows = await self._run(self.store.search, name, enc.vectors, k)
+            return self._result(name, config, mode, [[_hit(d, s) for d, s in row] for row in rows], enc.usage)
+        depth = max(k, self.fusion.depth)  # each side's best `depth`, as the dev numbers were measured
+        dense = await self._run(self.store.search, name, enc.vectors, depth)
+        lexical = await self._run(self.store.lexical_search, name, texts, depth)
+        results = [fuse_hits(self.fusion, d, lx, k, lower_is_better=config.metric == "l2") for d, lx in zip(dense, lexical)]
+        return self._result(name, config, mode, results, enc.usage)
+
+    @staticmethod
+    async def _run(fn: Callable[..., Any], *args: Any) -> Any:
+        """A blocking store call, on the executor."""
+        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+    @staticmethod
+    def _result(name: str, config: IndexConfig, mode: SearchMode, results: list[list[Hit]], usage: Usage) -> SearchResult:
+        return SearchResult(name, config.model, config.metric, mode, results, usage)
 
     def index_model(self, name: str, config: IndexConfig) -> Model:
         """The model that embeds texts for index ``name``: 409 if its bundle is not the export the index's
@@ -199,23 +233,34 @@ class IndexService:
     def index_stats(self, name: str) -> IndexStats:
         return IndexStats.of(self.store.stats(name))
 
+    def new_index_search(self, model: str | None, view: str | None, mode: SearchMode | None) -> tuple[Model, str, SearchMode]:
+        """A new index's model, view and default mode: those named, the others by the dev rule
+        (``settings.SEARCH_MODEL_PREFERENCE``: its first served model when none is named, and the mode that
+        scored best on dev for the model, of those the backend serves)."""
+        if mode is not None:
+            self.store.check_mode(mode)
+        if model is None:
+            model = next((m for m in SEARCH_MODEL_PREFERENCE if m in self.embedding.registry.models), None)
+        m = self.embedding.model(model)  # None: the server's default model
+        return m, m.encoder.view(view), mode or default_search_mode(m.name, self.store.search_modes)
+
     async def create_index(
         self,
         *,
         name: str,
         model: str | None = None,
         view: str | None = None,
+        mode: SearchMode | None = None,
         factory: str = "Flat",
         metric: Metric = "cosine",
         normalize: bool = True,
         train_size: int | None = None,
     ) -> IndexStats:
-        """A new empty index for one model's view."""
-        m = self.embedding.model(model)
-        view = m.encoder.view(view)
+        """A new empty index for one model's view, searched in ``mode`` unless a search names another."""
+        m, view, mode = self.new_index_search(model, view, mode)
         try:
             config = new_config(
-                name, m.name, view, m.encoder.dim(view), factory, metric, normalize, train_size, m.encoder.fingerprint(view)
+                name, m.name, view, m.encoder.dim(view), factory, metric, normalize, train_size, m.encoder.fingerprint(view), mode
             )
         except ValueError as e:
             raise InvalidInput(str(e), field="factory") from None
@@ -237,12 +282,24 @@ class IndexService:
         count = await asyncio.get_running_loop().run_in_executor(None, self.store.count, name)
         return DocumentsAdded(name, ids, count, enc.usage)
 
-    async def index_map(self, name: str, query: str | None, limit: int, include: Sequence[str] = ()) -> IndexMap:
-        """Up to ``limit`` of an index's documents (those ``include`` names first) on a 2-D PCA plane, with ``query`` on it."""
+    async def index_map(
+        self, name: str, query: str | None, limit: int, include: Sequence[str] = (), k: int = 0, mode: SearchMode | None = None
+    ) -> IndexMap:
+        """Up to ``limit`` of an index's documents on a 2-D PCA plane, with ``query`` on it. Drawn first: the
+        query's ``k`` best documents by :meth:`search` (in ``mode``, default the index's: the search
+        ``/v1/search`` makes), then those ``include`` names, then the first added."""
         config = self.store.config(name)
         if not 3 <= limit <= self.settings.max_inputs:
             raise InvalidInput(f"limit is {limit}; it must be between 3 and {self.settings.max_inputs}", field="limit")
-        docs = await asyncio.get_running_loop().run_in_executor(None, self.store.documents, name, limit, include)
+        if k and query is None or not 0 <= k <= limit:
+            raise InvalidInput(f"k is {k}; it must be between 0 and limit ({limit}), and above 0 only with a query", field="k")
+        if mode is not None and not k:
+            raise InvalidInput("mode is the search's that marks the query's k best documents: send k too", field="mode")
+        if query is not None:
+            self.embedding.texts([query], ["query"])  # a text (the search below would take a list as texts or a vector)
+        found = await self.search(query=query, index=name, k=k, mode=mode) if k else None
+        hits = [h.id for h in found.results[0]] if found else None
+        docs = await asyncio.get_running_loop().run_in_executor(None, self.store.documents, name, limit, (hits or []) + list(include))
         if len(docs) < 3:
             raise InvalidInput(f"index '{name}' has {len(docs)} documents; a map needs at least 3", field="name")
         model = self.index_model(name, config)
@@ -255,7 +312,8 @@ class IndexService:
         xy = project(enc.vectors, mean, axes)
         points = [MapPoint(d.text, float(p[0]), float(p[1]), id=d.id) for d, p in zip(docs, xy)]
         placed = MapPoint(query, float(xy[-1, 0]), float(xy[-1, 1])) if query is not None else None
-        return IndexMap(name, config.model, points, placed, [float(v) for v in share], enc.usage)
+        usage = enc.usage if found is None else _sum(enc.usage, found.usage)
+        return IndexMap(name, config.model, points, placed, [float(v) for v in share], usage, hits, found.mode if found else None)
 
     async def delete_documents(self, name: str, ids: list[str]) -> DocumentsDeleted:
         self.store.config(name)
@@ -270,3 +328,22 @@ class IndexService:
 
     def list_indexes(self) -> IndexListing:
         return IndexListing([self.index_stats(n) for n in self.store.names()], dict(self.store.building), dict(self.store.quarantined))
+
+
+def _sum(a: Usage, b: Usage) -> Usage:
+    return Usage(a.tokens + b.tokens, a.split + b.split, a.truncated + b.truncated)
+
+
+def _hit(d: Doc, score: float, dense_rank: int | None = None, lexical_rank: int | None = None) -> Hit:
+    return Hit(d.id, d.text, score if math.isfinite(score) else None, d.metadata, dense_rank, lexical_rank)
+
+
+def fuse_hits(fusion: Fusion, dense: list[tuple[Doc, float]], lexical: list[tuple[Doc, float]], k: int, lower_is_better: bool) -> list[Hit]:
+    """One query's dense and lexical hits (each best first) fused by ``fusion``: the best ``k``, each with its rank
+    on both sides. ``lower_is_better``: the dense scores are distances (metric l2), negated before fusing."""
+    docs = {d.id: d for d, _ in lexical} | {d.id: d for d, _ in dense}
+    dense_rank = {d.id: r for r, (d, _) in enumerate(dense, start=1)}
+    lexical_rank = {d.id: r for r, (d, _) in enumerate(lexical, start=1)}
+    sign = -1.0 if lower_is_better else 1.0
+    fused = fusion.fuse([(d.id, sign * s) for d, s in dense if math.isfinite(s)], [(d.id, s) for d, s in lexical], k)
+    return [_hit(docs[i], s, dense_rank.get(i), lexical_rank.get(i)) for i, s in fused]

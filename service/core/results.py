@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from thoughtvec.service.settings import SearchMode
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:
@@ -118,6 +120,10 @@ class Hit:
     text: str
     score: float | None  # None where the index gave a non-finite score
     metadata: dict[str, Any] | None = None
+    # hybrid only: the hit's place (from 1) in the dense and in the lexical ranking fused; None where that side
+    # did not return it among its ``Fusion.depth`` best
+    dense_rank: int | None = None
+    lexical_rank: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +131,7 @@ class SearchResult:
     index: str
     model: str
     metric: str
+    mode: SearchMode  # the mode that answered
     results: list[list[Hit]]  # one list per query, best first
     usage: Usage
 
@@ -136,6 +143,7 @@ class IndexStats:
     name: str
     model: str
     view: str
+    mode: str
     dim: int
     factory: str
     metric: str
@@ -193,3 +201,5 @@ class IndexMap:
     query: MapPoint | None
     explained_variance: list[float]
     usage: Usage
+    hits: list[str] | None = None  # the query's best ids by the index's search (None: no search asked)
+    mode: SearchMode | None = None  # the mode that search answered in

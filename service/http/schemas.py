@@ -21,7 +21,7 @@ from thoughtvec.service.core import results as core  # not "results": two respon
 from thoughtvec.service.index.contents import NAME_PATTERN, Metric
 from thoughtvec.service.index.factory import SCHEMA_PATTERN
 from thoughtvec.service.index.jsonvalues import reject_lone_surrogates
-from thoughtvec.service.settings import MODEL_PREFERENCE, Truncation
+from thoughtvec.service.settings import MODEL_PREFERENCE, SearchMode, Truncation
 
 # What the core accepts, for the OpenAPI schema (the core checks it, with messages naming the field).
 TEXT = {"type": "string", "minLength": 1, "pattern": r"\S"}
@@ -56,6 +56,11 @@ def _examples(*examples: dict, **schema: Any) -> ConfigDict:
     return ConfigDict(extra="forbid", json_schema_extra={"examples": list(examples), **schema})
 
 
+MODE = Field(
+    None,
+    description="`dense` (the index's vectors), `lexical` (BM25) or `hybrid` (both rankings fused); default: the index's "
+    "`mode` (a vector query: `dense`, the only mode it has)",
+)
 TRUNCATION = Field(
     None,
     description="text over the bundle's token limit: `split` into sentences and pool, `truncate`, "
@@ -284,24 +289,39 @@ class TokenizeResponse(BaseModel):
 # -- search -------------------------------------------------------------------------------
 class SearchRequest(_Req):
     model_config = _examples(
-        {"query": "the king rode into battle .", "k": 3}, {"index": "default", "query": ["love and marriage", "a storm at sea"], "k": 2}
+        {"query": "the king rode into battle .", "k": 3},
+        {"index": "default", "query": ["love and marriage", "a storm at sea"], "k": 2},
+        {"query": "the king rode into battle .", "k": 3, "mode": "lexical"},
     )
     index: str | None = Field(None, description="index name; default: the server's default index")
     query: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, TEXTS, {"type": "array", "items": {"type": "number"}, "minItems": 1}]})] = Field(
         description="a text, a list of texts, or a vector (list of numbers)"
     )
     k: int = Field(10, description="neighbours per query (1..max_k)", json_schema_extra={"minimum": 1})
+    mode: SearchMode | None = MODE
     truncation: Truncation | None = TRUNCATION
+
+
+class Ranks(BaseModel):
+    dense: int | None = Field(description="place (from 1) in the dense ranking fused; null where it was not among its best")
+    lexical: int | None = Field(description="place (from 1) in the BM25 ranking fused; null where it was not among its best")
 
 
 class Hit(BaseModel):
     id: str
     text: str
     score: float | None = Field(
-        description="cosine / inner product (higher is nearer) or squared L2 distance (lower is nearer); "
+        description="mode dense: cosine / inner product (higher is nearer) or squared L2 distance (lower is nearer); "
+        "lexical: BM25 (higher is better); hybrid: the fused score (higher is better); "
         "null where the index gave no finite score"
     )
     metadata: dict[str, Any] | None = _absent_if_none(description="the document's metadata, when it has any")
+    ranks: Ranks | None = _absent_if_none(description="mode hybrid: the hit's place in each ranking fused")
+
+    @classmethod
+    def of(cls, h: core.Hit, hybrid: bool) -> Hit:
+        ranks = Ranks(dense=h.dense_rank, lexical=h.lexical_rank) if hybrid else None
+        return cls(id=h.id, text=h.text, score=h.score, metadata=h.metadata, ranks=ranks)
 
 
 class SearchResponse(BaseModel):
@@ -309,21 +329,30 @@ class SearchResponse(BaseModel):
     index: str
     model: str
     metric: str
+    mode: SearchMode = Field(description="the mode that answered")
     results: list[list[Hit]] = Field(description="one list per query, best first")
     usage: Usage
 
     @classmethod
     def of(cls, r: core.SearchResult) -> SearchResponse:
-        hits = [[Hit(id=h.id, text=h.text, score=h.score, metadata=h.metadata) for h in row] for row in r.results]
-        return cls(index=r.index, model=r.model, metric=r.metric, results=hits, usage=Usage.of(r.usage))
+        hits = [[Hit.of(h, r.mode == "hybrid") for h in row] for row in r.results]
+        return cls(index=r.index, model=r.model, metric=r.metric, mode=r.mode, results=hits, usage=Usage.of(r.usage))
 
 
 # -- indexes ------------------------------------------------------------------------------
 class CreateIndexRequest(_Req):
     model_config = _examples({"name": "notes", "factory": "Flat", "metric": "cosine"})
     name: str = Field(pattern=NAME_PATTERN)
-    model: str | None = Field(None, description="default: the server's default model")
-    view: str | None = None
+    model: str | None = Field(
+        None,
+        description="default: the first served of the models chosen for search on dev (all-minilm-l6-v2), else the server's default model",
+    )
+    view: str | None = Field(None, description="default: the model's default view")
+    mode: SearchMode | None = Field(
+        None,
+        description="the search a request naming no `mode` gets; default: the best on dev for the model and backend "
+        "(`hybrid` over all-minilm-l6-v2, `lexical` over any other model; `dense` on Milvus, which has no BM25)",
+    )
     factory: str = Field(
         "Flat",
         min_length=1,
@@ -356,9 +385,14 @@ class AddDocumentsRequest(_Req):
 
 
 class MapRequest(_Req):
-    model_config = _examples({"query": "a storm at sea", "limit": 200})
+    model_config = _examples({"query": "a storm at sea", "limit": 200, "k": 5})
     query: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, NULL]})] = Field(None, description="a text placed on the map")
     limit: int = Field(300, description="documents drawn (the first ones added), 3..max_inputs", json_schema_extra={"minimum": 3})
+    k: int = Field(
+        0, description="with a query: its k best documents, by the search /v1/search makes, are drawn first and listed in `hits` (0..limit)",
+        json_schema_extra={"minimum": 0},
+    )  # fmt: skip
+    mode: SearchMode | None = Field(None, description="that search's mode (with k); default: the index's `mode`")
     include: list[str] = Field([], description="ids drawn first whatever their place (e.g. a search's results); unknown ids are skipped")
 
 
@@ -379,6 +413,8 @@ class MapResponse(BaseModel):
     points: list[MapPoint]
     query: MapPoint | None
     explained_variance: list[float] = Field(description="share of the variance on each axis")
+    hits: list[str] | None = _absent_if_none(description="with k: the query's best documents' ids, best first")
+    mode: SearchMode | None = _absent_if_none(description="with k: the mode that search answered in")
     usage: Usage
 
     @classmethod
@@ -389,6 +425,8 @@ class MapResponse(BaseModel):
             points=[MapPoint.of(p) for p in m.points],
             query=MapPoint.of(m.query) if m.query is not None else None,
             explained_variance=m.explained_variance,
+            hits=m.hits,
+            mode=m.mode,
             usage=Usage.of(m.usage),
         )
 
@@ -402,6 +440,7 @@ class IndexStats(BaseModel):
     name: str
     model: str
     view: str
+    mode: SearchMode = Field(description="the search a request naming no `mode` gets")
     dim: int
     factory: str
     metric: str

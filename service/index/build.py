@@ -30,6 +30,7 @@ from tqdm import tqdm
 
 from thoughtvec.service.index.contents import BuiltIndex, Doc, Metric
 from thoughtvec.service.index.indexes import new_config
+from thoughtvec.service.settings import SearchMode
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +88,12 @@ def build_index(
     chunk: int = 2048,
     progress: Progress | None = None,
     fingerprint: str = "",
+    mode: SearchMode = "dense",
 ) -> BuiltIndex:
     """Embed ``docs`` with ``encode`` (texts -> raw vectors ``(n, dim)``): the index to install (not yet in any store).
 
     ``model``, ``view``, ``dim`` and ``fingerprint`` (:meth:`Encoder.fingerprint`) describe what ``encode``
-    produces; they go into the index's config.
+    produces; they go into the index's config, with ``mode``, the search a request naming none gets.
     ``encode`` is called on ``chunk`` texts at a time (it plans its own batches), then progress is reported.
     """
     seen: set[str] = set()
@@ -99,7 +101,7 @@ def build_index(
         if d.id in seen:
             raise ValueError(f"document id {d.id!r} appears twice")
         seen.add(d.id)
-    config = new_config(name, model, view, dim, factory, metric, normalize, fingerprint=fingerprint)  # the factory checked now
+    config = new_config(name, model, view, dim, factory, metric, normalize, fingerprint=fingerprint, mode=mode)  # the factory checked now
     vectors = np.zeros((len(docs), dim), np.float32)
     step = max(1, len(docs) // 10)
     next_log = step

@@ -14,6 +14,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from thoughtvec.service.settings import SearchMode
+
 Metric = Literal["cosine", "ip", "l2"]
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 
@@ -34,10 +36,13 @@ class IndexConfig(BaseModel):
     fingerprint: str = Field(
         "", description="Encoder.fingerprint of the model's view that made the vectors ('' in indexes made before it was kept)"
     )
+    mode: SearchMode = Field("dense", description="the search a request that names no mode gets ('dense' in indexes made before modes)")
 
     def stats(self) -> dict[str, Any]:
         """The fields of an index's stats that its configuration fixes (every store adds the rest)."""
-        return {k: getattr(self, k) for k in ("name", "model", "view", "dim", "factory", "metric", "normalize", "train_size", "created")}
+        return {
+            k: getattr(self, k) for k in ("name", "model", "view", "mode", "dim", "factory", "metric", "normalize", "train_size", "created")
+        }
 
 
 @dataclass

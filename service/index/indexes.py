@@ -30,6 +30,7 @@ from thoughtvec.service.bundle.atomic import atomic_dir
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.index.contents import Doc, IndexConfig, Metric
 from thoughtvec.service.index.factory import Family, check_factory
+from thoughtvec.service.settings import SearchMode
 
 log = logging.getLogger(__name__)
 
@@ -350,6 +351,7 @@ def new_config(
     normalize: bool = True,
     train_size: int | None = None,
     fingerprint: str = "",
+    mode: SearchMode = "dense",
 ) -> IndexConfig:
     """An index config, checking the factory string with FAISS now rather than at the first add."""
     probe = make_faiss(dim, factory, metric)
@@ -367,4 +369,5 @@ def new_config(
         train_size=size,
         created=created,
         fingerprint=fingerprint,
+        mode=mode,
     )

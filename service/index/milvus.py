@@ -26,6 +26,13 @@ that, calls fail at once (the core reads configs on its event loop). The client 
 the next call, and a collection a restarted Milvus has not loaded yet is loaded, so the service
 recovers by itself when Milvus returns.
 
+Search is by vector only (mode ``dense``): ``lexical`` and ``hybrid`` are a 422 naming ``mode``
+(:data:`NO_LEXICAL` says why). BM25 shared by replicas would have to live in Milvus, and the Milvus
+versions supported here have no BM25: 2.4 stores sparse vectors, but with weights fixed at insert,
+while BM25's weights move with every write anywhere (the number of documents, each term's document
+frequency, the mean length); the 2.3 server has no sparse vectors at all. A lexical index kept in
+each replica's memory would miss the other replicas' writes, breaking the ``Strong`` reads above.
+
 Not atomic across replicas: the duplicate-id check and the write, and the name check and the
 creation, are serialised per index within one process only. Two replicas adding the same new id
 at the same moment both answer 200 and leave one document (the later upsert); two creating the
@@ -57,15 +64,23 @@ from thoughtvec.service.index.milvus_schema import (
     is_lite,
     search_params,
 )
+from thoughtvec.service.settings import SearchMode
 
 log = logging.getLogger(__name__)
 
 CHUNK = 512  # ids per `id in [...]` expression, rows per upsert
 _COUNT = "count(*)"
+NO_LEXICAL = (
+    "indexes in Milvus are searched by vector only (mode 'dense'): BM25 that every replica shares would have to live in "
+    "Milvus, which has none in the versions supported here (2.4's sparse vectors keep weights fixed at insert, while "
+    "BM25's change with every write; the 2.3 server has no sparse vectors); use index_backend=faiss for lexical and hybrid search"
+)
 
 
 class MilvusStore:
     """Every index in one Milvus (Lite file or server), shared by every process pointed at it."""
+
+    search_modes: tuple[SearchMode, ...] = ("dense",)
 
     def __init__(self, options: MilvusOptions, on_size: Callable[[str, int | None], None] | None = None):
         self.options = options
@@ -233,6 +248,14 @@ class MilvusStore:
             out.append(hits)
         return out
 
+    def check_mode(self, mode: SearchMode) -> None:
+        if mode not in self.search_modes:
+            raise InvalidInput(f"mode '{mode}' is not available with index_backend=milvus: {NO_LEXICAL}", field="mode")
+
+    def lexical_search(self, name: str, queries: Sequence[str], k: int) -> list[list[tuple[Doc, float]]]:
+        self.check_mode("lexical")
+        return []  # not reached: check_mode refuses
+
     def documents(self, name: str, limit: int, include: Sequence[str] = ()) -> list[Doc]:
         self.config(name)
         first = [d for d in self._get(name, list(dict.fromkeys(include))) if d is not None][:limit]
@@ -290,6 +313,7 @@ class MilvusStore:
         from pymilvus import DataType, MilvusClient
 
         name, coll = config.name, self._coll(config.name)
+        self.check_mode(config.mode)
         try:
             params = index_params(config, lite=is_lite(self.uri))
         except ValueError as e:

@@ -1,4 +1,4 @@
-"""The folder of persistent indexes: create, add, delete, search, drop, reload at start.
+"""The folder of persistent indexes: create, add, delete, search (by vector or by BM25), drop, reload at start.
 
 Layout of one index::
 
@@ -13,6 +13,12 @@ dropped. When the log outgrows ``wal_max_bytes`` the index is written as a new s
 the old one stays whole until the new one is) and the log is emptied; records already in a
 snapshot are recognised by their sequence number and skipped on replay, so a crash between the
 two steps is harmless. Methods are blocking (FAISS, fsync): call them from a worker thread.
+
+Each index keeps a BM25 index (:class:`~thoughtvec.service.index.lexical.LexicalIndex`) beside its vectors,
+over the same documents: built from them at load (snapshot + replayed log) and at install, changed by every
+add and delete where the vectors are (in ``_apply``, under the index's lock, after the log record is on
+disk), gone with a drop. It keeps nothing on disk of its own: the log and the snapshot hold every
+document's text, so it is exactly as durable as the vectors.
 """
 
 from __future__ import annotations
@@ -32,7 +38,9 @@ from thoughtvec.service.bundle.atomic import recover_dir
 from thoughtvec.service.errors import Conflict, IndexUnavailable, NotReady, StorageUnavailable, UnknownIndex
 from thoughtvec.service.index.contents import BuiltIndex, Doc, IndexConfig
 from thoughtvec.service.index.indexes import VectorIndex
+from thoughtvec.service.index.lexical import LexicalIndex
 from thoughtvec.service.index.wal import Wal
+from thoughtvec.service.settings import SEARCH_MODES, SearchMode
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +53,19 @@ class _Entry:
     index: VectorIndex
     wal: Wal
     folder: Path
+    lexical: LexicalIndex  # BM25 over the same documents as ``index``
     lock: threading.RLock = field(default_factory=threading.RLock)
+
+
+def lexical_of(vi: VectorIndex) -> LexicalIndex:
+    """The BM25 index of a vector index's documents, in the order they were added (ties rank as they did live)."""
+    return LexicalIndex.from_documents((d.id, d.text) for d in vi.docs.values())
 
 
 class IndexStore:
     """Every index under ``root``, loaded, with its log."""
+
+    search_modes: tuple[SearchMode, ...] = SEARCH_MODES
 
     def __init__(
         self, root: Path, wal_max_bytes: int = 64 * 2**20, on_size: Callable[[str, int | None], None] | None = None, gpu: bool = False
@@ -107,6 +123,7 @@ class IndexStore:
             except Exception as e:
                 raise ValueError(f"log record {header.get('seq')} ({header.get('op')}) cannot be replayed: {type(e).__name__}: {e}") from e
             replayed += 1
+        lexical = lexical_of(vi)  # once, from the final documents: cheaper than replaying the log's deletes into it
         log.info(
             "index %s: %d documents (%s, %s), %d log records replayed",
             vi.config.name,
@@ -115,7 +132,7 @@ class IndexStore:
             vi.config.model,
             replayed,
         )
-        return _Entry(vi, wal, folder)
+        return _Entry(vi, wal, folder, lexical)
 
     def _register(self, entry: _Entry) -> None:
         if self.gpu:
@@ -169,6 +186,16 @@ class IndexStore:
         with e.lock:  # FAISS is not safe to search while another thread adds
             return e.index.search(queries, k)
 
+    def check_mode(self, mode: SearchMode) -> None:
+        """Every mode is served here (the lexical index is kept beside the vectors)."""
+
+    def lexical_search(self, name: str, queries: Sequence[str], k: int) -> list[list[tuple[Doc, float]]]:
+        """The ``k`` best documents per query text by BM25, best first (only those sharing a term with it)."""
+        e = self.entry(name)
+        with e.lock:  # the lexical index is not safe to search while another thread adds
+            vi = e.index
+            return [[(vi.docs[vi.labels[i]], s) for i, s in e.lexical.search(q, k)] for q in queries]
+
     # -- writes --------------------------------------------------------------------------
     def create(self, config: IndexConfig) -> dict:
         """A new empty index, on disk before this returns."""
@@ -197,7 +224,7 @@ class IndexStore:
             if old is not None:
                 old.wal.close()
             self.quarantined.pop(name, None)
-            self._register(_Entry(vi, wal, folder))
+            self._register(_Entry(vi, wal, folder, lexical_of(vi)))
         finally:
             with self._lock:
                 self._creating.discard(name)
@@ -271,14 +298,14 @@ class IndexStore:
         with _storage(op, name):
             e.wal.append(header, blob)  # nothing changes in memory unless this succeeds
         try:
-            return _apply(e.index, header, data)
+            return _apply(e.index, header, data, e.lexical)
         except Exception as err:
             log.exception("index %s: record %d logged but not applied; cutting it off and reloading", name, header["seq"])
             try:
                 e.wal.truncate_to(before)
                 fresh = self.load_folder(e.folder)
                 fresh.wal.close()
-                e.index = fresh.index
+                e.index, e.lexical = fresh.index, fresh.lexical
                 if self.gpu:
                     e.index.use_gpu()
             except Exception as reload_err:  # noqa: BLE001 - the reason is kept for the 503s
@@ -330,15 +357,21 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-def _apply(vi: VectorIndex, header: dict, blob: bytes | np.ndarray) -> list[str]:
-    """Apply one log record to the in-memory index."""
+def _apply(vi: VectorIndex, header: dict, blob: bytes | np.ndarray, lexical: LexicalIndex | None = None) -> list[str]:
+    """Apply one log record to the in-memory index and, where given, to its lexical index (at load the
+    lexical index is built after the replay instead). Should the lexical half fail after the vectors
+    changed, the caller reloads both from disk (``_log_and_apply``)."""
     if header["op"] == "add":
         docs = [Doc(d["id"], d["text"], d["metadata"]) for d in header["docs"]]
         x = blob if isinstance(blob, np.ndarray) else np.frombuffer(blob, np.float32).reshape(len(docs), vi.config.dim)
         vi.add(docs, x, header["labels"])
+        if lexical is not None:
+            lexical.add([d.id for d in docs], [d.text for d in docs])
         found = [d.id for d in docs]
     elif header["op"] == "delete":
         found = vi.delete(header["ids"])
+        if lexical is not None:
+            lexical.delete(found)
     else:
         raise ValueError(f"unknown log record op {header['op']!r}")
     vi.seq = header["seq"]

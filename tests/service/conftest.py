@@ -57,6 +57,21 @@ def models_dir(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def search_models_dir(models_dir, tmp_path_factory) -> Path:
+    """``tiny`` and ``tiny2``, and a tiny bundle (dim 6) under the name of the model chosen for search on dev
+    (``SEARCH_MODEL_PREFERENCE[0]``), so a new index there defaults to hybrid search as it does with the real one."""
+    import shutil
+
+    from thoughtvec.service.settings import SEARCH_MODEL_PREFERENCE
+
+    root = tmp_path_factory.mktemp("search-models")
+    for name in ("tiny", "tiny2"):
+        shutil.copytree(models_dir / name, root / name)
+    make_tiny_bundle(root / SEARCH_MODEL_PREFERENCE[0], name=SEARCH_MODEL_PREFERENCE[0], dim=6, seed=7)
+    return root
+
+
 def write_sample(path: Path, n: int = 60) -> Path:
     """A fake ``search_sample.tsv.gz`` (the corpus engineer produces the real one)."""
     rng = np.random.default_rng(0)

@@ -80,6 +80,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="for each source: dense (exact cosine; default), hybrid (fused with BM25); with --url, sent to /v1/search as given",
     )
     ret.add_argument("--index", help="with --url: search this index (holding the corpus) instead of building one")
+    ret.add_argument(
+        "--truncation",
+        choices=("split", "truncate"),
+        default="split",
+        help="documents over the bundle's token limit (--bundle, and the index --url builds): split into sentences and "
+        "pooled (the server's default) or cut at the limit",
+    )
     p.add_argument("--raw", action="store_true", help="use the vectors as the model outputs them (default: L2-normalised)")
     p.add_argument("--seed", type=int, default=1111, help="seed of the fold splits and plots (SentEval's)")
     p.add_argument(

@@ -30,6 +30,7 @@ def _command(args: argparse.Namespace, kind: str, target: str, view: str, mode: 
     elif kind == "server":
         words += (["--view", args.view[0]] if args.view else []) + (["--mode", args.mode[0]] if args.mode else [])
     words += ["--raw"] if args.raw and kind in ("bundle", "baseline") else []
+    words += ["--truncation", args.truncation] if args.truncation != "split" and kind in ("bundle", "server") else []
     return shlex.join(words + (["--beir", str(args.beir)] if args.beir else []))
 
 
@@ -84,7 +85,7 @@ def _run(args: argparse.Namespace, make_source: Callable) -> list[str]:
     if lexical is not None and (args.lexical or "lexical" in modes):
         score(lexical, "lexical", "")
     for kind, target in [("bundle", b) for b in args.bundle] + [("baseline", b) for b in args.baseline]:
-        source = make_source(args, kind, target, truncation="split")
+        source = make_source(args, kind, target, truncation=args.truncation)
         views = list(source.views) if args.all_views else (args.view or [source.default_view])
         unknown = [v for v in views if v not in source.views]
         if unknown:
@@ -95,7 +96,8 @@ def _run(args: argparse.Namespace, make_source: Callable) -> list[str]:
                 score(dense if mode == "dense" else rankers.HybridRanker(dense, lexical), kind, target)
     if args.url:
         server = rankers.ServerRanker(args.url, task, index=args.index, model=args.model, view=(args.view or [None])[0],
-                                      mode=args.mode[0] if args.mode else None, api_key=args.api_key)  # fmt: skip
+                                      mode=args.mode[0] if args.mode else None, api_key=args.api_key,
+                                      truncation=args.truncation)  # fmt: skip
         try:
             score(server, "server", args.url)
         finally:

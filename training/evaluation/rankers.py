@@ -6,8 +6,8 @@
 * :class:`LexicalRanker` — BM25 through the server's own :class:`~thoughtvec.service.index.lexical.LexicalIndex`;
 * :class:`HybridRanker` — both, fused by the server's :class:`~thoughtvec.service.index.fusion.Fusion`;
 * :class:`ServerRanker` — a running server's ``POST /v1/search`` over an index of the corpus that it builds
-  (and drops) through the HTTP API; ``mode`` is sent when given, so a server with search modes is scored
-  by the same function as the in-process rankers.
+  (and drops) through the HTTP API; ``mode`` is sent when given (else the index's own mode answers), so a
+  server's search is scored by the same function as the in-process rankers.
 """
 
 from __future__ import annotations
@@ -105,18 +105,20 @@ class ServerRanker:
 
     ``index``: search an index that already holds the corpus (ids = the corpus's ids); otherwise one is
     created for ``model``/``view`` (the server's defaults when None), filled in requests of ``batch``
-    documents and dropped by :meth:`close`. ``mode`` is sent with each search when given.
+    documents (long ones handled as ``truncation`` says, the server's own default ``split`` unless told)
+    and dropped by :meth:`close`. ``mode`` is sent with each search when given; :attr:`mode` is the
+    mode the server answered in (the index's own when none is sent).
     """
 
     kind = "server"
 
     def __init__(self, url: str, task: RetrievalTask, *, index: str | None = None, model: str | None = None,
                  view: str | None = None, mode: str | None = None, api_key: str | None = None, batch: int = 64,
-                 timeout: float = 600.0, progress: Callable[[int], None] | None = None):  # fmt: skip
+                 timeout: float = 600.0, progress: Callable[[int], None] | None = None, truncation: str = "split"):  # fmt: skip
         import httpx
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.url, self.mode_sent, self.batch = url.rstrip("/"), mode, batch
+        self.url, self.mode_sent, self.batch, self.truncation = url.rstrip("/"), mode, batch, truncation
         self.client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
         self.created = index is None
         self.index = index or f"eval-{re.sub(r'[^a-z0-9._-]', '-', task.name.lower())[:40]}-{uuid.uuid4().hex[:8]}"
@@ -125,11 +127,11 @@ class ServerRanker:
             self._post("/v1/indexes", body)
             for s in range(0, len(task.doc_ids), batch):
                 docs = [{"id": i, "text": t} for i, t in zip(task.doc_ids[s : s + batch], task.doc_texts[s : s + batch])]
-                self._post(f"/v1/indexes/{self.index}/documents", {"documents": docs, "truncation": "split"})
+                self._post(f"/v1/indexes/{self.index}/documents", {"documents": docs, "truncation": truncation})
                 if progress:
                     progress(len(docs))
         stats = self._get(f"/v1/indexes/{self.index}")
-        self.name, self.view, self.mode = stats["model"], stats["view"], mode or "dense"
+        self.name, self.view, self.mode = stats["model"], stats["view"], mode or stats.get("mode", "dense")
 
     def _post(self, path: str, body: dict) -> dict:
         r = self.client.post(path, json=body)
@@ -146,13 +148,15 @@ class ServerRanker:
     def rank(self, queries: Sequence[str], k: int) -> list[Ranking]:
         out: list[Ranking] = []
         for s in range(0, len(queries), self.batch):  # within the server's max_inputs
-            body = {"index": self.index, "query": list(queries[s : s + self.batch]), "k": k, "truncation": "split"}
-            results = self._post("/v1/search", body | ({"mode": self.mode_sent} if self.mode_sent else {}))["results"]
+            body = {"index": self.index, "query": list(queries[s : s + self.batch]), "k": k, "truncation": self.truncation}
+            answer = self._post("/v1/search", body | ({"mode": self.mode_sent} if self.mode_sent else {}))
+            results, self.mode = answer["results"], answer.get("mode", self.mode)
             out += [[(h["id"], float(h["score"])) for h in row if h["score"] is not None] for row in results]
         return out
 
     def describe(self) -> dict:
-        return {"kind": self.kind, "url": self.url, "index": self.index, "model": self.name, "view": self.view, "mode": self.mode}
+        return {"kind": self.kind, "url": self.url, "index": self.index, "model": self.name, "view": self.view, "mode": self.mode,
+                "truncation": self.truncation}  # fmt: skip
 
     def close(self) -> None:
         """Drop the index this ranker made (an index it was given stays)."""

@@ -26,12 +26,13 @@ async def list_indexes(indexes: IndexDep) -> IndexList:
 
 @router.post("", status_code=201, response_model=IndexStats, responses=WRITE_ERRORS, dependencies=[AdminDep])
 async def create_index(body: CreateIndexRequest, indexes: IndexDep) -> IndexStats:
-    """A new empty index for one model and view, with a FAISS factory string and a metric."""
+    """A new empty index for one model and view, with a FAISS factory string, a metric and its default search `mode`."""
     return IndexStats.of(
         await indexes.create_index(
             name=body.name,
             model=body.model,
             view=body.view,
+            mode=body.mode,
             factory=body.factory,
             metric=body.metric,
             normalize=body.normalize,

@@ -23,6 +23,7 @@ async def playground() -> HTMLResponse:
 
 @router.post("/v1/indexes/{name}/map", response_model=MapResponse, responses=ERRORS)
 async def index_map(name: IndexName, body: MapRequest, request: Request, indexes: IndexDep) -> Response:
-    """An index's documents on a 2-D plane (PCA, computed here), with `query` placed on it."""
-    result = await unless_disconnected(request, indexes.index_map(name, body.query, body.limit, body.include))
+    """An index's documents on a 2-D plane (PCA, computed here), with `query` placed on it and, with `k`, its
+    `k` best documents by the index's search (as `/v1/search` finds them) drawn first."""
+    result = await unless_disconnected(request, indexes.index_map(name, body.query, body.limit, body.include, body.k, body.mode))
     return json_body(MapResponse.of(result))

@@ -15,8 +15,11 @@ router = APIRouter(tags=["search"])
 async def search(body: SearchRequest, request: Request, indexes: IndexDep) -> Response:
     """`query` is a text, a list of texts, or a vector of the index's dimension; `k` neighbours each.
 
-    Exact search for `Flat` indexes (the default); approximate for HNSW / IVF factories.
+    `mode`: `dense` (vectors: exact for `Flat` indexes, the default; approximate for HNSW / IVF factories),
+    `lexical` (BM25) or `hybrid` (the two rankings fused); default: the index's. The answer names the mode;
+    in hybrid each hit has its place in both rankings (`ranks`).
     """
-    result = await unless_disconnected(request, indexes.search(query=body.query, index=body.index, k=body.k, truncation=body.truncation))
+    search = indexes.search(query=body.query, index=body.index, k=body.k, truncation=body.truncation, mode=body.mode)
+    result = await unless_disconnected(request, search)
     answer = SearchResponse.of(result)
     return json_body(answer, answer.usage)

@@ -132,7 +132,7 @@ def test_per_request_mode_overrides_the_setting(make_client, caplog):
 
 
 def test_search_similarity_documents_split_too(client):
-    client.post("/v1/indexes", json={"name": "long", "model": "tiny"})
+    client.post("/v1/indexes", json={"name": "long", "model": "tiny", "mode": "dense"})  # the vectors are what is tested
     r = client.post("/v1/indexes/long/documents", json={"documents": [{"text": LONG, "id": "p"}, {"text": "stocks fell", "id": "q"}]})
     assert r.status_code == 200 and r.json()["usage"]["split_inputs"] == 1 and r.headers["X-Split-Inputs"] == "1"
     r = client.post("/v1/search", json={"index": "long", "query": LONG, "k": 1})

@@ -101,8 +101,8 @@ def test_similarity_pairs_and_source_targets(client, models_dir):
 
 
 def test_index_lifecycle_and_search(client):
-    r = client.post("/v1/indexes", json={"name": "docs", "model": "tiny", "factory": "Flat"})
-    assert r.status_code == 201 and r.json()["documents"] == 0
+    r = client.post("/v1/indexes", json={"name": "docs", "model": "tiny", "factory": "Flat", "mode": "dense"})
+    assert r.status_code == 201 and r.json()["documents"] == 0 and r.json()["mode"] == "dense"
     docs = [{"text": s, "id": f"d{i}", "metadata": {"n": i}} for i, s in enumerate(SENTENCES)]
     r = client.post("/v1/indexes/docs/documents", json={"documents": docs[:4]})
     assert r.status_code == 200 and r.json()["ids"] == ["d0", "d1", "d2", "d3"]
@@ -111,7 +111,7 @@ def test_index_lifecycle_and_search(client):
     hit = client.post("/v1/search", json={"index": "docs", "query": SENTENCES[2], "k": 3}).json()
     top = hit["results"][0][0]
     assert top["id"] == "d2" and top["text"] == SENTENCES[2] and top["metadata"] == {"n": 2} and abs(top["score"] - 1) < 1e-5
-    assert len(hit["results"][0]) == 3 and hit["metric"] == "cosine"
+    assert len(hit["results"][0]) == 3 and hit["metric"] == "cosine" and hit["mode"] == "dense"
     many = client.post("/v1/search", json={"index": "docs", "query": [SENTENCES[0], SENTENCES[3]], "k": 1}).json()
     assert [r[0]["id"] for r in many["results"]] == ["d0", "d3"]
     vec = client.post("/v1/embeddings", json={"input": SENTENCES[5]}).json()["data"][0]["embedding"]
@@ -131,7 +131,7 @@ def test_index_lifecycle_and_search(client):
 
 def test_other_factories_and_metrics(client):
     for name, factory, metric in [("h", "HNSW32", "cosine"), ("ivf", "IVF4,Flat", "l2"), ("pq", "PQ2x4", "ip")]:
-        body = {"name": name, "model": "tiny2", "factory": factory, "metric": metric, "train_size": 30}
+        body = {"name": name, "model": "tiny2", "factory": factory, "metric": metric, "train_size": 30, "mode": "dense"}
         assert client.post("/v1/indexes", json=body).status_code == 201, client.post("/v1/indexes", json=body).text
         docs = [{"text": f"{s} {i}", "id": str(i)} for i, s in enumerate(SENTENCES * 6)]
         client.post(f"/v1/indexes/{name}/documents", json={"documents": docs[:10]})

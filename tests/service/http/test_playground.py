@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 
 import numpy as np
 import pytest
@@ -57,29 +58,47 @@ def _browser():
     return webdriver.Chrome(options=opts, service=webdriver.ChromeService(executable_path=driver))
 
 
-def test_playground_in_a_real_browser(models_dir, tmp_path):
+def test_playground_in_a_real_browser(search_models_dir, tmp_path):
+    """The page's search is the API's default search (same mode, same hits, same scores, hybrid ranks shown),
+    and its map marks the hits of that same search."""
     browser = _browser()
+    import httpx
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    settings = settings_for(models_dir, tmp_path / "idx", build_default_index=True, search_sample=write_sample(tmp_path / "s.tsv.gz"))
+    sample = write_sample(tmp_path / "s.tsv.gz")
+    settings = settings_for(search_models_dir, tmp_path / "idx", build_default_index=True, search_sample=sample)
     try:
         with live_server(settings) as (base, _):
+            deadline = time.time() + 60  # the default index is built in the background after /ready
+            while httpx.get(base + "/v1/indexes/default").status_code != 200 and time.time() < deadline:
+                time.sleep(0.05)
+            api = httpx.post(base + "/v1/search", json={"query": "the man read a book", "k": 5}).json()
+            assert api["mode"] == "hybrid"  # the default index is built with the default search of a new index
             browser.get(base + "/")
             wait = WebDriverWait(browser, 15)
             wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#index option"))
+            assert "hybrid" in browser.find_element(By.CSS_SELECTOR, "#index option").text
             query = browser.find_element(By.ID, "query")
             query.clear()
             query.send_keys("the man read a book")
             browser.find_element(By.ID, "search-btn").click()
             hits = wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#results li.hit"))
-            assert len(hits) == 5 and all(float(h.find_element(By.CLASS_NAME, "score").text) <= 1.0 for h in hits)
+            assert browser.find_element(By.ID, "search-mode").get_attribute("data-mode") == "hybrid"
+            assert "hybrid" in browser.find_element(By.ID, "search-mode").text
+            assert [h.get_attribute("data-id") for h in hits] == [h["id"] for h in api["results"][0]]
+            assert [h.find_element(By.CLASS_NAME, "score").text for h in hits] == [f"{h['score']:.3f}" for h in api["results"][0]]
+            for h, want in zip(hits, api["results"][0]):
+                r = want["ranks"]
+                shown = f"dense {'#' + str(r['dense']) if r['dense'] else '–'} · BM25 {'#' + str(r['lexical']) if r['lexical'] else '–'}"
+                assert h.find_element(By.CLASS_NAME, "ranks").text == shown
             browser.find_element(By.ID, "compare-btn").click()
             wait.until(ec.text_to_be_present_in_element((By.ID, "pair-score"), "cosine"))
             browser.find_element(By.ID, "map-btn").click()
             wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#map circle.doc")) == 60)
-            assert len(browser.find_elements(By.CSS_SELECTOR, "#map circle.hit")) == 5  # the search's results, drawn first
+            assert len(browser.find_elements(By.CSS_SELECTOR, "#map circle.hit")) == 5  # the same search's results
+            assert "found in mode hybrid" in browser.find_element(By.ID, "map-info").text
             assert browser.find_elements(By.CSS_SELECTOR, "#map path.query")
             assert not browser.find_element(By.ID, "search-error").text
     finally:

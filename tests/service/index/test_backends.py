@@ -21,7 +21,8 @@ METADATA = [None, {}, {"n": 2**70, "f": 0.1, "s": "ü", "nested": {"a": [1, None
 
 
 def fill(c, name: str = "docs", **create) -> None:
-    assert c.post("/v1/indexes", json={"name": name, "model": "tiny"} | create).status_code == 201
+    """An index of SENTENCES under HOSTILE_IDS, searched by vector unless ``create`` names another mode."""
+    assert c.post("/v1/indexes", json={"name": name, "model": "tiny", "mode": "dense"} | create).status_code == 201
     docs = [{"id": i, "text": s, "metadata": m} for i, s, m in zip(HOSTILE_IDS, SENTENCES, METADATA)]
     r = c.post(f"/v1/indexes/{name}/documents", json={"documents": docs})
     assert r.status_code == 200, r.text
@@ -173,6 +174,37 @@ def test_values_milvus_cannot_hold_are_422_naming_the_field(backend_client, back
         assert c.get("/v1/indexes/docs").json()["documents"] == 0
 
 
+def test_search_modes_each_backend_serves(backend_client, backend):
+    """FAISS keeps BM25 beside the vectors and serves every mode; Milvus searches by vector only, so a new index
+    there defaults to dense and lexical or hybrid is a 422 naming ``mode`` that says why, never a 500."""
+    c = backend_client()
+    made = c.post("/v1/indexes", json={"name": "plain", "model": "tiny"})
+    assert made.status_code == 201, made.text
+    fill(c, mode="hybrid" if backend == "faiss" else "dense")
+    if backend == "faiss":
+        assert made.json()["mode"] == "lexical"  # tiny is no model chosen for search on dev: BM25 alone
+        for mode in ("dense", "lexical", "hybrid"):
+            r = c.post("/v1/search", json={"index": "docs", "query": SENTENCES[4], "k": 3, "mode": mode}).json()
+            assert r["mode"] == mode and r["results"][0][0]["id"] == HOSTILE_IDS[4], r
+            assert all(("ranks" in h) == (mode == "hybrid") for h in r["results"][0])
+        assert c.post("/v1/search", json={"index": "docs", "query": SENTENCES[4]}).json()["mode"] == "hybrid"  # the index's
+        return
+    assert made.json()["mode"] == "dense"
+    refused = [
+        c.post("/v1/indexes", json={"name": "h", "model": "tiny", "mode": "hybrid"}),
+        c.post("/v1/indexes", json={"name": "l", "mode": "lexical"}),
+        c.post("/v1/search", json={"index": "docs", "query": "the cat", "mode": "lexical"}),
+        c.post("/v1/search", json={"index": "docs", "query": ["the cat", "a dog"], "mode": "hybrid"}),
+        c.post("/v1/indexes/docs/map", json={"query": "the cat", "k": 2, "mode": "hybrid"}),
+    ]
+    for r in refused:
+        assert r.status_code == 422 and r.json()["error"]["field"] == "mode", r.text
+        assert "index_backend=milvus" in r.json()["error"]["message"] and "BM25" in r.json()["error"]["message"]
+    assert sorted(s["name"] for s in c.get("/v1/indexes").json()["data"]) == ["docs", "plain"]  # nothing half-made
+    r = c.post("/v1/search", json={"index": "docs", "query": SENTENCES[4], "k": 1}).json()
+    assert r["mode"] == "dense" and r["results"][0][0]["id"] == HOSTILE_IDS[4]
+
+
 def test_default_index_is_built_once_and_found_by_the_next_server(backend_client, tmp_path):
     sample = write_sample(tmp_path / "sample.tsv.gz", 40)
     c = backend_client(build_default_index=True, search_sample=sample)
@@ -212,7 +244,13 @@ def test_index_build_command_writes_to_the_backend(backend, request, models_dir,
         capsys.readouterr()
         assert main(["index", "list", "--index-dir", str(tmp_path / "indexes")]) == 0
         listed = capsys.readouterr().out.splitlines()
-        assert listed[1].split()[:2] == ["built", "tiny/mean"] and str(len(SENTENCES)) in listed[1].split()
+        mode = "lexical" if backend == "faiss" else "dense"  # the best on dev of what the backend serves
+        assert listed[1].split()[:3] == ["built", "tiny/mean", mode] and str(len(SENTENCES)) in listed[1].split()
+        hybrid = main([*build, "--name", "hybrid", "--mode", "hybrid"])
+        if backend == "faiss":
+            assert hybrid == 0
+        else:  # refused before anything is embedded, saying why
+            assert hybrid == 1 and "index_backend=milvus" in capsys.readouterr().err
 
 
 def test_a_name_milvus_lite_cannot_index_is_a_422_and_leaves_nothing(tmp_path):

@@ -3,7 +3,7 @@ there, nothing refused is, and the server starts every time.
 
 Each round starts ``python -m thoughtvec.service.cli serve`` on the tiny bundles, lets four clients add
 (and delete) documents, SIGKILLs the process mid-stream, then loads the index folder the way the
-next start does. Requests that were in flight at the kill have no answer, so they may or may not
+next start does, both halves of it (the vectors and the BM25 index beside them). Requests that were in flight at the kill have no answer, so they may or may not
 be there (as with any database); answered ones must be exactly as answered. More rounds:
 ``CRASH_ROUNDS=20 pytest tests/service/index/test_crash_recovery.py -s`` (prints the figures).
 """
@@ -93,7 +93,11 @@ def test_kill_9_rounds_keep_every_acknowledged_write(models_dir, tmp_path):
         acked_total += acked["add"]
         store = IndexStore(index_dir)  # what the next start will load
         assert store.load_all() == ["crash"] and not store.quarantined
-        found = set(store.entry("crash").index.labels)
+        entry = store.entry("crash")
+        found = set(entry.index.labels)
+        assert len(entry.lexical) == len(found) and all(i in entry.lexical for i in found), f"round {rnd}: the BM25 half differs"
+        some = sorted(found)[:: max(1, len(found) // 20)]  # each text holds its id, a term only it has
+        assert [[d.id for d, _ in hits] for hits in store.lexical_search("crash", some, 1)] == [[i] for i in some]
         assert present - unknown <= found, f"round {rnd}: acknowledged but lost: {sorted(present - unknown - found)[:5]}"
         assert found <= present | unknown, f"round {rnd}: never acknowledged but there: {sorted(found - present - unknown)[:5]}"
         present = (present | (found & unknown)) - (unknown - found)  # the in-flight ones are settled now

@@ -72,7 +72,8 @@ def test_index_build_and_list_commands(models_dir, tmp_path, capsys):
         str(idx),
     ]
     rc = main(build)
-    assert rc == 0 and "index 'mine': 3 documents, Flat cosine, model tiny/mean" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert rc == 0 and "index 'mine': 3 documents, Flat cosine, model tiny/mean (dim 8), searched lexical" in out  # the dev rule
     assert main(build) == 1
     assert "already exists" in capsys.readouterr().err
     sample = write_sample(tmp_path / "s.tsv.gz", n=20)
@@ -93,6 +94,8 @@ def test_index_build_and_list_commands(models_dir, tmp_path, capsys):
                 str(idx),
                 "--limit",
                 "10",
+                "--mode",
+                "hybrid",
             ]
         )
         == 0
@@ -100,10 +103,13 @@ def test_index_build_and_list_commands(models_dir, tmp_path, capsys):
     capsys.readouterr()
     assert main(["index", "list", "--index-dir", str(idx)]) == 0
     out = capsys.readouterr().out
-    assert "hn" in out and "tiny2/mean" in out and "HNSW16" in out and "mine" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:-1]}
+    assert rows["hn"][1:4] == ["tiny2/mean", "hybrid", "4"] and rows["hn"][4] == "HNSW16" and rows["mine"][2] == "lexical"
     with serve_test(settings_for(models_dir, idx)) as c:
-        hit = c.post("/v1/search", json={"index": "mine", "query": "a dog ran", "k": 1}).json()["results"][0][0]
-        assert hit == {"id": "j1", "text": "a dog ran", "score": hit["score"], "metadata": {"i": 1}}
+        answer = c.post("/v1/search", json={"index": "mine", "query": "a dog ran", "k": 1}).json()
+        hit = answer["results"][0][0]
+        assert answer["mode"] == "lexical" and hit == {"id": "j1", "text": "a dog ran", "score": hit["score"], "metadata": {"i": 1}}
+        assert c.post("/v1/search", json={"index": "hn", "query": "a dog ran", "k": 1}).json()["mode"] == "hybrid"
 
 
 def test_serve_settings_table_and_bad_setting(capsys, monkeypatch):

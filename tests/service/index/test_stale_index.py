@@ -1,5 +1,6 @@
 """An index remembers which export of its model made its vectors: after the bundle is re-exported under
-the same name, the index is refused (409 naming ``index``), never searched with incomparable vectors."""
+the same name, the index is refused (409 naming ``index``), never searched with incomparable vectors;
+BM25 alone (mode lexical) uses no vectors and still serves."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def test_an_index_of_an_earlier_export_is_refused_until_rebuilt(tmp_path):
         {"id": "d3", "text": "she walked"},
     ]
     with serve_test(settings) as c:
-        made = c.post("/v1/indexes", json={"name": "notes", "model": "tiny"})
+        made = c.post("/v1/indexes", json={"name": "notes", "model": "tiny", "mode": "hybrid"})
         assert made.status_code == 201, made.text
         assert c.post("/v1/indexes/notes/documents", json={"documents": docs}).status_code == 200
         assert c.post("/v1/search", json={"index": "notes", "query": "a cat", "k": 1}).status_code == 200
@@ -53,6 +54,8 @@ def test_an_index_of_an_earlier_export_is_refused_until_rebuilt(tmp_path):
             assert error["code"] == "conflict" and error["field"] == "index"
             assert "earlier export of model 'tiny'" in error["message"] and "drop the index" in error["message"]
         assert c.get("/v1/indexes/notes").json()["documents"] == 3  # nothing was added; it can still be read and dropped
+        bm25 = c.post("/v1/search", json={"index": "notes", "query": "a cat", "k": 1, "mode": "lexical"})
+        assert bm25.status_code == 200 and bm25.json()["results"][0][0]["id"] == "d1"  # no vectors involved
         assert c.delete("/v1/indexes/notes").status_code == 204
         assert c.post("/v1/indexes", json={"name": "notes", "model": "tiny"}).status_code == 201
         assert c.post("/v1/indexes/notes/documents", json={"documents": docs}).status_code == 200

@@ -42,7 +42,10 @@ def recovered(root) -> set[str]:
     store = IndexStore(root)
     store.load_all()
     assert not store.quarantined, store.quarantined
-    return set(store.entry("x").index.labels)
+    entry = store.entry("x")
+    ids = set(entry.index.labels)
+    assert len(entry.lexical) == len(ids) and all(i in entry.lexical for i in ids)  # the BM25 half: the same documents
+    return ids
 
 
 class Faults:
