@@ -79,15 +79,14 @@ def hubness(sims: np.ndarray) -> tuple[int, float]:
 def check(bundle: str, views: list[str] | None, task: beir.RetrievalTask, out=print) -> None:
     enc = Encoder.load(bundle, providers=["CPUExecutionProvider"])
     views = [v for v in views if v in enc.spec.views] if views else list(enc.spec.views)  # --view: those this bundle has
-    eos = enc.spec.vocabulary.eos_id if enc.spec.tokenizer.append_eos else None
     for name, texts in (("documents", task.doc_texts), ("queries", task.query_texts)):
         unk, expanded = coverage(enc, texts)
         out(f"{enc.name}: {name}: {unk:.1%} of tokens <unk>, {expanded:.1%} from vocabulary expansion")
     n = len(task.doc_texts)
     fields = [f"doc[{i}]" for i in range(n)]
-    split = prepare(enc, task.doc_texts, fields, "split", eos, allow_empty=True)
-    cut = prepare(enc, task.doc_texts, fields, "truncate", eos, allow_empty=True)
-    title = prepare(enc, [t or d for t, d in zip(task.doc_titles, task.doc_texts)], fields, "truncate", eos, allow_empty=True)
+    split = prepare(enc, task.doc_texts, fields, "split", allow_empty=True)
+    cut = prepare(enc, task.doc_texts, fields, "truncate", allow_empty=True)
+    title = prepare(enc, [t or d for t, d in zip(task.doc_titles, task.doc_texts)], fields, "truncate", allow_empty=True)
     out(f"{enc.name}: {n} documents -> {len(split.parts)} parts ({split.split} split); the served pooling: mean-unit")
     parts, cuts, heads = run_parts(enc, split, views), run_parts(enc, cut, views), run_parts(enc, title, views)
     queries = enc.encode_views(task.query_texts, views, truncation="split")
