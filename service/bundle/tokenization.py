@@ -24,12 +24,15 @@ from thoughtvec.service.bundle.vocab import EOS, UNK_ID, Vocabulary
 
 @dataclass(frozen=True, slots=True)
 class Piece:
-    """One token as the model sees it: its text, its id, whether it is unknown, whether it is a special."""
+    """One token as the model sees it: its text, its id, whether it is unknown, whether it is a special, and
+    where it came from in the input (character offsets ``text[start:stop]``) when the tokenizer keeps them."""
 
     text: str
     id: int
     oov: bool
     special: bool = False
+    start: int | None = None  # None: a special token, or a tokenizer that keeps no offsets (the word-level one)
+    stop: int | None = None
 
 
 class Tokenizer(Protocol):
@@ -94,4 +97,7 @@ class HFTokenizer:
 
     def pieces(self, text: str) -> list[Piece]:
         e = self.hf.encode(text)
-        return [Piece(t, i, i == self.unk_id and not s, bool(s)) for t, i, s in zip(e.tokens, e.ids, e.special_tokens_mask)]
+        return [
+            Piece(t, i, i == self.unk_id and not s, bool(s), *((None, None) if s else span))
+            for t, i, s, span in zip(e.tokens, e.ids, e.special_tokens_mask, e.offsets)
+        ]

@@ -147,12 +147,15 @@ class EmbeddingService:
         normalize: bool,
         dimensions: int | None = None,
         truncation: Truncation | None = None,
+        field: str = "input",
+        token_ids: bool = True,
     ) -> Encoded:
-        """OpenAI's input forms: a string, a list of strings, a list of token ids, a list of lists of token ids."""
+        """OpenAI's input forms: a string, a list of strings, a list of token ids, a list of lists of token ids;
+        without ``token_ids``, TEI's: a string or a list of strings (``field`` names them in errors)."""
         model = self.model(model_name)
         view = model.encoder.view(view)
-        items, fields = read_input(raw_input)
-        check_count(len(items), self.settings.max_inputs, "input")
+        items, fields = read_input(raw_input, field, token_ids)
+        check_count(len(items), self.settings.max_inputs, field)
         return await self.encode(model, view, self.texts(items, fields, truncation), fields, normalize, truncation, dimensions)
 
     # -- what is served, and how a text is seen ------------------------------------------
@@ -185,16 +188,21 @@ class EmbeddingService:
         }
         return Info("thoughtvec", __version__, reg.default_model, models, reg.aliases(), s.default_index, limits, self.devices())
 
-    def tokenize(self, raw_input: Any, model_name: str | None) -> Tokenization:
-        """Each text's tokens as the model sees them, with their ids and which are out of the vocabulary."""
+    def tokenize(
+        self, raw_input: Any, model_name: str | None, field: str = "input", token_ids: bool = True, specials: bool = True
+    ) -> Tokenization:
+        """Each text's tokens as the model sees them, with their ids and which are out of the vocabulary
+        (the input forms of :meth:`embeddings`); without ``specials``, the tokens framing each text are left out
+        (the limit still counts them)."""
         model = self.model(model_name)
-        items, fields = read_input(raw_input)
-        check_count(len(items), self.settings.max_inputs, "input")
+        items, fields = read_input(raw_input, field, token_ids)
+        check_count(len(items), self.settings.max_inputs, field)
         spec = model.encoder.spec
         data = []
         for i, text in enumerate(self.texts(items, fields, "truncate")):
-            toks = [Token(p.text, p.id, p.oov, p.special) for p in model.encoder.tokenizer.pieces(text)]
-            data.append(Tokenized(i, toks, [t.text for t in toks if t.oov], len(toks) > spec.max_input_tokens))
+            pieces = model.encoder.tokenizer.pieces(text)
+            toks = [Token(p.text, p.id, p.oov, p.special, p.start, p.stop) for p in pieces if specials or not p.special]
+            data.append(Tokenized(i, toks, [t.text for t in toks if t.oov], len(pieces) > spec.max_input_tokens, text))
         return Tokenization(model.name, spec.max_input_tokens, data)
 
     # -- similarity ----------------------------------------------------------------------
@@ -271,14 +279,15 @@ class EmbeddingService:
         model: str | None = None,
         view: str | None = None,
         truncation: Truncation | None = None,
+        field: str = "documents",
     ) -> Reranked:
-        """Documents ordered by cosine similarity to the query (infinity's and Cohere's shape)."""
+        """Documents ordered by cosine similarity to the query, best first (``field``: what the request calls them)."""
         m = self.model(model)
         view = m.encoder.view(view)
-        check_count(len(documents), self.settings.max_inputs, "documents")
+        check_count(len(documents), self.settings.max_inputs, field)
         if top_n is not None and top_n < 1:
             raise InvalidInput(f"top_n is {top_n}; it must be at least 1", field="top_n")
-        fields = [("query", f"documents[{i}]") for i in range(len(documents))]
+        fields = [("query", f"{field}[{i}]") for i in range(len(documents))]
         data, enc = await self.score(m, view, [(query, d) for d in documents], fields, truncation)
         order = sorted(data, key=lambda r: -r.score)[:top_n]
         results = [Ranked(r.index, r.score, documents[r.index] if return_documents else None) for r in order]

@@ -96,6 +96,8 @@ class Token:
     id: int
     oov: bool
     special: bool = False
+    start: int | None = None  # character offsets in the input, where the tokenizer keeps them
+    stop: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +106,7 @@ class Tokenized:
     tokens: list[Token]
     oov: list[str]
     over_limit: bool
+    text: str = ""  # the input as it was tokenized (cut to max_input_chars)
 
 
 @dataclass(frozen=True, slots=True)

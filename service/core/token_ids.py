@@ -53,14 +53,15 @@ def decode(ids: list[int], field: str) -> str:
         raise InvalidInput(f"{field} holds {e.args[0]}, which is no {ENCODING} token", field=field) from None
 
 
-def read_input(raw: Any) -> tuple[list[Any], list[str]]:
-    """The items of ``input`` and the field name of each: a string, strings, token ids, or lists of token ids."""
+def read_input(raw: Any, field: str = "input", token_ids: bool = True) -> tuple[list[Any], list[str]]:
+    """The items of ``field`` and the field name of each: a string, strings, and with ``token_ids`` (OpenAI's
+    forms) token ids or lists of them; without, a list of ids stays a list of items that are not strings."""
     if isinstance(raw, str):
-        return [raw], ["input"]
-    if _is_ids(raw):
-        return [decode(raw, "input")], ["input"]
-    fields = [f"input[{i}]" for i in range(len(raw))]
-    return [decode(x, f) if _is_ids(x) else x for x, f in zip(raw, fields)], fields
+        return [raw], [field]
+    if token_ids and _is_ids(raw):
+        return [decode(raw, field)], [field]
+    fields = [f"{field}[{i}]" for i in range(len(raw))]
+    return [decode(x, f) if token_ids and _is_ids(x) else x for x, f in zip(raw, fields)], fields
 
 
 def tiktoken_source() -> str:

@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from thoughtvec.service.errors import NotReady, QueueFull, ThoughtvecError, Unauthorized, WorkerDead
+from thoughtvec.service.http.peer_schemas import FORM_TAGS
 from thoughtvec.service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -51,9 +52,11 @@ def domain_error(exc: ThoughtvecError, retry_after_s: int = 1) -> JSONResponse:
 
 
 def field_path(loc: tuple[Any, ...]) -> str:
-    """``("body", "input", 3)`` -> ``input[3]``; ``("body", "documents", 0, "id")`` -> ``documents[0].id``."""
+    """``("body", "input", 3)`` -> ``input[3]``; ``("body", "documents", 0, "id")`` -> ``documents[0].id``; the form
+    of a body that takes two (``peer_schemas.FORM_TAGS``) is left out."""
     out = ""
-    for part in loc[1:] if loc and loc[0] in ("body", "query", "path") else loc:
+    loc = loc[1:] if loc and loc[0] in ("body", "query", "path") else loc
+    for part in loc[1:] if loc and loc[0] in FORM_TAGS else loc:
         if isinstance(part, int):
             out += f"[{part}]"
         else:

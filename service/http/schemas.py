@@ -3,7 +3,7 @@
 Each response model has ``of(result)``, which builds it from the core's typed result
 (``thoughtvec.service.core.results``): the one place where the wire format is decided. Optional fields the
 wire leaves out when they have no value (a hit's ``metadata``, a rerank result's ``document``)
-are declared with ``_absent_if_none``.
+are declared with ``absent_if_none``.
 
 Items of text lists are typed loosely (``list[Any]``) on purpose: the core checks each one and
 names it (``input[3] must be a string, got int``), which pydantic's union errors do not do well.
@@ -34,7 +34,7 @@ Text = Annotated[Any, WithJsonSchema(TEXT)]
 Texts = Annotated[list[Any], WithJsonSchema(TEXTS)]
 
 
-class _Req(BaseModel):
+class StrictBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     @model_validator(mode="before")
@@ -45,12 +45,12 @@ class _Req(BaseModel):
         return data
 
 
-def _absent_if_none(default: None = None, **kw: Any) -> Any:
+def absent_if_none(default: None = None, **kw: Any) -> Any:
     """An optional response field that the wire leaves out, rather than writing null, when it has no value."""
     return Field(default, exclude_if=lambda v: v is None, **kw)
 
 
-def _examples(*examples: dict, **schema: Any) -> ConfigDict:
+def examples(*examples: dict, **schema: Any) -> ConfigDict:
     """Request examples for /docs ("Try it out" sends the first; they run against the bundled models),
     and any other JSON-schema keys of the body (``oneOf``)."""
     return ConfigDict(extra="forbid", json_schema_extra={"examples": list(examples), **schema})
@@ -69,8 +69,8 @@ TRUNCATION = Field(
 
 
 # -- embeddings (OpenAI-compatible) -----------------------------------------------------------
-class EmbeddingsRequest(_Req):
-    model_config = _examples(
+class EmbeddingsRequest(StrictBody):
+    model_config = examples(
         {"input": ["the cat sat on the mat .", "a dog ran in the park ."], "model": MODEL_PREFERENCE[0]},
         {"input": "one sentence ."},
         {"input": [[1820, 8415, 7731, 389, 279, 5634, 662]], "model": "text-embedding-3-small"},
@@ -120,8 +120,8 @@ class EmbeddingsResponse(BaseModel):
 
 
 # -- similarity ---------------------------------------------------------------------------
-class SimilarityRequest(_Req):
-    model_config = _examples(
+class SimilarityRequest(StrictBody):
+    model_config = examples(
         {"pairs": [["a man is playing a guitar .", "a person plays an instrument ."]]},
         {"source": "the cat sat on the mat .", "targets": ["a cat is sitting .", "stocks fell sharply ."]},
         oneOf=[
@@ -140,8 +140,8 @@ class SimilarityRequest(_Req):
 
 
 # -- rerank (infinity's and Cohere's shape) --------------------------------------------------
-class RerankRequest(_Req):
-    model_config = _examples(
+class RerankRequest(StrictBody):
+    model_config = examples(
         {
             "query": "where do cats sleep ?",
             "documents": ["the cat slept on the sofa .", "stocks fell sharply .", "a dog barked at the mailman ."],
@@ -161,7 +161,7 @@ class RerankRequest(_Req):
 class RerankResult(BaseModel):
     index: int = Field(description="position in `documents`")
     relevance_score: float = Field(description="cosine similarity in [-1, 1], the same score as /v1/similarity")
-    document: str | None = _absent_if_none(description="the document, when `return_documents` is true")
+    document: str | None = absent_if_none(description="the document, when `return_documents` is true")
 
 
 class RerankResponse(BaseModel):
@@ -182,7 +182,7 @@ class RerankResponse(BaseModel):
 class PairScore(BaseModel):
     index: int
     score: float = Field(description="cosine similarity in [-1, 1]")
-    relatedness: float | None = _absent_if_none(description="predicted SICK relatedness in [1, 5], when the bundle has a head")
+    relatedness: float | None = absent_if_none(description="predicted SICK relatedness in [1, 5], when the bundle has a head")
 
 
 class SimilarityResponse(BaseModel):
@@ -242,8 +242,8 @@ class InfoResponse(BaseModel):
         )
 
 
-class TokenizeRequest(_Req):
-    model_config = _examples({"input": "The quick brown fox jumps over the lazy zorblax."})
+class TokenizeRequest(StrictBody):
+    model_config = examples({"input": "The quick brown fox jumps over the lazy zorblax."})
     input: Annotated[str | list[Any], WithJsonSchema({"anyOf": [TEXT, TEXTS, TOKEN_IDS, TOKEN_ID_LISTS]})] = Field(
         description="a string or a list of strings (or cl100k token ids, as /v1/embeddings)"
     )
@@ -287,8 +287,8 @@ class TokenizeResponse(BaseModel):
 
 
 # -- search -------------------------------------------------------------------------------
-class SearchRequest(_Req):
-    model_config = _examples(
+class SearchRequest(StrictBody):
+    model_config = examples(
         {"query": "the king rode into battle .", "k": 3},
         {"index": "default", "query": ["love and marriage", "a storm at sea"], "k": 2},
         {"query": "the king rode into battle .", "k": 3, "mode": "lexical"},
@@ -315,8 +315,8 @@ class Hit(BaseModel):
         "lexical: BM25 (higher is better); hybrid: the fused score (higher is better); "
         "null where the index gave no finite score"
     )
-    metadata: dict[str, Any] | None = _absent_if_none(description="the document's metadata, when it has any")
-    ranks: Ranks | None = _absent_if_none(description="mode hybrid: the hit's place in each ranking fused")
+    metadata: dict[str, Any] | None = absent_if_none(description="the document's metadata, when it has any")
+    ranks: Ranks | None = absent_if_none(description="mode hybrid: the hit's place in each ranking fused")
 
     @classmethod
     def of(cls, h: core.Hit, hybrid: bool) -> Hit:
@@ -340,8 +340,8 @@ class SearchResponse(BaseModel):
 
 
 # -- indexes ------------------------------------------------------------------------------
-class CreateIndexRequest(_Req):
-    model_config = _examples({"name": "notes", "factory": "Flat", "metric": "cosine"})
+class CreateIndexRequest(StrictBody):
+    model_config = examples({"name": "notes", "factory": "Flat", "metric": "cosine"})
     name: str = Field(pattern=NAME_PATTERN)
     model: str | None = Field(
         None,
@@ -365,14 +365,14 @@ class CreateIndexRequest(_Req):
     train_size: int | None = Field(None, ge=1, description="vectors to buffer before training IVF/PQ; default ~39 per list")
 
 
-class DocumentIn(_Req):
+class DocumentIn(StrictBody):
     text: Text
     id: str | None = Field(None, min_length=1, max_length=256)
     metadata: dict[str, Any] | None = None
 
 
-class AddDocumentsRequest(_Req):
-    model_config = _examples(
+class AddDocumentsRequest(StrictBody):
+    model_config = examples(
         {
             "documents": [
                 {"text": "the meeting moved to friday .", "id": "n1", "metadata": {"tag": "work"}},
@@ -384,8 +384,8 @@ class AddDocumentsRequest(_Req):
     truncation: Truncation | None = TRUNCATION
 
 
-class MapRequest(_Req):
-    model_config = _examples({"query": "a storm at sea", "limit": 200, "k": 5})
+class MapRequest(StrictBody):
+    model_config = examples({"query": "a storm at sea", "limit": 200, "k": 5})
     query: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, NULL]})] = Field(None, description="a text placed on the map")
     limit: int = Field(300, description="documents drawn (the first ones added), 3..max_inputs", json_schema_extra={"minimum": 3})
     k: int = Field(
@@ -397,7 +397,7 @@ class MapRequest(_Req):
 
 
 class MapPoint(BaseModel):
-    id: str | None = _absent_if_none(description="the document's id (the query has none)")
+    id: str | None = absent_if_none(description="the document's id (the query has none)")
     text: str
     x: float
     y: float
@@ -413,8 +413,8 @@ class MapResponse(BaseModel):
     points: list[MapPoint]
     query: MapPoint | None
     explained_variance: list[float] = Field(description="share of the variance on each axis")
-    hits: list[str] | None = _absent_if_none(description="with k: the query's best documents' ids, best first")
-    mode: SearchMode | None = _absent_if_none(description="with k: the mode that search answered in")
+    hits: list[str] | None = absent_if_none(description="with k: the query's best documents' ids, best first")
+    mode: SearchMode | None = absent_if_none(description="with k: the mode that search answered in")
     usage: Usage
 
     @classmethod
@@ -431,8 +431,8 @@ class MapResponse(BaseModel):
         )
 
 
-class DeleteDocumentsRequest(_Req):
-    model_config = _examples({"ids": ["n1"]})
+class DeleteDocumentsRequest(StrictBody):
+    model_config = examples({"ids": ["n1"]})
     ids: list[str] = Field(json_schema_extra={"minItems": 1})
 
 

@@ -112,6 +112,12 @@ def test_the_server_serves_it_beside_a_classic_bundle(exported, tmp_path):
         np.testing.assert_allclose([d["embedding"] for d in r.json()["data"]], Encoder.load(exported).encode(SENTENCES[:2]), atol=1e-5)
         t = client.post("/tokenize", json={"input": "the zebra", "model": "tiny-bert"}).json()["data"][0]
         assert [x["text"] for x in t["tokens"]] == ["[CLS]", "the", "[UNK]", "[SEP]"] and t["oov"] == ["[UNK]"]
+        # TEI's body: character offsets, and the input's own characters for each token
+        tei = client.post("/tokenize", json={"inputs": "the zebra played", "model": "tiny-bert"}).json()[0]
+        assert [(x["text"], x["start"], x["stop"], x["special"]) for x in tei] == [
+            ("[CLS]", None, None, True), ("the", 0, 3, False), ("zebra", 4, 9, False), ("play", 10, 14, False), ("ed", 14, 16, False),
+            ("[SEP]", None, None, True),
+        ]  # fmt: skip
         assert client.post("/v1/embeddings", json={"input": "the cat", "model": "tiny"}).status_code == 200
 
 

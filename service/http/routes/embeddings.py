@@ -1,4 +1,4 @@
-"""``POST /v1/embeddings`` — OpenAI-compatible."""
+"""``POST /v1/embeddings`` — OpenAI-compatible; ``POST /embed`` (and ``POST /``) — TEI's."""
 
 from __future__ import annotations
 
@@ -14,17 +14,28 @@ from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.results import Encoded
 from thoughtvec.service.errors import ThoughtvecError
 from thoughtvec.service.http.middleware import unless_disconnected
+from thoughtvec.service.http.peer_schemas import TeiEmbedRequest, TeiEmbedResponse
 from thoughtvec.service.http.routes.deps import ERRORS, EmbeddingDep
 from thoughtvec.service.http.schemas import EmbeddingsRequest, EmbeddingsResponse, Usage
 
 router = APIRouter(tags=["embeddings"])
 
 
+def check_finite(enc: Encoded) -> None:
+    if not np.isfinite(enc.vectors).all():
+        raise ThoughtvecError(f"model '{enc.model}' produced non-finite values")
+
+
+def render_list(enc: Encoded) -> bytes:
+    """:class:`TeiEmbedResponse`'s JSON (a list of vectors), written by hand as :func:`render` is."""
+    check_finite(enc)
+    return ("[" + ",".join(json.dumps(r.tolist(), separators=(",", ":")) for r in enc.vectors) + "]").encode()
+
+
 def render(enc: Encoded, usage: Usage, encoding_format: str) -> bytes:
     """:class:`EmbeddingsResponse`'s JSON, written by hand: this is the hot path and vectors are long (a
     1000 x 1024 float list is not put through pydantic). The tests check it against the schema."""
-    if not np.isfinite(enc.vectors).all():
-        raise ThoughtvecError(f"model '{enc.model}' produced non-finite values")
+    check_finite(enc)
     if encoding_format == "base64":
         rows = ('"' + base64.b64encode(r.astype("<f4").tobytes()).decode("ascii") + '"' for r in enc.vectors)
     else:
@@ -53,3 +64,21 @@ async def create_embeddings(body: EmbeddingsRequest, request: Request, embedding
     limit are split into sentences and pooled (or truncated, or rejected: `truncation`).
     """
     return await answer(embedding, body, partial(unless_disconnected, request))
+
+
+@router.post("/embed", response_model=TeiEmbedResponse, responses=ERRORS)
+@router.post("/", response_model=TeiEmbedResponse, responses=ERRORS, include_in_schema=False)  # huggingface_hub's base_url
+async def embed(body: TeiEmbedRequest, request: Request, embedding: EmbeddingDep) -> Response:
+    """TEI's embeddings: a list of vectors, one per input (L2-normalised unless `normalize` is false).
+
+    `inputs` is a string or a list of strings (not token ids). `truncate`: `true` cuts a long text at the token
+    limit, `false` answers 413, absent follows the server's `truncation` setting. `POST /` answers the same:
+    `huggingface_hub.InferenceClient(base_url=...).feature_extraction` posts there.
+    """
+    enc = await unless_disconnected(
+        request,
+        embedding.embeddings(
+            body.inputs, body.model, None, body.normalize, body.dimensions, body.truncation, field="inputs", token_ids=False
+        ),
+    )
+    return Response(render_list(enc), media_type="application/json", headers=Usage.of(enc.usage).headers())

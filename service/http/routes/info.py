@@ -1,11 +1,13 @@
-"""``GET /info`` and ``POST /tokenize`` — what is served, and how a model sees a text (TEI and infinity have both)."""
+"""``GET /info`` and ``POST /tokenize`` — what is served, and how a model sees a text (TEI and infinity have both;
+``/tokenize`` also takes TEI's body)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
+from thoughtvec.service.http.peer_schemas import TeiTokenizeRequest, TeiTokenizeResponse, TokenizeForms
 from thoughtvec.service.http.routes.deps import ERRORS, EmbeddingDep
-from thoughtvec.service.http.schemas import InfoResponse, TokenizeRequest, TokenizeResponse
+from thoughtvec.service.http.schemas import InfoResponse, TokenizeResponse
 
 router = APIRouter(tags=["info"])
 
@@ -16,10 +18,13 @@ async def info(embedding: EmbeddingDep) -> InfoResponse:
     return InfoResponse.of(embedding.info())
 
 
-@router.post("/tokenize", response_model=TokenizeResponse, responses=ERRORS)
-async def tokenize(body: TokenizeRequest, embedding: EmbeddingDep) -> TokenizeResponse:
+@router.post("/tokenize", response_model=TokenizeResponse | TeiTokenizeResponse, responses=ERRORS)
+async def tokenize(body: TokenizeForms, embedding: EmbeddingDep) -> TokenizeResponse | TeiTokenizeResponse:
     """Each text's tokens with their ids; `oov` lists the words the model does not know (they become `<unk>`).
 
     `over_limit`: the text has more tokens than the model takes at once (it would be split, truncated or rejected).
+    A body with `inputs` is TEI's: a list of `{id, text, special, start, stop}` per input.
     """
+    if isinstance(body, TeiTokenizeRequest):
+        return TeiTokenizeResponse.of(embedding.tokenize(body.inputs, body.model, "inputs", False, body.add_special_tokens))
     return TokenizeResponse.of(embedding.tokenize(body.input, body.model))

@@ -1,18 +1,19 @@
-"""``POST /v1/rerank`` (and ``/rerank``) — documents ordered by similarity to a query, in infinity's and Cohere's shape."""
+"""Documents ordered by similarity to a query: ``POST /v1/rerank`` in infinity's and Cohere v1's shape,
+``POST /rerank`` in TEI's (``texts``) or that shape (``documents``), ``POST /v2/rerank`` in Cohere v2's."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
 from thoughtvec.service.http.middleware import unless_disconnected
+from thoughtvec.service.http.peer_schemas import CohereRerankRequest, CohereRerankResponse, RerankForms, TeiRerankRequest, TeiRerankResponse
 from thoughtvec.service.http.routes.deps import ERRORS, EmbeddingDep, json_body
-from thoughtvec.service.http.schemas import RerankRequest, RerankResponse
+from thoughtvec.service.http.schemas import RerankRequest, RerankResponse, Usage
 
 router = APIRouter(tags=["similarity"])
 
 
 @router.post("/v1/rerank", response_model=RerankResponse, responses=ERRORS)
-@router.post("/rerank", response_model=RerankResponse, responses=ERRORS, include_in_schema=False)
 async def rerank(body: RerankRequest, request: Request, embedding: EmbeddingDep) -> Response:
     """`results[{index, relevance_score, document?}]`, best first, `top_n` of them.
 
@@ -32,3 +33,40 @@ async def rerank(body: RerankRequest, request: Request, embedding: EmbeddingDep)
     )
     answer = RerankResponse.of(result)
     return json_body(answer, answer.usage)
+
+
+@router.post("/rerank", response_model=TeiRerankResponse | RerankResponse, responses=ERRORS)
+async def rerank_tei(body: RerankForms, request: Request, embedding: EmbeddingDep) -> Response:
+    """TEI's rerank for a body with `texts`: `[{index, score, text?}]`, every text, best first; a body with
+    `documents` is `/v1/rerank`'s (infinity serves it here).
+
+    `score` is (1 + cosine) / 2 in [0, 1], the cosine itself with `raw_scores`.
+    """
+    if not isinstance(body, TeiRerankRequest):
+        return await rerank(body, request, embedding)
+    result = await unless_disconnected(
+        request,
+        embedding.rerank(
+            query=body.query,
+            documents=body.texts,
+            return_documents=body.return_text,
+            model=body.model,
+            truncation=body.truncation,
+            field="texts",
+        ),
+    )
+    return json_body(TeiRerankResponse.of(result, body.raw_scores), Usage.of(result.usage))
+
+
+@router.post("/v2/rerank", response_model=CohereRerankResponse, responses=ERRORS)
+async def rerank_v2(body: CohereRerankRequest, request: Request, embedding: EmbeddingDep) -> Response:
+    """Cohere v2's rerank: `{id, results[{index, relevance_score}], meta}`, best first, `top_n` of them.
+
+    `relevance_score` is (1 + cosine) / 2 in [0, 1]: the order of `/v1/rerank`'s cosine.
+    """
+    truncation = body.truncation(embedding.model(body.model).encoder.max_tokens)
+    result = await unless_disconnected(
+        request,
+        embedding.rerank(query=body.query, documents=body.documents, top_n=body.top_n, model=body.model, truncation=truncation),
+    )
+    return json_body(CohereRerankResponse.of(result), Usage.of(result.usage))

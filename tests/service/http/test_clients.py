@@ -1,5 +1,6 @@
 """The stacks users plug in, against a live server: LangChain's OpenAIEmbeddings (with its defaults: it
-tokenizes with cl100k and sends token ids) and LlamaIndex's OpenAI-like embedding, on short and long texts."""
+tokenizes with cl100k and sends token ids) and LlamaIndex's OpenAI-like embedding, on short and long texts;
+huggingface_hub's InferenceClient on TEI's routes and Cohere's v2 client on /v2/rerank."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 
@@ -73,3 +75,28 @@ def test_llama_index_openai_like(server, expected):
     emb = li.OpenAILikeEmbedding(model_name="tiny", api_base=server + "/v1", api_key="unused", embed_batch_size=8)
     np.testing.assert_allclose(emb.get_text_embedding_batch(TEXTS), expected, atol=1e-5)
     np.testing.assert_allclose(emb.get_query_embedding(TEXTS[1]), expected[1], atol=1e-5)
+
+
+def test_huggingface_hub_inference_client(server, expected):
+    """``InferenceClient(base_url=...)`` posts TEI's body to the base URL itself (``POST /``); ``/embed`` as a URL too."""
+    hub = pytest.importorskip("huggingface_hub")
+    for base in (server, server + "/embed"):
+        client = hub.InferenceClient(base_url=base, api_key="unused", timeout=10)
+        np.testing.assert_allclose(client.feature_extraction(TEXTS), expected, atol=1e-5)
+        np.testing.assert_allclose(client.feature_extraction(TEXTS[0], normalize=True, truncate=False), expected[:1], atol=1e-5)
+    posted = {r: f'thoughtvec_requests_total{{method="POST",route="{r}",status="200"}} 2.0' for r in ("/", "/embed")}
+    assert all(line in httpx.get(server + "/metrics").text for line in posted.values())  # where it posted, twice each
+    with pytest.raises(hub.errors.HfHubHTTPError, match="413"):  # truncate=False: a text over the limit is refused
+        hub.InferenceClient(base_url=server, api_key="unused").feature_extraction(TEXTS[1], truncate=False)
+
+
+def test_cohere_v2_client_reranks(server):
+    cohere = pytest.importorskip("cohere")
+    docs = ["the dog ran in the city", "the cat sat on the table .", "a red car"]
+    client = cohere.ClientV2(api_key="unused", base_url=server, timeout=10)
+    res = client.rerank(model="tiny", query="the cat sat", documents=docs, top_n=2)
+    body = {"model": "tiny", "query": "the cat sat", "documents": docs, "top_n": 2}
+    ours = httpx.post(server + "/v1/rerank", json=body).json()["results"]
+    assert [r.index for r in res.results] == [r["index"] for r in ours]
+    assert [r.relevance_score for r in res.results] == pytest.approx([(1 + r["relevance_score"]) / 2 for r in ours], abs=1e-6)
+    assert res.meta.api_version.version == "2"

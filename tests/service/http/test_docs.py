@@ -54,10 +54,12 @@ def _calls(spec: dict) -> list[tuple[str, str, dict | None]]:
             if body is None:
                 out.append((method, filled, None))
                 continue
-            ref = body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
-            examples = spec["components"]["schemas"][ref].get("examples")
-            assert examples, f"{method.upper()} {path} has no request example"
-            out += [(method, filled, ex) for ex in examples]
+            schema = body["content"]["application/json"]["schema"]
+            for form in schema.get("oneOf", [schema]):  # a body of two forms (TEI's and ours): each form's examples
+                ref = form["$ref"].rsplit("/", 1)[1]
+                examples = spec["components"]["schemas"][ref].get("examples")
+                assert examples, f"{method.upper()} {path} ({ref}) has no request example"
+                out += [(method, filled, ex) for ex in examples]
     # dropping the examples' index goes last
     return sorted(out, key=lambda c: c[0] == "delete" and c[1] == "/v1/indexes/notes")
 

@@ -101,3 +101,110 @@ def test_token_ids_without_the_vocabulary_say_what_to_set(client, monkeypatch):
         token_ids.cl100k.cache_clear()
     assert r.status_code == 422 and "check_embedding_ctx_length=False" in r.json()["error"]["message"]
     assert client.post("/v1/embeddings", json={"input": ["the cat"]}).status_code == 200
+
+
+# -- TEI ----------------------------------------------------------------------------------------------
+def tei_long_text() -> str:
+    from tests.service.core.test_longinput import LONG
+
+    return LONG  # over tiny's 32-token limit
+
+
+@pytest.mark.parametrize("path", ["/embed", "/"])
+def test_tei_embed_answers_a_list_of_vectors(client, tiny, path):
+    texts = ["the cat sat on the table .", "a dog ran in the city"]
+    r = client.post(path, json={"inputs": texts})
+    assert r.status_code == 200, r.text
+    np.testing.assert_allclose(r.json(), tiny.encode(texts), atol=1e-6)
+    one = client.post(path, json={"inputs": texts[0], "normalize": False}).json()
+    np.testing.assert_allclose(one, tiny.encode(texts[:1], normalize=False), atol=1e-6)  # a list of one for a string
+    other = client.post(path, json={"inputs": texts[0], "model": "tiny2"}).json()
+    assert len(other[0]) == 4
+
+
+def test_tei_truncate_is_the_servers_setting_then_cut_then_refused(client):
+    long = tei_long_text()
+    default = client.post("/embed", json={"inputs": [long]})
+    assert default.status_code == 200 and default.headers["x-split-inputs"] == "1"
+    cut = client.post("/embed", json={"inputs": [long], "truncate": True})
+    assert cut.status_code == 200 and cut.headers["x-truncated-inputs"] == "1"
+    refused = client.post("/embed", json={"inputs": ["ok", long], "truncate": False})
+    assert refused.status_code == 413 and refused.json()["error"]["field"] == "inputs[1]"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"inputs": [[1820, 8415]]}, "inputs[0]"),  # token ids are OpenAI's form (cl100k): not TEI's
+        ({"inputs": []}, "inputs"),
+        ({"inputs": ["ok", " "]}, "inputs[1]"),
+        ({"inputs": "x", "prompt_name": "query"}, "prompt_name"),
+        ({"inputs": "x", "truncation_direction": "left"}, "truncation_direction"),
+        ({"inputs": "x", "dimensions": 3}, "dimensions"),
+        ({"input": "x"}, "input"),  # OpenAI's field on TEI's route: named as a typo
+    ],
+)
+def test_tei_embed_errors_name_the_field(client, body, field):
+    r = client.post("/embed", json=body)
+    assert r.status_code == 422 and r.json()["error"]["field"] == field, r.text
+
+
+def test_tei_rerank_ranks_every_text_with_scores_in_0_1(client):
+    texts = ["the dog ran in the city", "the cat sat on the table .", "a red car"]
+    r = client.post("/rerank", json={"query": "the cat sat", "texts": texts, "return_text": True})
+    assert r.status_code == 200, r.text
+    sim = {d["index"]: d["score"] for d in client.post("/v1/similarity", json={"source": "the cat sat", "targets": texts}).json()["data"]}
+    got = r.json()
+    assert [x["index"] for x in got] == sorted(sim, key=lambda i: -sim[i])
+    assert [x["score"] for x in got] == pytest.approx([(1 + sim[x["index"]]) / 2 for x in got], abs=1e-6)
+    assert [x["text"] for x in got] == [texts[x["index"]] for x in got]
+    raw = client.post("/rerank", json={"query": "the cat sat", "texts": texts, "raw_scores": True}).json()
+    assert [x["score"] for x in raw] == pytest.approx([sim[x["index"]] for x in raw], abs=1e-6) and "text" not in raw[0]
+
+
+def test_rerank_path_takes_teis_body_and_infinitys(client):
+    tei = client.post("/rerank", json={"query": "x", "texts": ["y"]})
+    ours = client.post("/rerank", json={"query": "x", "documents": ["y"]})
+    assert isinstance(tei.json(), list) and ours.json()["object"] == "rerank"
+    typo = client.post("/rerank", json={"query": "x", "texts": ["y"], "top_n": 1})  # top_n is not TEI's
+    assert typo.status_code == 422 and typo.json()["error"]["field"] == "top_n"
+    blank = client.post("/rerank", json={"query": "x", "texts": ["y", ""]})
+    assert blank.status_code == 422 and blank.json()["error"]["field"] == "texts[1]"
+    neither = client.post("/rerank", json={"query": "x"})
+    assert neither.status_code == 422 and neither.json()["error"]["field"] == "documents"
+
+
+def test_tei_tokenize_lists_tokens_per_input(client):
+    r = client.post("/tokenize", json={"inputs": ["The cat zorblaxed.", "a dog"]})
+    assert r.status_code == 200, r.text
+    first, second = r.json()
+    assert [(t["text"], t["special"], t["start"]) for t in first] == [
+        ("the", False, None), ("cat", False, None), ("zorblaxed", False, None), (".", False, None), ("<eos>", True, None),
+    ]  # fmt: skip
+    assert first[2]["id"] == 1 and len(second) == 3
+    bare = client.post("/tokenize", json={"inputs": "a dog", "add_special_tokens": False}).json()
+    assert [t["text"] for t in bare[0]] == ["a", "dog"]
+    bad = client.post("/tokenize", json={"inputs": [[1820]]})
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "inputs[0]"
+
+
+# -- Cohere v2 ------------------------------------------------------------------------------------------
+def test_cohere_v2_rerank(client):
+    docs = ["the dog ran in the city", "the cat sat on the table .", "a red car"]
+    r = client.post("/v2/rerank", json={"model": "tiny", "query": "the cat sat", "documents": docs, "top_n": 2})
+    assert r.status_code == 200, r.text
+    v1 = client.post("/v1/rerank", json={"query": "the cat sat", "documents": docs, "top_n": 2}).json()["results"]
+    body = r.json()
+    assert [x["index"] for x in body["results"]] == [x["index"] for x in v1]
+    assert [x["relevance_score"] for x in body["results"]] == pytest.approx([(1 + x["relevance_score"]) / 2 for x in v1], abs=1e-6)
+    assert body["id"] and body["meta"]["api_version"]["version"] == "2" and body["meta"]["tokens"]["input_tokens"] > 0
+
+
+def test_cohere_v2_max_tokens_per_doc(client):
+    long = tei_long_text()
+    cut = client.post("/v2/rerank", json={"query": "x", "documents": [long], "max_tokens_per_doc": 4096})
+    assert cut.status_code == 200 and cut.headers["x-truncated-inputs"] == "1"
+    split = client.post("/v2/rerank", json={"query": "x", "documents": [long]})
+    assert split.status_code == 200 and split.headers["x-split-inputs"] == "1"
+    low = client.post("/v2/rerank", json={"query": "x", "documents": ["y"], "max_tokens_per_doc": 8})
+    assert low.status_code == 422 and low.json()["error"]["field"] == "max_tokens_per_doc" and "32" in low.json()["error"]["message"]
