@@ -26,6 +26,10 @@ Per bundle:
 6. ``--against FLAG``: a setting compared in one run, as drift on a shared machine requires: a server
    without the flag (A) and one with it (B), alternated ``--repeats`` times, each measured on the
    batching ratio's two floods; then B over A, the median of the rounds. Replaces 2–4.
+7. ``--peer COMMAND``: another embedding server (infinity, TEI...) started by a shell command with
+   ``{port}`` in it, alternated ``--repeats`` times with ``thoughtvec serve`` on the bundle alone; both get the
+   same wrk script's bodies at the batching ratio's two floods (``thoughtvec.bench.servers``): sentences/s and
+   p50/p99 of each, then thoughtvec over the peer, the median of the rounds. Replaces 2–4.
 """
 
 from __future__ import annotations
@@ -89,6 +93,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="compare: servers without (A) and with (B) this extra flag, alternated --repeats times, on the batching ratio's "
         "floods (instead of the server levels), e.g. --against=--batch-planning=greedy",
     )
+    from thoughtvec.bench.servers import add_peer_arguments
+
+    add_peer_arguments(p)
 
 
 def load_sentences(path: Path | None, n: int = 4000) -> list[str]:
@@ -288,14 +295,14 @@ local bodies = {%s}
 local i = 0
 request = function()
   i = i + 1
-  return wrk.format(nil, "/v1/embeddings", nil, bodies[(i %% #bodies) + 1])
+  return wrk.format(nil, "%s", nil, bodies[(i %% #bodies) + 1])
 end
 """
 
 
-def wrk_script(bodies: list[bytes], path: Path) -> Path:
-    """A wrk script cycling through ``bodies`` (Lua long strings: JSON needs no escaping there)."""
-    path.write_text(WRK_LUA % ",\n".join("[==[" + b.decode() + "]==]" for b in bodies), encoding="utf-8")
+def wrk_script(bodies: list[bytes], path: Path, url_path: str = "/v1/embeddings") -> Path:
+    """A wrk script posting ``bodies`` in turn to ``url_path`` (Lua long strings: JSON needs no escaping there)."""
+    path.write_text(WRK_LUA % (",\n".join("[==[" + b.decode() + "]==]" for b in bodies), url_path), encoding="utf-8")
     return path
 
 
@@ -494,6 +501,13 @@ def run(args: argparse.Namespace) -> int:
             continue
         if args.against:
             compare(args, bundle, name, sentences)
+            continue
+        if args.peer:
+            from thoughtvec.bench import servers
+
+            servers.compare(
+                bundle, ["uvicorn", servers.peer_of(args)], args.seconds, args.repeats, sentences, args.encoding, args.server_flag
+            )
             continue
         runs = [("batching on", list(args.server_flag))]
         if args.batching_off:

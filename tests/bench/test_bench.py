@@ -44,6 +44,8 @@ def test_wrk_script_cycles_through_valid_embeddings_bodies(tmp_path):
     assert all(b["model"] == "m" and b["encoding_format"] == "base64" for b in bodies)
     assert [len(json.loads(b)["input"]) for b in re.findall(r"\[==\[(.*?)\]==\]", many)] == [3, 3]
     assert 'wrk.format(nil, "/v1/embeddings", nil, bodies[(i % #bodies) + 1])' in one
+    other = wrk_script(request_bodies(sentences, 1, 2, "m", "float"), tmp_path / "other.lua", "/embeddings").read_text()
+    assert 'wrk.format(nil, "/embeddings", nil, bodies[(i % #bodies) + 1])' in other
 
 
 def test_process_figures_come_from_proc():
