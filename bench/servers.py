@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from thoughtvec.bench.bench import RATIO_LEVELS, Flood, free_port, load_sentences, parse_wrk, request_bodies, start_wrk, wrk_script
+from thoughtvec.bench.load import RATIO_LEVELS, Flood, free_port, load_sentences, parse_wrk, request_bodies, start_wrk, wrk_script
 
 KINDS = ("uvicorn", "uvicorn-route", "granian")
 OURS = "/v1/embeddings"
