@@ -91,3 +91,16 @@ def test_the_default_model_is_the_one_chosen_on_dev():
     chosen = dev_choices(pick(load_records(ROOT / "docs" / "results")))["default_model"]
     assert Settings().model_preference[0] == chosen["name"], "model_preference must start with the dev-chosen model"
     assert json.loads((ROOT / "models" / chosen["name"] / "bundle.json").read_text())["default_view"] == chosen["view"]
+
+
+def test_openai_model_names_get_the_bundle_chosen_for_retrieval_on_dev():
+    """RETRIEVAL_MODEL_PREFERENCE is the committed records' order: dense nDCG@10 of each bundle's default view on the
+    retrieval dev set, best first (thoughtvec.training.evaluation.guide), over every committed bundle."""
+    from thoughtvec.service.settings import RETRIEVAL_MODEL_PREFERENCE
+    from thoughtvec.training.evaluation import guide, retrieval_report
+    from thoughtvec.training.evaluation.report import load_records, pick
+
+    results = ROOT / "docs" / "results"
+    figures = guide.figures(pick(load_records(results)), retrieval_report.load(results))
+    assert RETRIEVAL_MODEL_PREFERENCE == tuple(guide.retrieval_preference(figures))
+    assert set(RETRIEVAL_MODEL_PREFERENCE) == set(BUNDLES), "every committed bundle has its retrieval record: thoughtvec eval --retrieval"

@@ -18,6 +18,7 @@ import numpy as np
 
 from thoughtvec.service import __version__
 from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.core import guide
 from thoughtvec.service.core.batcher import LOOKAHEAD, OFFLOAD_CHARS, check_count
 from thoughtvec.service.core.longinput import pool, prepare
 from thoughtvec.service.core.metrics import Metrics
@@ -170,6 +171,7 @@ class EmbeddingService:
                 m.encoder.max_tokens,
                 m.encoder.spec.family,
                 n == reg.default_model,
+                **guide.entry(n, m.encoder.fingerprint()),
             )
             for n, m in sorted(reg.models.items())
         ]

@@ -9,7 +9,6 @@ padded position, so padding a batch to its longest member changes nothing (tests
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -19,6 +18,7 @@ import numpy as np
 import onnxruntime as ort
 
 from thoughtvec.service.bundle import postprocess
+from thoughtvec.service.bundle.fingerprint import files_digest, view_fingerprint
 from thoughtvec.service.bundle.format import Bundle, load_bundle
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.core.longinput import pool, prepare
@@ -131,31 +131,16 @@ class Encoder:
                                                  str(bundle.path), f"views.{name}.axes")
                      for name, v in self.spec.views.items() if v.axes}  # fmt: skip
         self._fingerprints: dict[str, str] = {}
-        files = hashlib.sha256()  # read once at load (a 30 MB graph: tens of ms), never on the event loop
-        for path in (bundle.onnx_path, bundle.tokenizer_file):
-            with open(path, "rb") as f:
-                while chunk := f.read(1 << 20):
-                    files.update(chunk)
-        self._files_digest = files.digest()
+        self._files_digest = files_digest(bundle)  # read once at load, never on the event loop
 
     def fingerprint(self, view: str | None = None) -> str:
         """16 hex digits of what a view's vectors are a function of: the graph and vocabulary files, the
-        tokenizer, the view's spec and its post-processing. An index records it at creation, so that
-        vectors of an earlier export are never compared with a re-exported bundle's (same name, new vectors).
-        Fields that do not change a view's full vectors (its principal axes, an unset tokenizer file) are left
-        out, so adding them to a bundle keeps its indexes."""
+        tokenizer, the view's spec and its post-processing (``thoughtvec.service.bundle.fingerprint``). An index
+        records it at creation, so that vectors of an earlier export are never compared with a re-exported
+        bundle's (same name, new vectors)."""
         name = self.view(view)
         if name not in self._fingerprints:
-            h = hashlib.sha256(self._files_digest)
-            h.update(self.spec.tokenizer.model_dump_json(exclude_none=True).encode())
-            h.update(self.spec.views[name].model_dump_json(exclude={"description", "axes"}).encode())
-            if self.spec.long_inputs != "sentences":  # how long inputs are cut (left out at its default: older indexes stay valid)
-                h.update(f"long_inputs={self.spec.long_inputs}".encode())
-            pp = self.postprocess.get(name)
-            if pp is not None:
-                h.update(np.ascontiguousarray(pp.mean, np.float32).tobytes())
-                h.update(np.ascontiguousarray(pp.components, np.float32).tobytes())
-            self._fingerprints[name] = h.hexdigest()[:16]
+            self._fingerprints[name] = view_fingerprint(self._files_digest, self.spec, name, self.postprocess.get(name))
         return self._fingerprints[name]
 
     @property

@@ -16,10 +16,11 @@ from pathlib import Path
 from thoughtvec.service.bundle.format import discover_bundles, load_bundle
 from thoughtvec.service.bundle.heads import RelatednessHead
 from thoughtvec.service.bundle.heads import load as load_head
+from thoughtvec.service.core import guide
 from thoughtvec.service.core.batcher import Batcher, BatchLimits, Observer
 from thoughtvec.service.core.encoder import Encoder, available_providers
 from thoughtvec.service.errors import NotReady, UnknownModel
-from thoughtvec.service.settings import Settings
+from thoughtvec.service.settings import RETRIEVAL_MODEL_PREFERENCE, Settings
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,8 @@ class Model:
             "relatedness_head": self.head is not None,
             "providers": self.encoder.providers,
             "default": default,
+            # what it is for, chosen on dev, and its dev figures (thoughtvec.service.core.guide)
+            **guide.entry(spec.name, self.encoder.fingerprint()),
         }
         return out | {"training": spec.training} if provenance else out
 
@@ -100,6 +103,13 @@ def pick_default_model(settings: Settings, names: Iterable[str]) -> str | None:
     if settings.default_model:
         return settings.default_model
     return next((n for n in settings.model_preference if n in names), min(names) if names else None)
+
+
+def pick_retrieval_model(settings: Settings, names: Iterable[str]) -> str | None:
+    """What an alias ``=retrieval`` names among the bundles ``names``: the first of RETRIEVAL_MODEL_PREFERENCE
+    there (chosen on dev), else the default model."""
+    names = set(names)
+    return next((n for n in RETRIEVAL_MODEL_PREFERENCE if n in names), None) or pick_default_model(settings, names)
 
 
 @dataclass
@@ -175,9 +185,15 @@ class Registry:
             await m.batcher.stop()
 
     # -- lookups -------------------------------------------------------------------------
+    def _servable(self) -> set[str]:
+        """The bundles a rule may name: those loaded, and while loading goes on, those still to come (a rule's
+        model is then awaited, never stood in for by whichever loaded first)."""
+        coming = set() if self.started else set(self.discovered) - set(self.failed)
+        return set(self.models) | coming
+
     @property
     def default_model(self) -> str | None:
-        return pick_default_model(self.settings, self.models)
+        return pick_default_model(self.settings, self._servable())
 
     def resolve(self, name: str) -> str | None:
         """A bundle name for ``name``: itself, or what the ``model_aliases`` setting maps it to."""
@@ -186,6 +202,8 @@ class Registry:
         target = self.settings.aliases.get(name)
         if target is None:
             return name
+        if target == "retrieval":
+            return pick_retrieval_model(self.settings, self._servable())
         return self.default_model if target == "default" else target
 
     def aliases(self) -> dict[str, str]:

@@ -76,6 +76,9 @@ class ModelInfo:
     max_input_tokens: int
     family: str
     default: bool
+    best_for: list[str]  # uses it is the dev pick for (thoughtvec.service.core.guide)
+    best_trained_here_for: list[str]
+    dev: dict[str, Any] | None  # its dev figures
 
 
 @dataclass(frozen=True, slots=True)

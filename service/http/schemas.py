@@ -203,6 +203,21 @@ class SimilarityResponse(BaseModel):
 
 
 # -- info and tokenize ----------------------------------------------------------------------
+class DevFigures(BaseModel):
+    """A bundle's dev figures (null where it has none): what its uses were chosen on."""
+
+    sts_b_rho: float | None = Field(description="STS-B dev cosine Spearman of the default view")
+    sick_r_rho: float | None = Field(description="SICK-R dev (trial) cosine Spearman of the default view")
+    senteval_macro: float | None = Field(description="the best SentEval dev macro (8 tasks) of any view ...")
+    senteval_view: str | None = Field(description="... and that view")
+    scifact_ndcg10: float | None = Field(description="dense nDCG@10 of the default view on the SciFact dev set")
+
+
+USES = Field(description="uses (similarity, search, features, speed) it is the best bundle for, chosen on dev")
+USES_HERE = Field(description="uses it is the best for among the bundles trained here (an imported encoder is left out)")
+DEV = Field(description="its dev figures; null for a bundle the guide does not know (or a re-exported one)")
+
+
 class InfoModel(BaseModel):
     id: str
     dimension: int = Field(description="the default view's dimension")
@@ -210,6 +225,9 @@ class InfoModel(BaseModel):
     max_input_tokens: int
     family: str
     default: bool
+    best_for: list[str] = USES
+    best_trained_here_for: list[str] = USES_HERE
+    dev: DevFigures | None = DEV
 
 
 class InfoResponse(BaseModel):
@@ -226,7 +244,15 @@ class InfoResponse(BaseModel):
     def of(cls, i: core.Info) -> InfoResponse:
         models = [
             InfoModel(
-                id=m.id, dimension=m.dimension, views=m.views, max_input_tokens=m.max_input_tokens, family=m.family, default=m.default
+                id=m.id,
+                dimension=m.dimension,
+                views=m.views,
+                max_input_tokens=m.max_input_tokens,
+                family=m.family,
+                default=m.default,
+                best_for=m.best_for,
+                best_trained_here_for=m.best_trained_here_for,
+                dev=DevFigures(**m.dev) if m.dev else None,
             )
             for m in i.models
         ]

@@ -203,12 +203,17 @@ def _command(args: argparse.Namespace, kind: str, target: str) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from thoughtvec.training.evaluation import retrieval_report
+    from thoughtvec.training.evaluation.guide import write_guide
     from thoughtvec.training.evaluation.models_table import write_tables
-    from thoughtvec.training.evaluation.report import load_records, write_report
+    from thoughtvec.training.evaluation.report import REPO, load_records, pick, write_report
 
     out = args.out or args.report.with_name("results.json")
     path, n = write_report(args.results_dir, args.report, out)
     print(f"wrote {path} ({n} result files) and {out}", file=sys.stderr)
-    for table in write_tables(load_records(args.results_dir), args.report):  # README's and models.md's tables, where they are
+    records, retrieval = load_records(args.results_dir), retrieval_report.load(args.results_dir)
+    for table in write_tables(records, args.report, retrieval):  # README's and models.md's tables, where they are
         print(f"wrote the model table in {table}", file=sys.stderr)
+    if Path(args.results_dir).resolve() == (REPO / "docs" / "results").resolve():  # the committed records: the served guide
+        print(f"wrote the model guide {write_guide(pick(records), retrieval)}", file=sys.stderr)
     return 0

@@ -2,29 +2,30 @@
 
 ``thoughtvec eval`` (and ``thoughtvec eval report``) rewrites them in place, between marker comments,
 in the files beside the report (``README.md`` one folder up, ``models.md`` in the same folder); a file
-without the markers is left alone. Two tables, both from :func:`report.dev_choices`, so every pick is
-made on dev numbers and the test columns are only reported:
+without the markers is left alone. Every pick is made on dev numbers (:mod:`guide` for the uses,
+:func:`report.dev_choices` for the default model); the test columns are only reported:
 
 - *which model for what* (README): per use (similarity, search, classifier features, small and fast)
-  the bundle to use, its test figure, and the modern reference encoder's figure beside it;
+  the bundle to use and its figures, and the best of the bundles trained here beside it;
 - *bundled models* (docs): one row per bundle with its size, training and dev / test scores.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
+from thoughtvec.training.evaluation import guide
 from thoughtvec.training.evaluation.report import bundle_bytes, dev_choices, dev_cosine, dev_macro, flatten, macro, pick
 from thoughtvec.training.evaluation.tasks import MACRO_TASKS
 
 USE_MARKERS = ("<!-- models-table:begin -->", "<!-- models-table:end -->")
 BUNDLE_MARKERS = ("<!-- bundles-table:begin -->", "<!-- bundles-table:end -->")
-# The modern reference encoder, compared beside ours: its bundle once there is one, else the eval baseline.
+# The modern reference encoder as an evaluation baseline (its bundle, once there is one, has a row of its own).
 REFERENCE = ("all-minilm-l6-v2", "minilm")
 REFERENCE_LABEL = "all-MiniLM-L6-v2"
-# The retrieval figure of a record (``flatten`` key); rows show "–" until a record carries it.
-RETRIEVAL_KEY = "SciFact.ndcg@10"
+USE_LABELS = {"similarity": "similarity (cosine)", "search": "search", "features": "classifier features", "speed": "small and fast"}
 
 
 def _fmt(v: float | None, digits: int) -> str:
@@ -54,46 +55,34 @@ def _cosine_cell(s: dict[str, float]) -> str:
     return f"STS-B ρ {_fmt(s.get('STS-B-cos.spearman'), 3)}, SICK-R ρ {_fmt(s.get('SICK-R-cos.spearman'), 3)}"
 
 
-def use_table(records: list[dict]) -> str:
-    """Per use, the bundle chosen on dev, its test figure and the reference encoder's figure."""
-    ours = pick(records)
-    ref_names = {r["name"] for r in _reference(ours)}
-    bundles = [r for r in ours if r["kind"] == "bundle" and r["name"] not in ref_names]
-    ch = dev_choices(bundles)
-    if "default_model" not in ch:
+def _use_cells(use: str, f: guide.Figures, bundles: list[dict]) -> tuple[str, str]:
+    """(the model with its view, its figures) for ``use``: test figures, the retrieval task's dev figure."""
+    view = f.macro_view if use == "features" else f.default_view
+    rec = _record(bundles, f.name, view)
+    size = f", {f.bytes / 1e6:.0f} MB" if f.bytes != float("inf") else ""
+    model = f"`{f.name}`{size}, `{view}` ({rec['dim'] if rec else '?'})"
+    s = flatten(rec) if rec else {}
+    if use == "search":
+        return model, f"SciFact nDCG@10 {_fmt(f.ndcg10, 3)} (dev)"
+    if use == "features":
+        return model, f"SentEval macro {_fmt(macro(s, MACRO_TASKS) if rec else None, 2)}"
+    return model, _cosine_cell(s)
+
+
+def use_table(records: list[dict], retrieval: Sequence[dict] = ()) -> str:
+    """Per use, the bundle chosen on dev and its figures; beside it, the best of the bundles trained here."""
+    bundles = [r for r in pick(records) if r["kind"] == "bundle"]
+    figs = guide.figures(bundles, retrieval)
+    if not figs:
         return "No evaluated bundles yet: run `thoughtvec eval --bundle models/<name>`."
-    ref = _reference(ours)
-    ref_cos = max(ref, key=lambda r: dev_cosine(flatten(r)) or -1.0, default=None)
-    ref_feat = max(ref, key=lambda r: dev_macro(flatten(r)) or -1.0, default=None)
-    ref_ret = next((r for r in ref if RETRIEVAL_KEY in flatten(r)), None)
-    rows = []
-
-    d = ch["default_model"]
-    sim = _record(bundles, d["name"], d["view"])
-    rows.append(("similarity (cosine)", sim, _cosine_cell(flatten(sim)), _cosine_cell(flatten(ref_cos)) if ref_cos else "–"))
-
-    with_ret = [r for r in bundles if RETRIEVAL_KEY in flatten(r)]
-    ret = max(with_ret, key=lambda r: flatten(r)[RETRIEVAL_KEY]) if with_ret else sim
-    ret_cell = f"SciFact nDCG@10 {_fmt(flatten(ret)[RETRIEVAL_KEY], 3)}" if with_ret else "no retrieval figure: the similarity pick"
-    rows.append(("search", ret, ret_cell, f"SciFact nDCG@10 {_fmt(flatten(ref_ret).get(RETRIEVAL_KEY), 3)}" if ref_ret else "–"))
-
-    feats = [r for r in bundles if dev_macro(flatten(r)) is not None]
-    feat = max(feats, key=lambda r: dev_macro(flatten(r)))
-    rows.append(("classifier features", feat, f"SentEval macro {_fmt(macro(flatten(feat), MACRO_TASKS), 2)}",
-                 f"SentEval macro {_fmt(macro(flatten(ref_feat), MACRO_TASKS), 2)}" if ref_feat else "–"))  # fmt: skip
-
-    # small and fast: the bundle whose default view is narrowest (index memory and search time follow the
-    # dimension), the smaller on disk on a tie; its own default view's cosine figures
-    newest = _newest(bundles)
-    defaults = [r for r in bundles if r["view"] == newest[r["name"]].get("source", {}).get("default_view")]
-    small = min(defaults, key=lambda r: (r["dim"], bundle_bytes(r)))
-    rows.append(("small and fast", small, _cosine_cell(flatten(small)), "–"))
-
-    lines = [f"| use | model | view (dim) | its test figures | {REFERENCE_LABEL}, same harness |", "|---|---|---|---|---|"]
-    for use, r, ours_cell, ref_cell in rows:
-        size = bundle_bytes(r)
-        mb = f", {size / 1e6:.0f} MB" if size != float("inf") else ""
-        lines.append(f"| {use} | `{r['name']}`{mb} | `{r['view']}` ({r['dim']}) | {ours_cell} | {ref_cell} |")
+    best, here = guide.picks(figs), guide.picks(figs, trained_here=True)
+    lines = ["| for | use | its figures | or the best trained here | its figures |", "|---|---|---|---|---|"]
+    for use in guide.USES:
+        f, h = best[use], here[use]
+        if f is None:
+            continue
+        ours = ("the same", "") if h is f else _use_cells(use, h, bundles) if h else ("–", "")
+        lines.append(f"| {USE_LABELS[use]} | {' | '.join(_use_cells(use, f, bundles))} | {ours[0]} | {ours[1]} |")
     return "\n".join(lines)
 
 
@@ -108,16 +97,17 @@ def _training_cells(path: Path) -> tuple[str, str]:
     return steps, f"{sum(p.get('wall_time_s', 0) for p in parts) / 3600:.2f} h"
 
 
-def bundles_table(records: list[dict]) -> str:
+def bundles_table(records: list[dict], retrieval: Sequence[dict] = ()) -> str:
     """One row per evaluated bundle: family, default view, training, size, dev and test scores."""
     from thoughtvec.training.evaluation.report import REPO
 
     ours = [r for r in pick(records) if r["kind"] == "bundle"]
     ch = dev_choices(ours)
+    figs = guide.figures(ours, retrieval)
     default = ch.get("default_model", {}).get("name")
     lines = ["| bundle | family | default view (dim) | training | wall time | size | dev cosine ρ | STS-B cosine ρ (test) | "
-             "SICK-R cosine ρ (test) | feature view by dev macro: test macro |",
-             "|---|---|---|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+             "SICK-R cosine ρ (test) | SciFact nDCG@10 (dev) | feature view by dev macro: test macro |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|"]  # fmt: skip
     newest = _newest(ours)
     for name, views in ch["views"].items():
         src = newest[name].get("source", {})
@@ -131,15 +121,15 @@ def bundles_table(records: list[dict]) -> str:
         lines.append(
             f"| {label} | {src.get('family', '–')} | `{src.get('default_view')}` ({dim}) | {steps} | {wall} | "
             f"{_fmt(size / 1e6 if size != float('inf') else None, 1)} MB | {_fmt(dev_cosine(s) if dv else None, 3)} | "
-            f"{_fmt(s.get('STS-B-cos.spearman'), 3)} | {_fmt(s.get('SICK-R-cos.spearman'), 3)} | "
+            f"{_fmt(s.get('STS-B-cos.spearman'), 3)} | {_fmt(s.get('SICK-R-cos.spearman'), 3)} | {_fmt(figs[name].ndcg10, 3)} | "
             f"`{views['macro']}` {_fmt(macro(flatten(feat), MACRO_TASKS) if feat else None, 2)} |"
         )
     ref = [r for r in _reference(pick(records)) if r["kind"] != "bundle"]
-    if ref:  # the reference encoder as an evaluation baseline, until it is a bundle with a row of its own
+    if ref and not any(r["kind"] == "bundle" for r in _reference(ours)):  # the reference as a baseline, until it is a bundle
         s = flatten(max(ref, key=lambda r: dev_cosine(flatten(r)) or -1.0))
         feat_s = flatten(max(ref, key=lambda r: dev_macro(flatten(r)) or -1.0))
         lines.append(f"| *{REFERENCE_LABEL}* (baseline) | transformer | ({ref[0]['dim']}) | pretrained | – | – | "
-                     f"{_fmt(dev_cosine(s), 3)} | {_fmt(s.get('STS-B-cos.spearman'), 3)} | {_fmt(s.get('SICK-R-cos.spearman'), 3)} | "
+                     f"{_fmt(dev_cosine(s), 3)} | {_fmt(s.get('STS-B-cos.spearman'), 3)} | {_fmt(s.get('SICK-R-cos.spearman'), 3)} | – | "
                      f"{_fmt(macro(feat_s, MACRO_TASKS), 2)} |")  # fmt: skip
     return "\n".join(lines)
 
@@ -153,7 +143,7 @@ def replace_between(text: str, markers: tuple[str, str], body: str) -> str | Non
     return text[: i + len(begin)] + "\n" + body.strip("\n") + "\n" + text[j:]
 
 
-def write_tables(records: list[dict], report: Path) -> list[Path]:
+def write_tables(records: list[dict], report: Path, retrieval: Sequence[dict] = ()) -> list[Path]:
     """Rewrite the tables in ``README.md`` (one folder above ``report``) and ``models.md`` (beside it)
     where those files hold the markers; returns the files written."""
     from thoughtvec.service.bundle.atomic import atomic_write_text
@@ -164,7 +154,7 @@ def write_tables(records: list[dict], report: Path) -> list[Path]:
         if not path.is_file():
             continue
         text = path.read_text(encoding="utf-8")
-        new = replace_between(text, markers, render(records))
+        new = replace_between(text, markers, render(records, retrieval))
         if new is not None and new != text:
             atomic_write_text(path, new)
             written.append(path)

@@ -208,3 +208,21 @@ def test_cohere_v2_max_tokens_per_doc(client):
     assert split.status_code == 200 and split.headers["x-split-inputs"] == "1"
     low = client.post("/v2/rerank", json={"query": "x", "documents": ["y"], "max_tokens_per_doc": 8})
     assert low.status_code == 422 and low.json()["error"]["field"] == "max_tokens_per_doc" and "32" in low.json()["error"]["message"]
+
+
+# -- what each model is for ------------------------------------------------------------------------------
+def test_models_and_info_say_what_a_model_is_for_while_it_is_the_one_measured(make_client, monkeypatch):
+    from thoughtvec.service.core import guide
+
+    client = make_client()
+    fingerprint = client.app.state.core.embedding.model("tiny").encoder.fingerprint()
+    dev = {"sts_b_rho": 0.8, "sick_r_rho": 0.7, "senteval_macro": 80.0, "senteval_view": "meanmax", "scifact_ndcg10": 0.5}
+    entries = {"tiny": {"fingerprint": fingerprint, "best_for": ["search"], "best_trained_here_for": [], "dev": dev},
+               "tiny2": {"fingerprint": "another export", "best_for": ["speed"], "best_trained_here_for": ["speed"], "dev": dev}}  # fmt: skip
+    monkeypatch.setattr(guide, "_models", lambda: entries)
+    listed = {m["id"]: m for m in client.get("/v1/models").json()["data"]}
+    assert listed["tiny"]["best_for"] == ["search"] and listed["tiny"]["dev"] == dev
+    assert listed["tiny2"]["best_for"] == [] and listed["tiny2"]["dev"] is None  # not the bundle its figures were measured on
+    info = {m["id"]: m for m in client.get("/info").json()["models"]}
+    assert info["tiny"]["best_for"] == ["search"] and info["tiny"]["dev"] == dev and info["tiny2"]["dev"] is None
+    assert client.get("/v1/models/tiny").json()["dev"] == dev

@@ -1,0 +1,155 @@
+"""What each bundle is for, chosen on dev: the picks the README's table shows and the model guide the server
+serves (``/v1/models``, ``/info``), from the evaluation records (``docs/results/*.json``) and the retrieval
+records (``docs/results/retrieval/*.json``).
+
+Per bundle, its dev figures: STS-B and SICK-R dev cosine Spearman of its default view, the best dev macro over
+its views (SentEval, 8 tasks) and that view, and the dense nDCG@10 of its default view on the retrieval dev
+task. Per use, the pick among every bundle and among those trained here (an imported reference encoder,
+family ``transformer``, left out):
+
+- **similarity**: the best mean dev cosine ρ of the default view (what a request without ``view`` gets); among
+  bundles within :data:`~thoughtvec.training.postprocess.MIN_GAIN` of the best, the smallest on disk (the default
+  model's rule, ``report.dev_choices``: among the bundles trained here, this pick is the default model);
+- **search**: the best dense nDCG@10 of the default view (``/v1/embeddings`` is dense; OpenAI's model names
+  get this model: :data:`thoughtvec.service.settings.RETRIEVAL_MODEL_PREFERENCE`);
+- **features**: the best dev macro of any view (the view named);
+- **speed**: the narrowest default view (index memory and search time follow the dimension), the smaller on
+  disk on a tie.
+
+``thoughtvec eval`` (and ``thoughtvec eval report``) writes the guide into the serving package
+(:data:`thoughtvec.service.core.guide.GUIDE_FILE`) with each bundle's fingerprint, so the server shows a
+bundle's figures only for the bundle they were measured on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from thoughtvec.training.evaluation.report import IMPORTED_FAMILY, REPO, bundle_bytes, dev_macro, flatten
+from thoughtvec.training.postprocess import MIN_GAIN
+
+USES = ("similarity", "search", "features", "speed")
+RETRIEVAL_TASK = "scifact-dev"
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One bundle's dev figures (None where it has no record) and what the picks need to know of it."""
+
+    name: str
+    family: str
+    path: str
+    default_view: str
+    dim: int  # of the default view
+    bytes: float  # on disk
+    sts_b: float | None
+    sick_r: float | None
+    macro: float | None  # the best dev macro of any view ...
+    macro_view: str | None  # ... and which
+    ndcg10: float | None  # dense, default view, on RETRIEVAL_TASK
+
+    @property
+    def cosine(self) -> float | None:
+        return None if self.sts_b is None or self.sick_r is None else (self.sts_b + self.sick_r) / 2
+
+    @property
+    def trained_here(self) -> bool:
+        return self.family != IMPORTED_FAMILY
+
+    def dev(self) -> dict:
+        """The figures as the server shows them (rounded, absent ones null)."""
+        r = lambda v, d: None if v is None else round(v, d)  # noqa: E731
+        return {"sts_b_rho": r(self.sts_b, 4), "sick_r_rho": r(self.sick_r, 4), "senteval_macro": r(self.macro, 2),
+                "senteval_view": self.macro_view, "scifact_ndcg10": r(self.ndcg10, 4)}  # fmt: skip
+
+
+def figures(records: Sequence[dict], retrieval: Sequence[dict]) -> dict[str, Figures]:
+    """Per evaluated bundle, its :class:`Figures` (``records``: one per view, as ``report.pick`` leaves them)."""
+    bundles = [r for r in records if r["kind"] == "bundle"]
+    newest = {r["name"]: r for r in sorted(bundles, key=lambda r: r.get("created", ""))}  # the default view as it is now
+    out = {}
+    for name, latest in newest.items():
+        src = latest.get("source", {})
+        default = src.get("default_view")
+        mine = [r for r in bundles if r["name"] == name]
+        at = next((r for r in mine if r["view"] == default), None)
+        at_default = flatten(at) if at else {}
+        by_macro = [(dev_macro(flatten(r)), r["view"]) for r in mine if dev_macro(flatten(r)) is not None]
+        best_macro = max(by_macro, default=(None, None))
+        dense = [r for r in retrieval if r["kind"] == "bundle" and r["name"] == name and r["view"] == default
+                 and r["mode"] == "dense" and r["task"] == RETRIEVAL_TASK]  # fmt: skip
+        out[name] = Figures(
+            name, src.get("family", "?"), src.get("path", f"models/{name}"), default, at["dim"] if at else int(src.get("views", {}).get(default, 0)),
+            bundle_bytes(latest), at_default.get("STS-B-cos.dev_spearman"), at_default.get("SICK-R-cos.dev_spearman"),
+            best_macro[0], best_macro[1], dense[0]["metrics"]["ndcg@10"]["mean"] if dense else None,
+        )  # fmt: skip
+    return out
+
+
+def _best(candidates: list[Figures], key) -> Figures | None:
+    scored = [f for f in candidates if key(f) is not None]
+    return max(scored, key=key) if scored else None
+
+
+def _similarity(pool: list[Figures]) -> Figures | None:
+    """The best dev cosine; within MIN_GAIN of it (the margin post-processing treats as noise), the smallest on disk."""
+    top = _best(pool, lambda f: f.cosine)
+    if top is None:
+        return None
+    tied = [f for f in pool if f.cosine is not None and f.cosine >= top.cosine - MIN_GAIN]  # type: ignore[operator]
+    return min(tied, key=lambda f: (f.bytes, -f.cosine))  # type: ignore[operator]
+
+
+def picks(figs: dict[str, Figures], trained_here: bool = False) -> dict[str, Figures | None]:
+    """Per use, the bundle chosen on dev (among those trained here, with ``trained_here``)."""
+    pool = [f for f in figs.values() if f.trained_here or not trained_here]
+    speed = min(pool, key=lambda f: (f.dim, f.bytes), default=None)
+    return {
+        "similarity": _similarity(pool),
+        "search": _best(pool, lambda f: f.ndcg10),
+        "features": _best(pool, lambda f: f.macro),
+        "speed": speed,
+    }
+
+
+def retrieval_preference(figs: dict[str, Figures]) -> list[str]:
+    """Bundles by dense dev nDCG@10 of their default view, best first: the order OpenAI's model names are served in."""
+    return [f.name for f in sorted((f for f in figs.values() if f.ndcg10 is not None), key=lambda f: -f.ndcg10)]  # type: ignore[operator]
+
+
+def guide(records: Sequence[dict], retrieval: Sequence[dict], fingerprint=None) -> dict:
+    """The model guide the server reads: per bundle present under the repository, its fingerprint (default
+    view), the uses it is the pick for, among all and among those trained here, and its dev figures."""
+    from thoughtvec.service.bundle.fingerprint import fingerprint as view_fingerprint
+    from thoughtvec.service.bundle.format import load_bundle
+
+    figs = figures(records, retrieval)
+    best, here = picks(figs), picks(figs, trained_here=True)
+    models = {}
+    for name, f in sorted(figs.items()):
+        path = REPO / f.path
+        if not (path / "bundle.json").is_file():
+            continue  # evaluated, not here: nothing to serve
+        bundle = load_bundle(path)
+        models[name] = {
+            "fingerprint": (fingerprint or view_fingerprint)(bundle, bundle.spec.default_view),
+            "best_for": [u for u in USES if best[u] is f],
+            "best_trained_here_for": [u for u in USES if here[u] is f and f.trained_here],
+            "dev": f.dev(),
+        }
+    return {"generated_by": "thoughtvec eval report", "retrieval_task": RETRIEVAL_TASK, "models": models}
+
+
+def write_guide(records: Sequence[dict], retrieval: Sequence[dict], path: Path | None = None) -> Path:
+    """Write the guide into the serving package (or ``path``), atomically; unchanged content is not rewritten."""
+    from thoughtvec.service.bundle.atomic import atomic_write_text
+    from thoughtvec.service.core.guide import GUIDE_FILE
+
+    path = path or GUIDE_FILE
+    text = json.dumps(guide(records, retrieval), indent=1) + "\n"
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        atomic_write_text(path, text)
+    return path
