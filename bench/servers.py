@@ -173,9 +173,10 @@ def compare(
     print("| round | server | sentences/request | concurrency | sentences/s | p50 ms | p99 ms | server CPU ms/request | errors |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     got: dict[tuple[str, int, int], list[Flood]] = {}
+    beside_a_peer = any(isinstance(c, Peer) for c in contenders)
     for rnd in range(1, repeats + 1):
         for c in contenders:
-            name, path = (c.name, c.path) if isinstance(c, Peer) else (c, OURS)
+            name, path = (c.name, c.path) if isinstance(c, Peer) else (f"thoughtvec ({c})" if beside_a_peer else c, OURS)
             proc, port = c.start() if isinstance(c, Peer) else start(c, bundle, flags)
             try:
                 check_answers(port, path, bodies[1][0], name)
@@ -192,7 +193,7 @@ def compare(
     peers = [c for c in contenders if isinstance(c, Peer)]
     ours = [c for c in contenders if not isinstance(c, Peer)]
     if peers and ours:
-        print_summary(got, ours[0], peers[0].name)
+        print_summary(got, f"thoughtvec ({ours[0]})", peers[0].name)
 
 
 def print_summary(got: dict[tuple[str, int, int], list[Flood]], ours: str, peer: str) -> None:

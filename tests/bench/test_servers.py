@@ -47,8 +47,15 @@ def test_a_peer_started_by_a_command_is_flooded_beside_thoughtvec(tmp_path, caps
     peer = servers.Peer(cmd, path="/v1/embeddings", ready="/ready", name="other")
     servers.compare(bundle, ["uvicorn", peer], seconds=1, repeats=1, sentences=["the cat sat on the mat .", "a dog ran"])
     out = capsys.readouterr().out
-    rows = re.findall(r"^\| 1 \| (uvicorn|other) \| (1|32) \| (64|4) \| (\d+) \| [\d.]+ \| [\d.]+ \| ([\d.]+) \| (\d+) \|$", out, re.M)
-    assert sorted((r[0], r[1]) for r in rows) == [("other", "1"), ("other", "32"), ("uvicorn", "1"), ("uvicorn", "32")]
+    rows = re.findall(
+        r"^\| 1 \| (thoughtvec \(uvicorn\)|other) \| (1|32) \| (64|4) \| (\d+) \| [\d.]+ \| [\d.]+ \| ([\d.]+) \| (\d+) \|$", out, re.M
+    )
+    assert sorted((r[0], r[1]) for r in rows) == [
+        ("other", "1"),
+        ("other", "32"),
+        ("thoughtvec (uvicorn)", "1"),
+        ("thoughtvec (uvicorn)", "32"),
+    ]
     assert all(int(r[3]) > 0 and float(r[4]) > 0 and r[5] == "0" for r in rows)  # served, its CPU read, no errors
     assert len(re.findall(r"^\| (1|32) \| (64|4) \| \d+ \| \d+ \| x[\d.]+ \| [\d.]+ \| [\d.]+ \|$", out, re.M)) == 2  # the summary
 
