@@ -1,8 +1,13 @@
-"""A bundle → its int8 variant: ONNX Runtime's static int8 quantisation, written only where it is
-faithful, batch-independent and faster.
+"""A bundle → its int8 variant, written only where it is faithful, batch-independent and faster. Two methods:
 
-Quantised nodes keep int8 weights and compute on uint8 activations whose scales were calibrated
-once on corpus sentences (QDQ format; ONNX Runtime fuses it into integer kernels). ONNX Runtime has
+* ``static`` (the default): ONNX Runtime's static int8 quantisation. Quantised nodes keep int8 weights and
+  compute on uint8 activations whose scales were calibrated once on corpus sentences (QDQ format; ONNX
+  Runtime fuses it into integer kernels).
+* ``token``: matrix products in int8 with every activation row scaled at run time by its own range
+  (:mod:`thoughtvec.training.quantize_tokens`): for transformers, whose activations vary from token to
+  token more than one calibrated scale fits.
+
+ONNX Runtime has
 integer kernels for ``MatMul`` and ``Gather`` (and ``Attention``, ``LSTM``), none for ``GRU``: the
 skip-thought and invertible encoders spend nearly all their FLOPs in GRUs, so only the mean-max
 AAE (attention and feed-forward products) has anything to gain. The variant is written only when
@@ -36,8 +41,16 @@ from thoughtvec.training.onnx_export import PADDING_TOL
 QUANTIZED_OPS = ["MatMul", "Gather"]  # the ops with CPU integer kernels that these graphs use
 
 
+METHODS = {
+    "static": "onnxruntime.quantization.quantize_static (QDQ, min/max calibration), int8 weights, uint8 activations",
+    "token": "matrix products in int8 with each activation row scaled by its own range at run time (per token), "
+    "int8 weights scaled per output column (thoughtvec.training.quantize_tokens)",
+}
+
+
 @dataclass
 class QuantizeReport:
+    method: str  # a key of METHODS
     int8: list[str]  # nodes quantised
     kept_float: list[str]  # candidates that would have cost too much cosine
     cosine_min: dict[str, float]  # per view, fp vs int8, after post-processing
@@ -54,7 +67,7 @@ class QuantizeReport:
 
     def as_dict(self) -> dict:
         return {
-            "method": "onnxruntime.quantization.quantize_static (QDQ, min/max calibration), int8 weights, uint8 activations; nodes chosen by cosine to float",
+            "method": METHODS[self.method] + "; nodes chosen by cosine to float",
             "int8_nodes": self.int8,
             "float_nodes": self.kept_float,
             "cosine_to_float": {v: {"min": round(self.cosine_min[v], 5), "mean": round(self.cosine_mean[v], 5)} for v in self.cosine_min},
@@ -89,14 +102,33 @@ def float_weights(model):
     return model
 
 
-def candidates(model) -> dict[str, str]:
-    """Nodes quantisation can take, with their op: products with a constant weight, lookups in a constant table."""
-    consts = {t.name for t in model.graph.initializer}
+def candidates(model, method: str = "static") -> dict[str, str]:
+    """Nodes quantisation can take, with their op: products with a constant weight, lookups in a constant
+    table (``static`` only; ``token`` takes products with a constant 2-D weight)."""
+    consts = {t.name: len(t.dims) for t in model.graph.initializer}
+    if method == "token":
+        return {n.name: n.op_type for n in model.graph.node if n.op_type == "MatMul" and consts.get(n.input[1]) == 2}
     return {
         n.name: n.op_type
         for n in model.graph.node
         if (n.op_type == "MatMul" and n.input[1] in consts) or (n.op_type == "Gather" and n.input[0] in consts)
     }
+
+
+def choose(nodes: dict[str, str], trial: Callable[[list[str]], float], min_cosine: float, log: Callable[[str], None]) -> list[str]:
+    """The nodes that go to int8, ``trial`` giving a set's worst cosine: all of them if together they keep
+    ``min_cosine``; else each scored alone, then from the least sensitive on, a node joins while the set keeps it."""
+    together = trial(list(nodes)) if nodes else 0.0
+    log(f"  all {len(nodes)} together: cosine {together:.4f}" + (" -> int8" if together >= min_cosine else f" < {min_cosine}: one by one"))
+    if together >= min_cosine:
+        return list(nodes)
+    alone = {n: trial([n]) for n in nodes}
+    chosen: list[str] = []
+    for n in sorted(nodes, key=alone.__getitem__, reverse=True):
+        if alone[n] >= min_cosine and trial([*chosen, n]) >= min_cosine:
+            chosen.append(n)
+        log(f"  {n}: alone {alone[n]:.4f} -> {'int8' if n in chosen else 'float'}")
+    return chosen
 
 
 def quantize_graph(fp32: Path, dest: Path, nodes: list[str], calibration: list[dict[str, np.ndarray]]) -> None:
@@ -174,16 +206,18 @@ def quantize_bundle(
     min_cosine: float = 0.99,
     min_speedup: float = 1.05,
     threads: int | None = None,
+    method: str = "static",
     log: Callable[[str], None] = print,
 ) -> QuantizeReport:
-    """Write ``out``, the int8 variant of the bundle at ``src``, or raise ``ValueError`` saying which
-    check it failed (nothing is written then).
+    """Write ``out``, the int8 variant of the bundle at ``src`` by ``method`` (a key of :data:`METHODS`), or
+    raise ``ValueError`` saying which check it failed (nothing is written then).
 
-    Which nodes go to int8 is chosen on ``sentences``: each candidate alone is scored by the worst
-    cosine over all views; then, from the least sensitive on, a node joins the int8 set while the
-    whole set keeps every view at ``min_cosine`` or more. (On mean-max-aae the attention's value
-    product stays float: alone in int8 it takes the post-processed ``mean`` view to cosine 0.987.)"""
+    Which nodes go to int8 is chosen on ``sentences`` by :func:`choose`, scoring a set by the worst cosine
+    over all views. (On mean-max-aae, statically, the attention's value product stays float: alone in int8 it
+    takes the post-processed ``mean`` view to cosine 0.987.)"""
     import onnx
+
+    from thoughtvec.training.quantize_tokens import rewrite
 
     src, out = Path(src), Path(out)
     bundle = load_bundle(src)
@@ -195,13 +229,14 @@ def quantize_bundle(
         fp32 = staging / "fp32.onnx"
         model = float_weights(onnx.load(str(src / bundle.spec.onnx.file)))
         onnx.save(model, str(fp32))
-        nodes = candidates(model)
+        nodes = candidates(model, method)
         if "MatMul" not in nodes.values():
             raise ValueError(f"{bundle.name}: no matrix product with constant weights to quantise (ONNX Runtime has no integer GRU kernel)")
         spec = bundle.spec.model_copy(
             update={
                 "name": out.name,
-                "description": bundle.spec.description + "; int8 static quantisation of " + bundle.name,
+                "description": bundle.spec.description
+                + f"; int8 {'per-token' if method == 'token' else 'static'} quantisation of {bundle.name}",
                 "onnx": bundle.spec.onnx.model_copy(update={"weights_dtype": "int8"}),
             }
         )
@@ -209,19 +244,19 @@ def quantize_bundle(
         ref = Encoder(bundle, providers=["CPUExecutionProvider"], threads=threads)
 
         calibration, scoring = sentences[: len(sentences) // 2], sentences[len(sentences) // 2 :]
-        calibration_feeds = feeds(ref, calibration)
+        calibration_feeds = feeds(ref, calibration) if method == "static" else []  # per-token scales need none
 
         def trial(chosen: list[str]) -> tuple[dict[str, float], dict[str, float]]:
-            quantize_graph(fp32, onnx_path, chosen, calibration_feeds)
+            if method == "token":
+                onnx.save(rewrite(onnx.load(str(fp32)), chosen), str(onnx_path))
+            else:
+                quantize_graph(fp32, onnx_path, chosen, calibration_feeds)
             return worst_cosine(ref, Encoder.load(stage, providers=["CPUExecutionProvider"], threads=threads), scoring)
 
-        log(f"{bundle.name}: {len(nodes)} candidate nodes; ranges calibrated on {len(calibration)} sentences, scored on {len(scoring)}")
-        alone = {n: min(trial([n])[0].values()) for n in nodes}
-        chosen: list[str] = []
-        for n in sorted(nodes, key=alone.__getitem__, reverse=True):
-            if alone[n] >= min_cosine and min(trial([*chosen, n])[0].values()) >= min_cosine:
-                chosen.append(n)
-            log(f"  {n}: alone {alone[n]:.4f} -> {'int8' if n in chosen else 'float'}")
+        log(
+            f"{bundle.name}: {len(nodes)} candidate nodes ({method}); ranges calibrated on {len(calibration_feeds) and len(calibration)} sentences, scored on {len(scoring)}"
+        )
+        chosen = choose(nodes, lambda c: min(trial(c)[0].values()), min_cosine, log)
         if not any(nodes[n] == "MatMul" for n in chosen):
             raise ValueError(f"{bundle.name}: no matrix product stays within cosine {min_cosine} of float in int8")
         cmin, cmean = trial(chosen)
@@ -232,7 +267,16 @@ def quantize_bundle(
         speed = speeds(ref, q, scoring)
         size = {"float": round((src / bundle.spec.onnx.file).stat().st_size / 1e6, 1), "int8": round(onnx_path.stat().st_size / 1e6, 1)}
         report = QuantizeReport(
-            chosen, sorted(set(nodes) - set(chosen)), cmin, cmean, dependence, speed, size, len(calibration), len(scoring)
+            method,
+            chosen,
+            sorted(set(nodes) - set(chosen)),
+            cmin,
+            cmean,
+            dependence,
+            speed,
+            size,
+            len(calibration_feeds) and len(calibration),
+            len(scoring),
         )
         worst = min(cmin, key=cmin.__getitem__)
         log(
@@ -258,9 +302,12 @@ def _card_section(source: str, r: QuantizeReport) -> str:
     int8 = ", ".join(f"`{n}`" for n in r.int8)
     kept = ", ".join(f"`{n}`" for n in r.kept_float) or "none"
     rows = "\n".join(f"| {v} | {r.cosine_min[v]:.4f} | {r.cosine_mean[v]:.4f} |" for v in r.cosine_min)
+    how = (f"ONNX Runtime's static int8 quantisation (activation ranges calibrated on {r.calibration_sentences} corpus "
+           "sentences) of matrix products and embedding tables" if r.method == "static" else
+           "its matrix products in int8, each activation row (one token) scaled by its own range at run time, the "
+           "weights per output column")  # fmt: skip
     return (
-        f"\n## int8 variant\n\nThis bundle is `{source}` with ONNX Runtime's static int8 quantisation (activation ranges "
-        f"calibrated on {r.calibration_sentences} corpus sentences) of matrix products and embedding tables (`thoughtvec quantize`). In int8: {int8}; kept float, as int8 would take a view below cosine 0.99: {kept}. Model file "
+        f"\n## int8 variant\n\nThis bundle is `{source}` with {how} (`thoughtvec quantize --method {r.method}`). In int8: {int8}; kept float, as int8 would take a view below cosine 0.99: {kept}. Model file "
         f"{r.size_mb['float']} → {r.size_mb['int8']} MB. Cosine of each view to the float bundle's, on {r.sentences} "
         f"sentences (largest difference of a vector alone vs in a padded batch: {r.batch_dependence:.1e}):\n\n| view | min | mean |\n|---|---:|---:|\n{rows}\n\nIn-process sentences/s at batch 32, "
         f"measured in alternation: float {', '.join(f'{x:.0f}' for x in r.speed['float'])}; int8 "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 import torch
 
@@ -112,6 +113,26 @@ def test_int8_variant_is_faithful_batch_independent_and_recorded(bundle, tmp_pat
     assert "## int8 variant" in (tmp_path / "aae-int8" / "MODEL_CARD.md").read_text()
     mixed = ["anna walked into the garden .", "the coat was old and small and the door was old", "ben", ""]
     for view in q.spec.views:  # static scales: each row alone equals the row in a padded batch
+        together = q.encode(mixed, view, normalize=False)
+        alone = np.stack([q.encode([s], view, normalize=False)[0] for s in mixed])
+        np.testing.assert_allclose(together, alone, atol=PADDING_TOL, rtol=0)
+        cos = np.einsum("ij,ij->i", q.encode(sentences[:50], view), ref.encode(sentences[:50], view))
+        assert cos.min() >= 0.99
+
+
+def test_per_token_int8_variant_is_faithful_and_batch_independent(bundle, tmp_path):
+    """Each activation row scaled by its own range at run time: no calibration, and still no batch effect."""
+    sentences = [" ".join(doc[0:2]) for doc in toy_documents(200, seed=3)]
+    report = quantize_bundle(bundle, tmp_path / "aae-tok", sentences, min_speedup=0.0, method="token", log=lambda m: None)
+    q, ref = Encoder.load(tmp_path / "aae-tok"), Encoder.load(bundle)
+    assert report.method == "token" and report.int8 and report.calibration_sentences == 0
+    assert "MatMulInteger" in {n.op_type for n in onnx.load(str(tmp_path / "aae-tok" / "model.onnx")).graph.node}
+    assert (
+        "per token" in q.spec.training["quantization"]["method"]
+        and "--method token" in (tmp_path / "aae-tok" / "MODEL_CARD.md").read_text()
+    )
+    mixed = ["anna walked into the garden .", "the coat was old and small and the door was old", "ben", ""]
+    for view in q.spec.views:
         together = q.encode(mixed, view, normalize=False)
         alone = np.stack([q.encode([s], view, normalize=False)[0] for s in mixed])
         np.testing.assert_allclose(together, alone, atol=PADDING_TOL, rtol=0)

@@ -1,8 +1,9 @@
-"""``thoughtvec quantize``: a bundle's int8 variant (ONNX Runtime dynamic quantisation), written only when
+"""``thoughtvec quantize``: a bundle's int8 variant (static, or per-token for transformers), written only when
 every view stays within cosine 0.99 of the float vectors and it runs faster; see training/quantize.py.
 
   thoughtvec quantize --bundle models/mean-max-aae              # writes models/mean-max-aae-int8
   thoughtvec eval --bundle models/mean-max-aae-int8             # then compare SentEval with the float bundle
+  thoughtvec quantize --bundle models/all-minilm-l6-v2 --method token --corpus data/corpus/corpus.txt
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-cosine", type=float, default=0.99, help="smallest cosine to the float vectors, every view (default 0.99)")
     p.add_argument("--min-speedup", type=float, default=1.05, help="int8 ÷ float sentences/s at batch 32 (default 1.05)")
     p.add_argument("--threads", type=int, help="ONNX Runtime threads (default: all cores)")
+    p.add_argument("--method", choices=["static", "token"], default="static",
+                   help="static: calibrated activation scales (QDQ); token: each activation row scaled at run time by its own "
+                        "range, for transformers (default static)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -42,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         sentences = sample_sentences(str(corpus), args.sample, seed=2)
         report = quantize_bundle(args.bundle, out, sentences, min_cosine=args.min_cosine,
-                                 min_speedup=args.min_speedup, threads=args.threads,
+                                 min_speedup=args.min_speedup, threads=args.threads, method=args.method,
                                  log=lambda m: print(m, file=sys.stderr, flush=True))  # fmt: skip
     except (BundleError, ValueError) as e:
         print(f"thoughtvec quantize: {e}; nothing written", file=sys.stderr)
