@@ -51,17 +51,10 @@ MODEL_PREFERENCE = (
     "uni-skip",
 )
 
-# A new index's default search, by the rule "of what a server can serve, the best nDCG@10 on the retrieval dev
-# set" (docs/search.md, *Default search*; docs/RESULTS.md, *Retrieval*): the first of these models that is served, at
-# its default view, with mode "hybrid" (BM25 fused with its dense ranking by thoughtvec.service.index.fusion.Fusion's
-# defaults). Where none is served, the default model with mode "lexical" (BM25 alone), which every trained-here
-# bundle's hybrid falls below. Where the index backend searches vectors only (Milvus), mode "dense" over the same model.
-SEARCH_MODEL_PREFERENCE = ("all-minilm-l6-v2",)
-
-# The bundle OpenAI's model names get (model_aliases `alias=retrieval`): bundles by the dense nDCG@10 of their
-# default view on the SciFact dev set, best first (thoughtvec.training.evaluation.guide; docs/RESULTS.md,
-# *Retrieval*); the first one served answers, else the default model. tests/test_committed_bundles.py holds it to
-# the committed records.
+# Bundles by the dense nDCG@10 of their default view on the SciFact dev set, best first
+# (thoughtvec.training.evaluation.guide; docs/RESULTS.md, *Retrieval*). The first one served is the model OpenAI's
+# names get (model_aliases `alias=retrieval`) and a new index's model when its creator names none; where none is
+# served, the default model. tests/test_committed_bundles.py holds it to the committed records.
 RETRIEVAL_MODEL_PREFERENCE = (
     "all-minilm-l6-v2",
     "invertible-bijection",
@@ -74,12 +67,18 @@ RETRIEVAL_MODEL_PREFERENCE = (
     "uni-skip",
 )
 
+# The bundles whose hybrid search (BM25 fused with their dense ranking by thoughtvec.service.index.fusion.Fusion's
+# defaults) beats BM25 alone in nDCG@10 on the same dev set (docs/search.md, *Default search*): a new index over
+# one of them searches in mode "hybrid" unless told otherwise, over any other in mode "lexical" (BM25 alone), and
+# in mode "dense" where the index backend searches vectors only (Milvus). Held to the records by the same test.
+HYBRID_MODELS = ("all-minilm-l6-v2",)
+
 
 def default_search_mode(model: str, modes: tuple[SearchMode, ...] = SEARCH_MODES) -> SearchMode:
-    """A new index's mode when its creator names none: hybrid over a model of ``SEARCH_MODEL_PREFERENCE`` (its
-    hybrid beats BM25 alone on dev), lexical over any other (on dev, each trained-here bundle's hybrid falls below
+    """A new index's mode when its creator names none: hybrid over a model of ``HYBRID_MODELS`` (its hybrid
+    beats BM25 alone on dev), lexical over any other (on dev, each trained-here bundle's hybrid falls below
     BM25 alone, and its dense ranking further); dense where the backend (``modes``) has nothing else."""
-    best: SearchMode = "hybrid" if model in SEARCH_MODEL_PREFERENCE else "lexical"
+    best: SearchMode = "hybrid" if model in HYBRID_MODELS else "lexical"
     return best if best in modes else "dense"
 
 

@@ -104,3 +104,16 @@ def test_openai_model_names_get_the_bundle_chosen_for_retrieval_on_dev():
     figures = guide.figures(pick(load_records(results)), retrieval_report.load(results))
     assert RETRIEVAL_MODEL_PREFERENCE == tuple(guide.retrieval_preference(figures))
     assert set(RETRIEVAL_MODEL_PREFERENCE) == set(BUNDLES), "every committed bundle has its retrieval record: thoughtvec eval --retrieval"
+
+
+def test_new_indexes_search_hybrid_over_the_bundles_whose_hybrid_beats_bm25_on_dev():
+    """HYBRID_MODELS is what the committed records say: the bundles whose hybrid search at their default view beats
+    BM25 alone on the retrieval dev set (a new index over any other searches with BM25 alone)."""
+    from thoughtvec.service.settings import HYBRID_MODELS
+    from thoughtvec.training.evaluation import guide, retrieval_report
+    from thoughtvec.training.evaluation.report import load_records, pick
+
+    results = ROOT / "docs" / "results"
+    retrieval = retrieval_report.load(results)
+    figures = guide.figures(pick(load_records(results)), retrieval)
+    assert HYBRID_MODELS == tuple(guide.hybrid_models(figures, retrieval))

@@ -40,7 +40,7 @@ from thoughtvec.service.index.fusion import Fusion
 from thoughtvec.service.index.indexes import new_config
 from thoughtvec.service.index.jsonvalues import check_metadata
 from thoughtvec.service.index.store import new_id
-from thoughtvec.service.settings import SEARCH_MODEL_PREFERENCE, SearchMode, Settings, Truncation, default_search_mode
+from thoughtvec.service.settings import SearchMode, Settings, Truncation, default_search_mode
 
 log = logging.getLogger(__name__)
 
@@ -235,12 +235,12 @@ class IndexService:
 
     def new_index_search(self, model: str | None, view: str | None, mode: SearchMode | None) -> tuple[Model, str, SearchMode]:
         """A new index's model, view and default mode: those named, the others by the dev rule
-        (``settings.SEARCH_MODEL_PREFERENCE``: its first served model when none is named, and the mode that
-        scored best on dev for the model, of those the backend serves)."""
+        (the model OpenAI's names get, ``settings.RETRIEVAL_MODEL_PREFERENCE``, when none is named; the mode that
+        scored best on dev for the model, of those the backend serves: ``settings.default_search_mode``)."""
         if mode is not None:
             self.store.check_mode(mode)
         if model is None:
-            model = next((m for m in SEARCH_MODEL_PREFERENCE if m in self.embedding.registry.models), None)
+            model = self.embedding.registry.retrieval_model
         m = self.embedding.model(model)  # None: the server's default model
         return m, m.encoder.view(view), mode or default_search_mode(m.name, self.store.search_modes)
 

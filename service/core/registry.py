@@ -195,6 +195,11 @@ class Registry:
     def default_model(self) -> str | None:
         return pick_default_model(self.settings, self._servable())
 
+    @property
+    def retrieval_model(self) -> str | None:
+        """The model chosen for retrieval on dev among those a rule may name (OpenAI's names, a new index's model)."""
+        return pick_retrieval_model(self.settings, self._servable())
+
     def resolve(self, name: str) -> str | None:
         """A bundle name for ``name``: itself, or what the ``model_aliases`` setting maps it to."""
         if name in self.models:
@@ -203,7 +208,7 @@ class Registry:
         if target is None:
             return name
         if target == "retrieval":
-            return pick_retrieval_model(self.settings, self._servable())
+            return self.retrieval_model
         return self.default_model if target == "default" else target
 
     def aliases(self) -> dict[str, str]:

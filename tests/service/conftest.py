@@ -59,16 +59,19 @@ def models_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def search_models_dir(models_dir, tmp_path_factory) -> Path:
-    """``tiny`` and ``tiny2``, and a tiny bundle (dim 6) under the name of the model chosen for search on dev
-    (``SEARCH_MODEL_PREFERENCE[0]``), so a new index there defaults to hybrid search as it does with the real one."""
+    """``tiny`` and ``tiny2``, and a tiny bundle (dim 6) under the name of the model chosen for retrieval on dev
+    (``RETRIEVAL_MODEL_PREFERENCE[0]``, one of ``HYBRID_MODELS``), so a new index there defaults to hybrid search
+    over it as it does with the real one."""
     import shutil
 
-    from thoughtvec.service.settings import SEARCH_MODEL_PREFERENCE
+    from thoughtvec.service.settings import HYBRID_MODELS, RETRIEVAL_MODEL_PREFERENCE
 
     root = tmp_path_factory.mktemp("search-models")
     for name in ("tiny", "tiny2"):
         shutil.copytree(models_dir / name, root / name)
-    make_tiny_bundle(root / SEARCH_MODEL_PREFERENCE[0], name=SEARCH_MODEL_PREFERENCE[0], dim=6, seed=7)
+    chosen = RETRIEVAL_MODEL_PREFERENCE[0]
+    assert chosen in HYBRID_MODELS
+    make_tiny_bundle(root / chosen, name=chosen, dim=6, seed=7)
     return root
 
 

@@ -120,6 +120,20 @@ def retrieval_preference(figs: dict[str, Figures]) -> list[str]:
     return [f.name for f in sorted((f for f in figs.values() if f.ndcg10 is not None), key=lambda f: -f.ndcg10)]  # type: ignore[operator]
 
 
+def hybrid_models(figs: dict[str, Figures], retrieval: Sequence[dict]) -> list[str]:
+    """Bundles whose hybrid search at their default view beats BM25 alone in mean nDCG@10 on the retrieval dev
+    task, by name: a new index over one of them searches hybrid unless told otherwise (the server's HYBRID_MODELS)."""
+    on_task = [r for r in retrieval if r["task"] == RETRIEVAL_TASK]
+    bm25 = [r["metrics"]["ndcg@10"]["mean"] for r in on_task if r["kind"] == "lexical"]
+    if not bm25:
+        return []
+    return sorted(
+        r["name"] for r in on_task
+        if r["kind"] == "bundle" and r["mode"] == "hybrid" and r["name"] in figs
+        and r["view"] == figs[r["name"]].default_view and r["metrics"]["ndcg@10"]["mean"] > bm25[0]
+    )  # fmt: skip
+
+
 def guide(records: Sequence[dict], retrieval: Sequence[dict], fingerprint=None) -> dict:
     """The model guide the server reads: per bundle present under the repository, its fingerprint (default
     view), the uses it is the pick for, among all and among those trained here, and its dev figures."""
