@@ -66,6 +66,14 @@ def test_an_imported_encoder_is_picked_beside_the_best_trained_here():
     assert r["small and fast"].startswith("| small and fast | `c`")  # t is 384-d
 
 
+def test_the_search_pick_shows_its_hybrid_only_where_it_beats_bm25():
+    bm25 = retrieval("bm25", "", 0.50, "lexical", kind="lexical")
+    beats = rows(RECORDS, [*RETRIEVAL, bm25, retrieval("b", "cos", 0.60, "hybrid")])["search"]
+    assert "SciFact nDCG@10 0.300 dense, 0.600 hybrid with BM25 (dev)" in beats
+    below = rows(RECORDS, [*RETRIEVAL, bm25, retrieval("b", "cos", 0.45, "hybrid")])["search"]
+    assert "SciFact nDCG@10 0.300 (dev)" in below and "hybrid" not in below
+
+
 def test_bundles_table_has_a_row_per_bundle_and_the_reference():
     lines = bundles_table(RECORDS).splitlines()
     assert [line.split(" | ")[0] for line in lines[2:]] == [
