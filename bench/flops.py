@@ -1,7 +1,7 @@
 """FLOPs of a bundle's ONNX graph, for achieved-FLOP/s figures in benchmarks.
 
 Counted from the graph with ONNX Runtime's symbolic shape inference at two sentence lengths (one
-sentence each): matrix products (``MatMul``, ``Gemm``: 2·M·K·N) and recurrent cells (``GRU``:
+sentence each): matrix products (``MatMul``, ``Gemm``, and int8 ``MatMulInteger``: 2·M·K·N) and recurrent cells (``GRU``:
 2·3H·(I+H) per step and direction, ``LSTM`` 2·4H·(I+H)). Element-wise work (gates, norms, softmax)
 is left out, so the figure is a floor. The two lengths split the count into a part per token and a
 part per sentence (pooling, projections of pooled vectors).
@@ -31,11 +31,11 @@ def _count(model, length: int) -> float:
     shape.update({t.name: list(t.dims) for t in m.graph.initializer})
     total = 0.0
     for n in m.graph.node:
-        if n.op_type in ("MatMul", "Gemm"):
+        if n.op_type in ("MatMul", "MatMulInteger", "Gemm"):
             a, b, y = shape.get(n.input[0]), shape.get(n.input[1]), shape.get(n.output[0])
             if not a or not b or not y:
                 continue
-            k = a[-1] if n.op_type == "MatMul" or not any(at.name == "transA" and at.i for at in n.attribute) else a[0]
+            k = a[-1] if n.op_type != "Gemm" or not any(at.name == "transA" and at.i for at in n.attribute) else a[0]
             total += 2.0 * float(np.prod(y)) * k
         elif n.op_type in ("GRU", "LSTM", "RNN"):
             x, w, r = (shape.get(i) for i in n.input[:3])

@@ -38,3 +38,23 @@ def test_counts_gru_steps_and_matmuls(tmp_path):
     f = graph_flops(path)
     per_token = 2 * (2 * 3 * H * (I + H)) + 2 * (2 * H) * 5  # both directions' cells + the projection
     assert f["per_token"] == per_token and f["per_sentence"] == 0
+
+
+def test_counts_int8_matrix_products_like_float_ones(tmp_path):
+    """An int8 product (MatMulInteger, as ``thoughtvec quantize`` writes) does the float one's multiply-adds."""
+    inits = [numpy_helper.from_array(np.zeros((20, 6), np.float32), "emb"), numpy_helper.from_array(np.zeros((6, 5), np.int8), "Wq")]
+    nodes = [
+        helper.make_node("Gather", ["emb", "input_ids"], ["x"]),  # (B, T, 6)
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+        helper.make_node("MatMulInteger", ["xq", "Wq"], ["out"]),  # (B, T, 5) int32
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "time"])],
+        [helper.make_tensor_value_info("out", TensorProto.INT32, None)],
+        inits,
+    )
+    path = tmp_path / "q.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    assert graph_flops(path) == {"per_token": 2 * 6 * 5, "per_sentence": 0}
