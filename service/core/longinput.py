@@ -4,7 +4,7 @@
 the training corpus used), a sentence still over the limit into windows of the limit. A bundle says
 what its parts are (``long_inputs``): one per sentence for the sentence encoders (trained on single
 sentences), or consecutive sentences packed up to the limit for a passage encoder (a transformer reads
-256 tokens of context; on SciFact dev all-minilm-l6-v2's nDCG@10 is 0.649 packed against 0.627 one
+256 tokens of context; on SciFact dev all-minilm-l6-v2's float export scored nDCG@10 0.649 packed against 0.627 one
 sentence a part). Every part is embedded like any other input (through the batcher), and the parts'
 vectors are pooled into one: the mean of the L2-normalised parts (measured, see ``bench/pooling_check.py``).
 
