@@ -120,18 +120,24 @@ def retrieval_preference(figs: dict[str, Figures]) -> list[str]:
     return [f.name for f in sorted((f for f in figs.values() if f.ndcg10 is not None), key=lambda f: -f.ndcg10)]  # type: ignore[operator]
 
 
-def hybrid_models(figs: dict[str, Figures], retrieval: Sequence[dict]) -> list[str]:
-    """Bundles whose hybrid search at their default view beats BM25 alone in mean nDCG@10 on the retrieval dev
-    task, by name: a new index over one of them searches hybrid unless told otherwise (the server's HYBRID_MODELS)."""
+def hybrid_scores(figs: dict[str, Figures], retrieval: Sequence[dict]) -> dict[str, float]:
+    """Per bundle whose hybrid search at its default view beats BM25 alone on the retrieval dev task, that
+    hybrid's mean nDCG@10."""
     on_task = [r for r in retrieval if r["task"] == RETRIEVAL_TASK]
     bm25 = [r["metrics"]["ndcg@10"]["mean"] for r in on_task if r["kind"] == "lexical"]
     if not bm25:
-        return []
-    return sorted(
-        r["name"] for r in on_task
-        if r["kind"] == "bundle" and r["mode"] == "hybrid" and r["name"] in figs
-        and r["view"] == figs[r["name"]].default_view and r["metrics"]["ndcg@10"]["mean"] > bm25[0]
-    )  # fmt: skip
+        return {}
+    hybrid = {
+        r["name"]: r["metrics"]["ndcg@10"]["mean"] for r in on_task
+        if r["kind"] == "bundle" and r["mode"] == "hybrid" and r["name"] in figs and r["view"] == figs[r["name"]].default_view
+    }  # fmt: skip
+    return {name: score for name, score in hybrid.items() if score > bm25[0]}
+
+
+def hybrid_models(figs: dict[str, Figures], retrieval: Sequence[dict]) -> list[str]:
+    """The bundles of :func:`hybrid_scores` by name: a new index over one of them searches hybrid unless told
+    otherwise (the server's HYBRID_MODELS)."""
+    return sorted(hybrid_scores(figs, retrieval))
 
 
 def guide(records: Sequence[dict], retrieval: Sequence[dict], fingerprint=None) -> dict:

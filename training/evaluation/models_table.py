@@ -55,15 +55,6 @@ def _cosine_cell(s: dict[str, float]) -> str:
     return f"STS-B ρ {_fmt(s.get('STS-B-cos.spearman'), 3)}, SICK-R ρ {_fmt(s.get('SICK-R-cos.spearman'), 3)}"
 
 
-def _hybrid_ndcg10(f: guide.Figures, retrieval: Sequence[dict]) -> float | None:
-    """The dev nDCG@10 of ``f``'s hybrid search at its default view, where it beats BM25 alone (a new index's
-    default search over it, ``guide.hybrid_models``)."""
-    if f.name not in guide.hybrid_models({f.name: f}, retrieval):
-        return None
-    return next(r["metrics"]["ndcg@10"]["mean"] for r in retrieval if r["task"] == guide.RETRIEVAL_TASK and r["kind"] == "bundle"
-                and r["name"] == f.name and r["view"] == f.default_view and r["mode"] == "hybrid")  # fmt: skip
-
-
 def _use_cells(use: str, f: guide.Figures, bundles: list[dict], retrieval: Sequence[dict] = ()) -> tuple[str, str]:
     """(the model with its view, its figures) for ``use``: test figures, the retrieval task's dev figures (dense,
     and hybrid with BM25 where that is the model's default search)."""
@@ -73,7 +64,7 @@ def _use_cells(use: str, f: guide.Figures, bundles: list[dict], retrieval: Seque
     model = f"`{f.name}`{size}, `{view}` ({rec['dim'] if rec else '?'})"
     s = flatten(rec) if rec else {}
     if use == "search":
-        hybrid = _hybrid_ndcg10(f, retrieval)
+        hybrid = guide.hybrid_scores({f.name: f}, retrieval).get(f.name)  # shown where it is the index default
         both = f"{_fmt(f.ndcg10, 3)} dense, {_fmt(hybrid, 3)} hybrid with BM25" if hybrid is not None else _fmt(f.ndcg10, 3)
         return model, f"SciFact nDCG@10 {both} (dev)"
     if use == "features":
