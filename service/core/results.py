@@ -6,11 +6,13 @@ Nothing here knows JSON: vectors stay numpy arrays, absent values are ``None``, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+# An index's stats are the index contract's own type (what every backend answers), returned as they are.
+from thoughtvec.service.index.contents import IndexStats as IndexStats
 from thoughtvec.service.settings import SearchMode
 
 
@@ -140,32 +142,6 @@ class SearchResult:
     mode: SearchMode  # the mode that answered
     results: list[list[Hit]]  # one list per query, best first
     usage: Usage
-
-
-@dataclass(frozen=True, slots=True)
-class IndexStats:
-    """An index's stats, from the fields of ``IndexStore.stats`` (any other key a store adds is not served)."""
-
-    name: str
-    model: str
-    view: str
-    mode: str
-    dim: int
-    factory: str
-    metric: str
-    normalize: bool
-    documents: int
-    trained: bool
-    pending_training: int
-    train_size: int
-    created: str
-    train_error: str | None = None
-    wal_bytes: int = 0
-    gpu: bool = False
-
-    @classmethod
-    def of(cls, stats: dict[str, Any]) -> IndexStats:
-        return cls(**{f.name: stats[f.name] for f in fields(cls) if f.name in stats})
 
 
 @dataclass(frozen=True, slots=True)
