@@ -84,6 +84,45 @@ class ModelInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class ViewDescription:
+    dim: int
+    pooling: str
+    description: str
+    axes: int  # ``dimensions`` from 8 up to this are served besides dim (0: only dim)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDescription:
+    """A served model as ``/v1/models`` describes it: what the bundle says of itself, where it runs, what it is
+    chosen for on dev (``thoughtvec.service.core.guide``), and, asked for alone, its training record."""
+
+    id: str  # the name asked for: the bundle's, or an alias's
+    name: str  # the bundle's
+    family: str
+    variant: str
+    description: str
+    dimension: int  # of the default view
+    default_view: str
+    views: dict[str, ViewDescription]
+    max_input_tokens: int
+    relatedness_head: bool
+    providers: list[str]  # ONNX Runtime's, as its session uses them
+    default: bool  # the model a request naming none gets
+    best_for: list[str]
+    best_trained_here_for: list[str]
+    dev: dict[str, Any] | None
+    training: dict[str, Any] | None = None  # the bundle's training record (provenance; kilobytes: single-model answers only)
+    alias_of: str | None = None  # where ``id`` is an alias: the bundle it names now
+
+
+@dataclass(frozen=True, slots=True)
+class ModelList:
+    models: list[ModelDescription]  # by name
+    aliases: list[ModelDescription]  # by alias, each the model it names under the alias's id
+    devices: dict[str, Any]  # what runs where (``Core.devices``)
+
+
+@dataclass(frozen=True, slots=True)
 class Info:
     name: str
     version: str
