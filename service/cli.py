@@ -121,7 +121,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     bundle = Path(args.model) if Path(args.model).is_dir() else models_dir / args.model
     try:
         encoder = Encoder.load(bundle, providers=available_providers())
-        store = open_backend(settings)
+        store = open_backend(settings.model_copy(update={"prefer_cuda": False}))  # it searches nothing: no GPU copy
         try:
             view = encoder.view(args.view)
             mode = args.mode or default_search_mode(encoder.name, store.capabilities.modes)
@@ -163,7 +163,7 @@ def cmd_index_list(args: argparse.Namespace) -> int:
     from thoughtvec.service.index.backend import open_backend
 
     settings = _index_settings(args)
-    store = open_backend(settings)
+    store = open_backend(settings.model_copy(update={"prefer_cuda": False}))
     try:
         stats = store.inventory()
     except (ThoughtvecError, ValueError, OSError) as e:

@@ -250,3 +250,15 @@ async def test_indexes_outlive_the_service(services):
     async with services() as (_, indexes, _fakes):  # load() at start, close() at the end
         assert indexes.readiness() == {"docs": "ready"} and indexes.index_stats("docs").documents == len(SENTENCES) - 1
         assert (await indexes.search(query=SENTENCES[3], index="docs", k=1, mode="dense")).results[0][0].id == "d3"
+
+
+def test_devices_are_read_from_the_backends_capabilities(models_dir, tmp_path, monkeypatch):
+    from tests.service.conftest import settings_for
+    from thoughtvec.service.core.engine import Core
+
+    core = Core(settings_for(models_dir, tmp_path / "indexes"))
+    store = core.indexes.store
+    assert store.capabilities.backend == "faiss" and core.devices()["indexes_on_gpu"] is store.capabilities.on_gpu
+    on_gpu = dataclasses.replace(store.capabilities, gpus=2, on_gpu=True)
+    monkeypatch.setattr(type(store), "capabilities", property(lambda self: on_gpu))
+    assert (core.devices()["faiss_gpus"], core.devices()["indexes_on_gpu"]) == (2, True)
