@@ -7,7 +7,6 @@ handlers, so ``thoughtvec --help`` stays fast and training commands never pull t
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
@@ -93,11 +92,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0 if server.started else 3  # uvicorn.run's STARTUP_FAILURE (the port is taken, say)
 
 
-def _settings_dirs(models_dir: Path | None, index_dir: Path | None) -> tuple[Path, Path]:
+def _index_settings(args: argparse.Namespace):
+    """The serve settings with the index command's flags on top (those given)."""
     from thoughtvec.service.settings import load_settings
 
-    s = load_settings()
-    return models_dir or s.models_dir, index_dir or s.index_dir
+    flags = {"index_backend": args.index_backend, "milvus_uri": args.milvus_uri, "index_dir": args.index_dir}
+    return load_settings(**{k: v for k, v in flags.items() if v is not None})
+
+
+def _where(settings) -> str:
+    from thoughtvec.service.settings import IndexBackendName
+
+    return f"Milvus at {settings.milvus_uri}" if settings.index_backend is IndexBackendName.milvus else str(settings.index_dir)
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
@@ -106,120 +112,80 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 
     from thoughtvec.service.core.encoder import Encoder, available_providers
     from thoughtvec.service.errors import ThoughtvecError
-    from thoughtvec.service.index.backend import MilvusOptions, open_store
+    from thoughtvec.service.index.backend import open_backend
     from thoughtvec.service.index.build import build_index, read_documents
-    from thoughtvec.service.settings import IndexBackendName, default_search_mode, load_settings
+    from thoughtvec.service.settings import default_search_mode
 
-    models_dir, index_dir = _settings_dirs(args.models_dir, args.index_dir)
-    settings = load_settings(**{k: v for k, v in (("index_backend", args.index_backend), ("milvus_uri", args.milvus_uri)) if v is not None})
-    milvus = settings.index_backend is IndexBackendName.milvus
+    settings = _index_settings(args)
+    models_dir = args.models_dir or settings.models_dir
     bundle = Path(args.model) if Path(args.model).is_dir() else models_dir / args.model
     try:
         encoder = Encoder.load(bundle, providers=available_providers())
-        store = open_store(settings.index_backend, index_dir=index_dir, milvus=MilvusOptions.of(settings))
-        if args.mode:  # refuse a mode or a factory the backend cannot serve before embedding anything
-            store.check_mode(args.mode)
-        if milvus:
-            _check_milvus_factory(args, encoder.dim(encoder.view(args.view)), settings.milvus_uri)
-        mode = args.mode or default_search_mode(encoder.name, store.search_modes)
-        docs = read_documents(args.input, args.limit)
-        view = encoder.view(args.view)
-        log.info("%d texts from %s; model %s view %s, searched %s", len(docs), args.input, encoder.name, view, mode)
+        store = open_backend(settings.model_copy(update={"prefer_cuda": False}))  # it searches nothing: no GPU copy
+        try:
+            view = encoder.view(args.view)
+            mode = args.mode or default_search_mode(encoder.name, store.capabilities.modes)
+            # the store makes the config: a mode or a factory it cannot serve is refused before anything is embedded
+            config = store.new_config(
+                args.name,
+                encoder.name,
+                view,
+                encoder.dim(view),
+                factory=args.factory,
+                metric=args.metric,
+                normalize=args.normalize,
+                fingerprint=encoder.fingerprint(view),
+                mode=mode,
+            )
+            docs = read_documents(args.input, args.limit)
+            log.info("%d texts from %s; model %s view %s, searched %s", len(docs), args.input, encoder.name, view, mode)
 
-        def encode(texts: list[str]) -> np.ndarray:
-            return encoder.encode(texts, view, normalize=False, truncation="split", batch_size=args.batch_size)
+            def encode(texts: list[str]) -> np.ndarray:
+                return encoder.encode(texts, view, normalize=False, truncation="split", batch_size=args.batch_size)
 
-        built = build_index(
-            encode,
-            args.name,
-            docs,
-            model=encoder.name,
-            view=view,
-            dim=encoder.dim(view),
-            fingerprint=encoder.fingerprint(view),
-            factory=args.factory,
-            metric=args.metric,
-            normalize=args.normalize,
-            mode=mode,
-        )
-        stats = store.install(built, overwrite=args.overwrite)
-        store.close()
+            stats = store.install(build_index(encode, config, docs), overwrite=args.overwrite)
+        finally:
+            store.close()
     except (ThoughtvecError, ValueError, OSError) as e:
         print(f"thoughtvec index build: {getattr(e, 'message', e)}", file=sys.stderr)
         return 1
-    where = f"Milvus at {settings.milvus_uri}" if milvus else index_dir / args.name
+    where = _where(settings) if store.capabilities.shared else Path(settings.index_dir) / args.name
     print(
-        f"index '{args.name}': {stats['documents']} documents, {stats['factory']} {stats['metric']}, "
-        f"model {stats['model']}/{stats['view']} (dim {stats['dim']}), searched {stats['mode']} -> {where}"
+        f"index '{args.name}': {stats.documents} documents, {stats.factory} {stats.metric}, "
+        f"model {stats.model}/{stats.view} (dim {stats.dim}), searched {stats.mode} -> {where}"
     )
     return 0
 
 
-def _check_milvus_factory(args: argparse.Namespace, dim: int, uri: str) -> None:
-    from thoughtvec.service.index.indexes import new_config
-    from thoughtvec.service.index.milvus_schema import index_params, is_lite
-
-    index_params(new_config(args.name, "probe", "probe", dim, args.factory, args.metric), lite=is_lite(uri))
-
-
 def cmd_index_list(args: argparse.Namespace) -> int:
-    _, index_dir = _settings_dirs(None, args.index_dir)
-    from thoughtvec.service.settings import IndexBackendName, load_settings
-
-    settings = load_settings(**{k: v for k, v in (("index_backend", args.index_backend), ("milvus_uri", args.milvus_uri)) if v is not None})
-    if settings.index_backend is IndexBackendName.milvus:
-        return _list_milvus(settings)
-    rows = []
-    for meta_path in sorted(Path(index_dir).glob("*/snapshot/meta.json")):
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        c, st = meta["config"], meta["state"]
-        wal = meta_path.parent.parent / "wal.log"
-        rows.append(
-            (
-                c["name"],
-                f"{c['model']}/{c['view']}",
-                c.get("mode", "dense"),  # indexes made before modes are searched dense
-                str(c["dim"]),
-                c["factory"],
-                c["metric"],
-                str(st.get("documents", "?")),
-                str(wal.stat().st_size if wal.exists() else 0),
-            )
-        )
-    if not rows:
-        print(f"no indexes in {index_dir}")
-        return 0
-    head = ("name", "model/view", "mode", "dim", "factory", "metric", "documents*", "log bytes")
-    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
-    for r in [head] + rows:
-        print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
-    print("* at the last snapshot; writes in the log are added when the server loads the index")
-    return 0
-
-
-def _list_milvus(settings) -> int:
+    quiet_faiss()
     from thoughtvec.service.errors import ThoughtvecError
-    from thoughtvec.service.index.backend import MilvusOptions, open_store
+    from thoughtvec.service.index.backend import open_backend
 
-    store = open_store(settings.index_backend, index_dir=settings.index_dir, milvus=MilvusOptions.of(settings))
+    settings = _index_settings(args)
+    store = open_backend(settings.model_copy(update={"prefer_cuda": False}))
     try:
-        stats = [store.stats(n) for n in store.names()]
-    except ThoughtvecError as e:
-        print(f"thoughtvec index list: {e}", file=sys.stderr)
+        stats = store.inventory()
+    except (ThoughtvecError, ValueError, OSError) as e:
+        print(f"thoughtvec index list: {getattr(e, 'message', e)}", file=sys.stderr)
         return 1
     finally:
         store.close()
     if not stats:
-        print(f"no indexes in Milvus at {settings.milvus_uri}")
+        print(f"no indexes in {_where(settings)}")
         return 0
-    head = ("name", "model/view", "mode", "dim", "factory", "metric", "documents")
+    logged = store.capabilities.snapshots  # its counts are the snapshots': say so, and show each log's size
+    head = ("name", "model/view", "mode", "dim", "factory", "metric", "documents*" if logged else "documents", "log bytes")
+    n = len(head) if logged else len(head) - 1
     rows = [
-        (st["name"], f"{st['model']}/{st['view']}", st["mode"], str(st["dim"]), st["factory"], st["metric"], str(st["documents"]))
+        (st.name, f"{st.model}/{st.view}", st.mode, str(st.dim), st.factory, st.metric, str(st.documents), str(st.wal_bytes))[:n]
         for st in stats
     ]
-    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
-    for r in [head] + rows:
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(n)]
+    for r in [head[:n]] + rows:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
+    if logged:
+        print("* at the last snapshot; writes in the log are added when the server loads the index")
     return 0
 
 

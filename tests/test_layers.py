@@ -5,7 +5,9 @@ under its ``thoughtvec.*`` name from ``pyproject.toml``'s package-dir) is parsed
 functions and under ``TYPE_CHECKING`` count too) and each import of ours must follow an arrow of
 ``ALLOWED``. Bottom to top: ``service.bundle`` (the contract training shares) <- ``service.index``
 <- ``service.core`` <- ``service.http``; ``service.settings`` and ``service.errors`` are low shared
-modules; ``service.cli`` sits on top; ``bench`` measures the service from outside; ``training`` uses the
+modules. The core and the commands know the index only through its contract (``_CONTRACT``: the
+``IndexBackend`` protocol and its opener, the backend-neutral data, bulk builds and metadata checks), never a
+backend (FAISS's or Milvus's modules, or ``faiss`` and ``pymilvus`` themselves); ``service.cli`` sits on top; ``bench`` measures the service from outside; ``training`` uses the
 bundle contract, the encoder and the index's ranking functions (BM25, fusion), never HTTP or the index
 store; ``thoughtvec`` composes the commands.
 """
@@ -29,6 +31,13 @@ _SERVICE_LOW = {S, f"{S}.bundle", f"{S}.errors", f"{S}.settings"}
 # The index's ranking functions (BM25, fusion): pure, no FAISS or store, so the evaluation harness scores
 # exactly what the server ranks with.
 _RANKING = {f"{S}.index.lexical", f"{S}.index.fusion"}
+# The index contract: the protocol and the one place that opens a backend (backend.py), the data every backend
+# speaks (contents.py), and what works over any backend (bulk builds, metadata checks). The rest of
+# ``service.index`` is the backends themselves (FAISS: store, indexes, factory, wal; Milvus: milvus, milvus_schema).
+_CONTENTS = f"{S}.index.contents"
+_CONTRACT = {f"{S}.index.backend", _CONTENTS, f"{S}.index.build", f"{S}.index.jsonvalues"}
+# Third-party packages only a backend may import.
+BACKEND_PACKAGES = {"faiss", "pymilvus", "milvus_lite"}
 ALLOWED: dict[str, set[str]] = {
     S: set(),  # service/__init__.py: the version, environment defaults
     f"{S}.bundle": set(),  # imports nothing else of ours
@@ -36,11 +45,15 @@ ALLOWED: dict[str, set[str]] = {
     f"{S}.errors": {f"{S}.bundle"},
     f"{S}.index.lexical": set(),
     f"{S}.index.fusion": set(),
-    f"{S}.index": _SERVICE_LOW | _RANKING,
-    f"{S}.core": _SERVICE_LOW | _RANKING | {f"{S}.index"},
-    f"{S}.http": _SERVICE_LOW | _RANKING | {f"{S}.index", f"{S}.core"},
-    f"{S}.cli": _SERVICE_LOW | _RANKING | {f"{S}.index", f"{S}.core", f"{S}.http"},
-    f"{TOP}.bench": _SERVICE_LOW | _RANKING | {f"{S}.index", f"{S}.core", f"{S}.cli"},
+    _CONTENTS: _SERVICE_LOW,
+    f"{S}.index.jsonvalues": _SERVICE_LOW,
+    f"{S}.index.build": _SERVICE_LOW | {_CONTENTS},
+    f"{S}.index.backend": _SERVICE_LOW | {_CONTENTS, f"{S}.index"},  # opens the backend the settings name
+    f"{S}.index": _SERVICE_LOW | _RANKING | {_CONTENTS, f"{S}.index.jsonvalues"},  # the backends
+    f"{S}.core": _SERVICE_LOW | _RANKING | _CONTRACT,
+    f"{S}.http": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.index", f"{S}.core"},
+    f"{S}.cli": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.core", f"{S}.http"},
+    f"{TOP}.bench": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.index", f"{S}.core", f"{S}.cli"},
     f"{TOP}.training": {f"{S}.bundle", f"{S}.core"} | _RANKING,
     TOP: {f"{TOP}.training", f"{S}.cli", f"{TOP}.bench"},
 }
@@ -104,6 +117,8 @@ def violations(graph: dict[str, list[tuple[str, int]]]) -> list[str]:
             if not ours(target):
                 if src.startswith(S) and target.split(".")[0] == "torch":  # the serving install has no torch
                     bad.append(f"{name}:{line} imports {target}: service/ never imports training or torch")
+                if target.split(".")[0] in BACKEND_PACKAGES and (src in _CONTRACT or src in (f"{S}.core", f"{S}.cli")):
+                    bad.append(f"{name}:{line} imports {target}: only an index backend imports {target.split('.')[0]}")
                 continue
             dst = layer(target)
             if dst != src and dst not in ALLOWED[src]:
@@ -171,7 +186,8 @@ def test_bundle_imports_nothing_else_of_ours():
 @pytest.mark.parametrize(
     "src, target, message",
     [
-        ("thoughtvec.service.index.build", "thoughtvec.service.core.encoder", "thoughtvec.service.index -> thoughtvec.service.core"),
+        ("thoughtvec.service.index.store", "thoughtvec.service.core.encoder", "thoughtvec.service.index -> thoughtvec.service.core"),
+        ("thoughtvec.service.index.build", "thoughtvec.service.core.encoder", "thoughtvec.service.index.build -> thoughtvec.service.core"),
         ("thoughtvec.service.core.engine", "thoughtvec.service.http.schemas", "thoughtvec.service.core -> thoughtvec.service.http"),
         ("thoughtvec.service.bundle.format", "thoughtvec.service.errors", "thoughtvec.service.bundle -> thoughtvec.service.errors"),
         ("thoughtvec.training.trainer", "thoughtvec.service.index.store", "training -> thoughtvec.service.index"),
@@ -181,6 +197,17 @@ def test_bundle_imports_nothing_else_of_ours():
             "thoughtvec.service.index.lexical -> thoughtvec.service.index",
         ),
         ("thoughtvec.service.core.encoder", "torch", "never imports training or torch"),
+        ("thoughtvec.service.core.indexing", "thoughtvec.service.index.store", "thoughtvec.service.core -> thoughtvec.service.index "),
+        ("thoughtvec.service.core.engine", "thoughtvec.service.index.indexes", "thoughtvec.service.core -> thoughtvec.service.index "),
+        ("thoughtvec.service.core.indexing", "thoughtvec.service.index.milvus", "thoughtvec.service.core -> thoughtvec.service.index "),
+        ("thoughtvec.service.cli", "thoughtvec.service.index.milvus_schema", "thoughtvec.service.cli -> thoughtvec.service.index "),
+        ("thoughtvec.service.core.engine", "faiss", "only an index backend imports faiss"),
+        ("thoughtvec.service.index.contents", "pymilvus", "only an index backend imports pymilvus"),
+        (
+            "thoughtvec.service.index.contents",
+            "thoughtvec.service.index.store",
+            "thoughtvec.service.index.contents -> thoughtvec.service.index ",
+        ),
         ("thoughtvec.service.core.engine", "thoughtvec.training.trainer", "thoughtvec.service.core -> thoughtvec.training"),
         ("thoughtvec.service.http.app", "thoughtvec.bench.bench", "thoughtvec.service.http -> thoughtvec.bench"),
     ],

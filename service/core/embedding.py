@@ -10,6 +10,7 @@ that names the field and the limit.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -27,7 +28,9 @@ from thoughtvec.service.core.registry import Model, Registry
 from thoughtvec.service.core.results import (
     Encoded,
     Info,
+    ModelDescription,
     ModelInfo,
+    ModelList,
     PairScore,
     Ranked,
     Reranked,
@@ -160,6 +163,22 @@ class EmbeddingService:
         return await self.encode(model, view, self.texts(items, fields, truncation), fields, normalize, truncation, dimensions)
 
     # -- what is served, and how a text is seen ------------------------------------------
+    def models(self) -> ModelList:
+        """Every served model (without its training record), then each alias as the model it names now."""
+        reg = self.registry
+        default = reg.default_model
+        models = [m.describe(n == default, provenance=False) for n, m in sorted(reg.models.items())]
+        aliases = [
+            dataclasses.replace(reg.models[t].describe(False, provenance=False), id=a, alias_of=t) for a, t in sorted(reg.aliases().items())
+        ]
+        return ModelList(models, aliases, self.devices())
+
+    def describe(self, name: str) -> ModelDescription:
+        """Model ``name`` (a bundle or an alias: 404 if neither) with its training record."""
+        model = self.model(name)
+        described = model.describe(model.name == self.registry.default_model)
+        return described if model.name == name else dataclasses.replace(described, id=name, alias_of=model.name)
+
     def info(self) -> Info:
         """Models, aliases, limits, version and devices in one answer (TEI's and infinity's /info)."""
         reg, s = self.registry, self.settings

@@ -14,7 +14,6 @@ from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.encoder import available_providers
 from thoughtvec.service.core.indexing import IndexService
 from thoughtvec.service.core.metrics import Metrics
-from thoughtvec.service.index.indexes import gpu_count
 from thoughtvec.service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -57,12 +56,13 @@ class Core:
         await self.indexes.close()
 
     def devices(self) -> dict:
-        """What runs where: ONNX Runtime's providers on this machine, FAISS's GPUs and whether indexes use them."""
-        gpus = gpu_count()
+        """What runs where: ONNX Runtime's providers on this machine, the index backend's GPUs (FAISS's; none of
+        ours with Milvus) and whether indexes are searched there (its capabilities)."""
+        caps = self.indexes.store.capabilities
         return {
             "onnxruntime_providers": available_providers(self.settings.prefer_cuda),
-            "faiss_gpus": gpus,
-            "indexes_on_gpu": bool(gpus and self.settings.prefer_cuda),
+            "faiss_gpus": caps.gpus,
+            "indexes_on_gpu": caps.on_gpu,
         }
 
     def readiness(self) -> tuple[bool, dict]:

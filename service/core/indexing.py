@@ -1,7 +1,8 @@
 """The index service: search indexes over the embedding service, without HTTP.
 
-The store (:func:`thoughtvec.service.index.backend.open_store`: FAISS or Milvus) keeps each index's
-documents and vectors; this service embeds what goes in and what is asked (through
+The store (:func:`thoughtvec.service.index.backend.open_backend`: FAISS or Milvus, known here only through the
+:class:`~thoughtvec.service.index.backend.IndexBackend` contract) keeps each index's documents and vectors;
+this service embeds what goes in and what is asked (through
 :class:`~thoughtvec.service.core.embedding.EmbeddingService`, so the same limits and long-input rules
 apply), checks that an index's model is the export its vectors came from, and builds the default index
 on first start. Store calls block (disk, FAISS, network): they run on the executor.
@@ -32,14 +33,12 @@ from thoughtvec.service.core.results import (
     SearchResult,
     Usage,
 )
-from thoughtvec.service.errors import Conflict, InvalidInput, ThoughtvecError
-from thoughtvec.service.index.backend import IndexBackend, MilvusOptions, open_store
+from thoughtvec.service.errors import Conflict, InvalidInput, NotReady, ThoughtvecError
+from thoughtvec.service.index.backend import IndexBackend, open_backend
 from thoughtvec.service.index.build import build_index, read_documents
-from thoughtvec.service.index.contents import Doc, IndexConfig, Metric
+from thoughtvec.service.index.contents import Doc, IndexConfig, Metric, new_id
 from thoughtvec.service.index.fusion import Fusion
-from thoughtvec.service.index.indexes import new_config
 from thoughtvec.service.index.jsonvalues import check_metadata
-from thoughtvec.service.index.store import new_id
 from thoughtvec.service.settings import SearchMode, Settings, Truncation, default_search_mode
 
 log = logging.getLogger(__name__)
@@ -59,14 +58,8 @@ class IndexService:
     def __init__(self, settings: Settings, embedding: EmbeddingService):
         self.settings = settings
         self.embedding = embedding
-        self.store: IndexBackend = open_store(
-            settings.index_backend,
-            index_dir=settings.index_dir,
-            wal_max_bytes=settings.index_wal_max_mb * 2**20,
-            on_size=embedding.metrics.index_documents,
-            gpu=settings.prefer_cuda,
-            milvus=MilvusOptions.of(settings),
-        )
+        self.store: IndexBackend = open_backend(settings, on_size=embedding.metrics.index_documents)
+        self.building: dict[str, str] = {}  # name -> progress, for indexes being built in the background (the default)
         self.fusion = Fusion()  # hybrid search's fusion: the defaults chosen on the retrieval dev set
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -82,7 +75,7 @@ class IndexService:
         store = self.store
         return (
             {n: "ready" for n in store.names()}
-            | {n: f"building: {p}" for n, p in store.building.items()}
+            | {n: f"building: {p}" for n, p in self.building.items()}
             | {n: f"quarantined: {why}" for n, why in store.quarantined.items()}
         )
 
@@ -101,8 +94,11 @@ class IndexService:
             log.info("default index '%s' not built: %s", name, e)
             return
         loop = asyncio.get_running_loop()
-        store.building[name] = "reading the sample"
+        self.building[name] = "reading the sample"
         try:
+            config = store.new_config(
+                name, model.name, view, model.encoder.dim(view), fingerprint=model.encoder.fingerprint(view), mode=mode
+            )
             docs = await loop.run_in_executor(None, read_documents, s.search_sample, s.default_index_max_docs)
             log.info(
                 "building default index '%s' from %d sentences of %s with %s/%s, searched %s (cached in %s afterwards)",
@@ -116,32 +112,19 @@ class IndexService:
             )
 
             def progress(done: int, total: int) -> None:
-                store.building[name] = f"{done}/{total} sentences embedded"
+                self.building[name] = f"{done}/{total} sentences embedded"
 
             def encode(texts: list[str]) -> np.ndarray:  # on an executor thread: through the batcher on the loop
                 return asyncio.run_coroutine_threadsafe(self.embedding.embed_bulk(model, view, texts), loop).result()
 
-            built = await loop.run_in_executor(
-                None,
-                lambda: build_index(
-                    encode,
-                    name,
-                    docs,
-                    model=model.name,
-                    view=view,
-                    dim=model.encoder.dim(view),
-                    progress=progress,
-                    fingerprint=model.encoder.fingerprint(view),
-                    mode=mode,
-                ),
-            )
-            store.building[name] = "writing"
+            built = await loop.run_in_executor(None, lambda: build_index(encode, config, docs, progress=progress))
+            self.building[name] = "writing"
             await loop.run_in_executor(None, store.install, built)
             log.info("default index '%s' ready: %d documents", name, len(built.docs))
         except Exception as e:  # noqa: BLE001 - the server runs on without it
             log.error("default index '%s' not built: %s", name, e)
         finally:
-            store.building.pop(name, None)
+            self.building.pop(name, None)
 
     # -- search --------------------------------------------------------------------------
     def _query(self, query: Any, dim: int, name: str) -> list[str] | np.ndarray:
@@ -173,7 +156,7 @@ class IndexService:
         """``k`` neighbours of each query (a text, texts, or a vector) in ``index`` (default: the server's), found in
         ``mode`` (default: the index's; a vector query is searched by vector only)."""
         name = index or self.settings.default_index
-        config = self.store.config(name)
+        config = self.config(name)
         if not 1 <= k <= self.settings.max_k:
             raise InvalidInput(f"k is {k}; it must be between 1 and {self.settings.max_k}", field="k")
         texts_or_vector = self._query(query, config.dim, name)
@@ -230,8 +213,19 @@ class IndexService:
         return model
 
     # -- index management ----------------------------------------------------------------
+    def _not_building(self, name: str) -> None:
+        """503 for an index still being built here (the store does not hold it yet)."""
+        if name in self.building:
+            raise NotReady(f"index '{name}' is being built ({self.building[name]})", field="index")
+
+    def config(self, name: str) -> IndexConfig:
+        """Index ``name``'s config: 503 while it is being built, else as the store answers (404, 503 quarantined)."""
+        self._not_building(name)
+        return self.store.config(name)
+
     def index_stats(self, name: str) -> IndexStats:
-        return IndexStats.of(self.store.stats(name))
+        self._not_building(name)
+        return self.store.stats(name)
 
     def new_index_search(self, model: str | None, view: str | None, mode: SearchMode | None) -> tuple[Model, str, SearchMode]:
         """A new index's model, view and default mode: those named, the others by the dev rule
@@ -242,7 +236,7 @@ class IndexService:
         if model is None:
             model = self.embedding.registry.retrieval_model
         m = self.embedding.model(model)  # None: the server's default model
-        return m, m.encoder.view(view), mode or default_search_mode(m.name, self.store.search_modes)
+        return m, m.encoder.view(view), mode or default_search_mode(m.name, self.store.capabilities.modes)
 
     async def create_index(
         self,
@@ -258,18 +252,26 @@ class IndexService:
     ) -> IndexStats:
         """A new empty index for one model's view, searched in ``mode`` unless a search names another."""
         m, view, mode = self.new_index_search(model, view, mode)
-        try:
-            config = new_config(
-                name, m.name, view, m.encoder.dim(view), factory, metric, normalize, train_size, m.encoder.fingerprint(view), mode
-            )
-        except ValueError as e:
-            raise InvalidInput(str(e), field="factory") from None
+        if name in self.building:
+            raise Conflict(f"index '{name}' already exists (it is being built)", field="name")
+        config = self.store.new_config(
+            name,
+            m.name,
+            view,
+            m.encoder.dim(view),
+            factory=factory,
+            metric=metric,
+            normalize=normalize,
+            train_size=train_size,
+            fingerprint=m.encoder.fingerprint(view),
+            mode=mode,
+        )
         await asyncio.get_running_loop().run_in_executor(None, self.store.create, config)
         return self.index_stats(name)
 
     async def add_documents(self, name: str, docs: Sequence[NewDocument], truncation: Truncation | None = None) -> DocumentsAdded:
         """Embed ``docs`` and add them; ids missing are generated. Durable once returned."""
-        config = self.store.config(name)
+        config = self.config(name)
         check_count(len(docs), self.settings.max_inputs, "documents")
         fields = [f"documents[{i}].text" for i in range(len(docs))]
         texts = self.embedding.texts([d.text for d in docs], fields, truncation)
@@ -288,7 +290,7 @@ class IndexService:
         """Up to ``limit`` of an index's documents on a 2-D PCA plane, with ``query`` on it. Drawn first: the
         query's ``k`` best documents by :meth:`search` (in ``mode``, default the index's: the search
         ``/v1/search`` makes), then those ``include`` names, then the first added."""
-        config = self.store.config(name)
+        config = self.config(name)
         if not 3 <= limit <= self.settings.max_inputs:
             raise InvalidInput(f"limit is {limit}; it must be between 3 and {self.settings.max_inputs}", field="limit")
         if k and query is None or not 0 <= k <= limit:
@@ -316,7 +318,7 @@ class IndexService:
         return IndexMap(name, config.model, points, placed, [float(v) for v in share], usage, hits, found.mode if found else None)
 
     async def delete_documents(self, name: str, ids: list[str]) -> DocumentsDeleted:
-        self.store.config(name)
+        self.config(name)
         check_count(len(ids), self.settings.max_inputs, "ids")
         found = await asyncio.get_running_loop().run_in_executor(None, self.store.delete, name, ids)
         gone = set(found)
@@ -324,10 +326,11 @@ class IndexService:
         return DocumentsDeleted(name, found, [i for i in ids if i not in gone], count)
 
     async def drop_index(self, name: str) -> None:
+        self._not_building(name)
         await asyncio.get_running_loop().run_in_executor(None, self.store.drop, name)
 
     def list_indexes(self) -> IndexListing:
-        return IndexListing([self.index_stats(n) for n in self.store.names()], dict(self.store.building), dict(self.store.quarantined))
+        return IndexListing([self.store.stats(n) for n in self.store.names()], dict(self.building), dict(self.store.quarantined))
 
 
 def _sum(a: Usage, b: Usage) -> Usage:

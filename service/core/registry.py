@@ -19,6 +19,7 @@ from thoughtvec.service.bundle.heads import load as load_head
 from thoughtvec.service.core import guide
 from thoughtvec.service.core.batcher import Batcher, BatchLimits, Observer
 from thoughtvec.service.core.encoder import Encoder, available_providers
+from thoughtvec.service.core.results import ModelDescription, ViewDescription
 from thoughtvec.service.errors import NotReady, UnknownModel
 from thoughtvec.service.settings import RETRIEVAL_MODEL_PREFERENCE, Settings
 
@@ -66,34 +67,26 @@ class Model:
     def name(self) -> str:
         return self.encoder.name
 
-    def describe(self, default: bool, provenance: bool = True) -> dict:
+    def describe(self, default: bool, provenance: bool = True) -> ModelDescription:
         """The model as ``/v1/models/{name}`` shows it; without ``provenance`` (the bundle's training record,
         kilobytes a bundle) as the ``/v1/models`` list does."""
         spec = self.encoder.spec
-        out = {
-            "id": spec.name,
-            "object": "model",
-            "created": 0,
-            "owned_by": "thoughtvec",
-            "name": spec.name,
-            "family": spec.family,
-            "variant": spec.variant,
-            "description": spec.description,
-            "dimension": spec.views[spec.default_view].dim,
-            "default_view": spec.default_view,
-            # axes: `dimensions` from 8 up to this are served besides dim (0: only dim)
-            "views": {
-                k: {"dim": v.dim, "pooling": v.pooling, "description": v.description, "axes": v.axes.count if v.axes else 0}
-                for k, v in spec.views.items()
-            },
-            "max_input_tokens": spec.max_input_tokens,
-            "relatedness_head": self.head is not None,
-            "providers": self.encoder.providers,
-            "default": default,
-            # what it is for, chosen on dev, and its dev figures (thoughtvec.service.core.guide)
-            **guide.entry(spec.name, self.encoder.fingerprint()),
-        }
-        return out | {"training": spec.training} if provenance else out
+        return ModelDescription(
+            id=spec.name,
+            name=spec.name,
+            family=spec.family,
+            variant=spec.variant,
+            description=spec.description,
+            dimension=spec.views[spec.default_view].dim,
+            default_view=spec.default_view,
+            views={k: ViewDescription(v.dim, v.pooling, v.description, v.axes.count if v.axes else 0) for k, v in spec.views.items()},
+            max_input_tokens=spec.max_input_tokens,
+            relatedness_head=self.head is not None,
+            providers=list(self.encoder.providers),
+            default=default,
+            **guide.entry(spec.name, self.encoder.fingerprint()),  # what it is for, chosen on dev, and its dev figures
+            training=spec.training if provenance else None,
+        )
 
 
 def pick_default_model(settings: Settings, names: Iterable[str]) -> str | None:

@@ -6,11 +6,13 @@ Nothing here knows JSON: vectors stay numpy arrays, absent values are ``None``, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+# An index's stats are the index contract's own type (what every backend answers), returned as they are.
+from thoughtvec.service.index.contents import IndexStats as IndexStats
 from thoughtvec.service.settings import SearchMode
 
 
@@ -82,6 +84,45 @@ class ModelInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class ViewDescription:
+    dim: int
+    pooling: str
+    description: str
+    axes: int  # ``dimensions`` from 8 up to this are served besides dim (0: only dim)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDescription:
+    """A served model as ``/v1/models`` describes it: what the bundle says of itself, where it runs, what it is
+    chosen for on dev (``thoughtvec.service.core.guide``), and, asked for alone, its training record."""
+
+    id: str  # the name asked for: the bundle's, or an alias's
+    name: str  # the bundle's
+    family: str
+    variant: str
+    description: str
+    dimension: int  # of the default view
+    default_view: str
+    views: dict[str, ViewDescription]
+    max_input_tokens: int
+    relatedness_head: bool
+    providers: list[str]  # ONNX Runtime's, as its session uses them
+    default: bool  # the model a request naming none gets
+    best_for: list[str]
+    best_trained_here_for: list[str]
+    dev: dict[str, Any] | None
+    training: dict[str, Any] | None = None  # the bundle's training record (provenance; kilobytes: single-model answers only)
+    alias_of: str | None = None  # where ``id`` is an alias: the bundle it names now
+
+
+@dataclass(frozen=True, slots=True)
+class ModelList:
+    models: list[ModelDescription]  # by name
+    aliases: list[ModelDescription]  # by alias, each the model it names under the alias's id
+    devices: dict[str, Any]  # what runs where (``Core.devices``)
+
+
+@dataclass(frozen=True, slots=True)
 class Info:
     name: str
     version: str
@@ -140,32 +181,6 @@ class SearchResult:
     mode: SearchMode  # the mode that answered
     results: list[list[Hit]]  # one list per query, best first
     usage: Usage
-
-
-@dataclass(frozen=True, slots=True)
-class IndexStats:
-    """An index's stats, from the fields of ``IndexStore.stats`` (any other key a store adds is not served)."""
-
-    name: str
-    model: str
-    view: str
-    mode: str
-    dim: int
-    factory: str
-    metric: str
-    normalize: bool
-    documents: int
-    trained: bool
-    pending_training: int
-    train_size: int
-    created: str
-    train_error: str | None = None
-    wal_bytes: int = 0
-    gpu: bool = False
-
-    @classmethod
-    def of(cls, stats: dict[str, Any]) -> IndexStats:
-        return cls(**{f.name: stats[f.name] for f in fields(cls) if f.name in stats})
 
 
 @dataclass(frozen=True, slots=True)

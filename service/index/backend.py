@@ -1,45 +1,71 @@
-"""The index store interface, and the one place that chooses its backend.
+"""The index backend contract, and the one place that chooses a backend.
 
-:class:`IndexBackend` is what the index service needs of a store; :class:`thoughtvec.service.index.store.IndexStore`
-(FAISS in this process's memory, a log and snapshots on disk) and
-:class:`thoughtvec.service.index.milvus.MilvusStore` (Milvus Lite or a Milvus server) both have it. It
-speaks plain data (``thoughtvec.service.index.contents``), never a backend's own types. Methods are
-blocking (disk, FAISS, network): call them from a worker thread.
+:class:`IndexBackend` is all the core and the ``thoughtvec index`` commands know of a store, the way
+TEI's ``backends/core`` defines its ``Backend`` trait: methods over plain data
+(``thoughtvec.service.index.contents``: :class:`IndexConfig`, :class:`Doc`, :class:`BuiltIndex`,
+:class:`IndexStats`), what the backend can do as data (:class:`Capabilities`: modes, factories, GPUs),
+and one set of domain errors (``thoughtvec.service.errors``) from every backend.
+:class:`thoughtvec.service.index.store.IndexStore` (FAISS in this process's memory, a log and snapshots on
+disk) and :class:`thoughtvec.service.index.milvus.MilvusStore` (Milvus Lite or a Milvus server) implement it;
+:func:`open_backend` picks one by the ``index_backend`` setting. Methods are blocking (disk, FAISS,
+network): call them from a worker thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from thoughtvec.service.index.contents import BuiltIndex, Doc, IndexConfig
+from thoughtvec.service.index.contents import BuiltIndex, Capabilities, Doc, IndexConfig, IndexStats, Metric
 from thoughtvec.service.index.milvus_schema import MilvusOptions
-from thoughtvec.service.settings import IndexBackendName, SearchMode
+from thoughtvec.service.settings import IndexBackendName, SearchMode, Settings
+
+Hits = list[list[tuple[Doc, float]]]  # per query, best first: (document, score as the metric gives it)
 
 
 @runtime_checkable
 class IndexBackend(Protocol):
-    """What the core needs from an index store (both backends answer with the same domain errors)."""
+    """What a store does for the core; every backend answers with the same domain errors (404 unknown index,
+    409 a name or id taken, 422 naming the field, 503 quarantined or storage unavailable)."""
 
-    building: dict[str, str]  # name -> progress, for indexes being built in the background
-    quarantined: dict[str, str]  # name -> why it cannot be served (503 until fixed or dropped)
-    search_modes: tuple[SearchMode, ...]  # the modes its indexes can be searched in
+    @property
+    def capabilities(self) -> Capabilities: ...
+    @property
+    def quarantined(self) -> Mapping[str, str]: ...  # name -> why it cannot be served (503 until fixed or dropped)
 
-    def load_all(self) -> list[str]: ...
+    # reads
+    def load_all(self) -> list[str]: ...  # at start: every index it holds (a broken one quarantined, never fatal)
     def names(self) -> list[str]: ...
     def __contains__(self, name: str) -> bool: ...
     def config(self, name: str) -> IndexConfig: ...
-    def stats(self, name: str) -> dict: ...
+    def stats(self, name: str) -> IndexStats: ...
+    def inventory(self) -> list[IndexStats]: ...  # every index's stats without loading any (safe beside a running server)
     def count(self, name: str) -> int: ...
     def documents(self, name: str, limit: int, include: Sequence[str] = ()) -> list[Doc]: ...
-    def search(self, name: str, queries: np.ndarray, k: int) -> list[list[tuple[Doc, float]]]: ...
-    def check_mode(self, mode: SearchMode) -> None: ...  # a 422 naming `mode`, and why, for a mode it cannot serve
-    def lexical_search(self, name: str, queries: Sequence[str], k: int) -> list[list[tuple[Doc, float]]]: ...
-    def create(self, config: IndexConfig) -> dict: ...
-    def install(self, built: BuiltIndex, overwrite: bool = False) -> dict: ...
+    def search(self, name: str, queries: np.ndarray, k: int) -> Hits: ...
+    def lexical_search(self, name: str, queries: Sequence[str], k: int) -> Hits: ...
+    def check_mode(self, mode: SearchMode) -> None: ...  # a 422 naming `mode`, saying why, for a mode not in capabilities.modes
+
+    # writes
+    def new_config(
+        self,
+        name: str,
+        model: str,
+        view: str,
+        dim: int,
+        *,
+        factory: str = "Flat",
+        metric: Metric = "cosine",
+        normalize: bool = True,
+        train_size: int | None = None,
+        fingerprint: str = "",
+        mode: SearchMode = "dense",
+    ) -> IndexConfig: ...  # a new index's config; a 422 naming `factory` or `mode` it cannot build or serve
+    def create(self, config: IndexConfig) -> IndexStats: ...
+    def install(self, built: BuiltIndex, overwrite: bool = False) -> IndexStats: ...
     def drop(self, name: str) -> None: ...
     def add(self, name: str, docs: list[Doc], vectors: np.ndarray) -> list[str]: ...
     def delete(self, name: str, ids: list[str]) -> list[str]: ...
@@ -50,7 +76,7 @@ OnSize = Callable[[str, int | None], None]  # an index's document count changed 
 
 
 def _faiss(index_dir: Path, wal_max_bytes: int, on_size: OnSize | None, gpu: bool, milvus: MilvusOptions | None) -> IndexBackend:
-    from thoughtvec.service.index.store import IndexStore
+    from thoughtvec.service.index.store import IndexStore  # FAISS loads only where it is the backend
 
     return IndexStore(index_dir, wal_max_bytes, on_size, gpu=gpu)
 
@@ -76,3 +102,16 @@ def open_store(
 ) -> IndexBackend:
     """The store for ``backend``: the FAISS folder ``index_dir``, or Milvus at ``milvus.uri``."""
     return OPENERS[IndexBackendName(backend)](index_dir, wal_max_bytes, on_size, gpu, milvus)
+
+
+def open_backend(settings: Settings, on_size: OnSize | None = None) -> IndexBackend:
+    """The store the settings name (``index_backend``, with ``index_dir`` and ``index_wal_max_mb`` for FAISS, the
+    ``milvus_*`` settings for Milvus; indexes on the GPU where ``prefer_cuda`` and FAISS has one)."""
+    return open_store(
+        settings.index_backend,
+        index_dir=settings.index_dir,
+        wal_max_bytes=settings.index_wal_max_mb * 2**20,
+        on_size=on_size,
+        gpu=settings.prefer_cuda,
+        milvus=MilvusOptions.of(settings),
+    )

@@ -3,8 +3,9 @@
 Both read a document file, embed it with an ``encode`` callable they are given (the command passes
 the bundle's ``Encoder``, the server its batcher: this layer knows no model), with a progress bar on
 stderr and a log line every 10 %, and install the finished index with one atomic snapshot: an
-interrupted build leaves nothing half-made behind. What a build returns is a :class:`BuiltIndex`
-(documents and vectors, no backend's structure): each store makes its own index of it.
+interrupted build leaves nothing half-made behind. A build starts from the index's config, made (and its
+factory checked) by the store that will hold it (``IndexBackend.new_config``), and returns a
+:class:`BuiltIndex` (documents and vectors, no backend's structure): each store makes its own index of it.
 
 Input formats, chosen by extension (``.gz`` is decompressed first):
 
@@ -28,9 +29,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from thoughtvec.service.index.contents import BuiltIndex, Doc, Metric
-from thoughtvec.service.index.indexes import new_config
-from thoughtvec.service.settings import SearchMode
+from thoughtvec.service.index.contents import BuiltIndex, Doc, IndexConfig
 
 log = logging.getLogger(__name__)
 
@@ -74,35 +73,19 @@ def _parse(lines, kind: str, path: Path) -> Iterator[tuple[int, Doc]]:
             yield lineno, Doc(str(lineno), line)
 
 
-def build_index(
-    encode: Encode,
-    name: str,
-    docs: list[Doc],
-    *,
-    model: str,
-    view: str,
-    dim: int,
-    factory: str = "Flat",
-    metric: Metric = "cosine",
-    normalize: bool = True,
-    chunk: int = 2048,
-    progress: Progress | None = None,
-    fingerprint: str = "",
-    mode: SearchMode = "dense",
-) -> BuiltIndex:
-    """Embed ``docs`` with ``encode`` (texts -> raw vectors ``(n, dim)``): the index to install (not yet in any store).
+def build_index(encode: Encode, config: IndexConfig, docs: list[Doc], *, chunk: int = 2048, progress: Progress | None = None) -> BuiltIndex:
+    """Embed ``docs`` with ``encode`` (texts -> raw vectors ``(n, config.dim)``): the index to install (not yet in any store).
 
-    ``model``, ``view``, ``dim`` and ``fingerprint`` (:meth:`Encoder.fingerprint`) describe what ``encode``
-    produces; they go into the index's config, with ``mode``, the search a request naming none gets.
-    ``encode`` is called on ``chunk`` texts at a time (it plans its own batches), then progress is reported.
+    ``config``'s model, view, dim and fingerprint describe what ``encode`` produces. ``encode`` is called on
+    ``chunk`` texts at a time (it plans its own batches), then progress is reported.
     """
     seen: set[str] = set()
     for d in docs:
         if d.id in seen:
             raise ValueError(f"document id {d.id!r} appears twice")
         seen.add(d.id)
-    config = new_config(name, model, view, dim, factory, metric, normalize, fingerprint=fingerprint, mode=mode)  # the factory checked now
-    vectors = np.zeros((len(docs), dim), np.float32)
+    name = config.name
+    vectors = np.zeros((len(docs), config.dim), np.float32)
     step = max(1, len(docs) // 10)
     next_log = step
     with tqdm(total=len(docs), desc=f"index {name}", unit="sent", file=sys.stderr, mininterval=1.0, disable=None) as bar:

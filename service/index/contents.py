@@ -1,14 +1,17 @@
-"""What an index is and holds, in no backend's terms: the contract between the core and every store.
+"""What an index is and holds, in no backend's terms: the data of the contract between the core and every store.
 
-:class:`IndexConfig` (what an index is), :class:`Doc` (a document) and :class:`BuiltIndex` (a whole
-index made offline: its documents and their vectors) are plain data; FAISS
+:class:`IndexConfig` (what an index is), :class:`Doc` (a document), :class:`BuiltIndex` (a whole
+index made offline: its documents and their vectors), :class:`IndexStats` (what a store says of an
+index) and :class:`Capabilities` (what a backend can do) are plain data; FAISS
 (``thoughtvec.service.index.store``) and Milvus (``thoughtvec.service.index.milvus``) each turn them
-into their own structures.
+into their own structures. The contract's methods are :class:`thoughtvec.service.index.backend.IndexBackend`.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -38,11 +41,15 @@ class IndexConfig(BaseModel):
     )
     mode: SearchMode = Field("dense", description="the search a request that names no mode gets ('dense' in indexes made before modes)")
 
-    def stats(self) -> dict[str, Any]:
-        """The fields of an index's stats that its configuration fixes (every store adds the rest)."""
-        return {
-            k: getattr(self, k) for k in ("name", "model", "view", "mode", "dim", "factory", "metric", "normalize", "train_size", "created")
-        }
+
+def created_now() -> str:
+    """An index's ``created`` stamp: now, UTC, to the second."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def new_id() -> str:
+    """The id of a document added without one."""
+    return uuid.uuid4().hex
 
 
 @dataclass
@@ -59,3 +66,49 @@ class BuiltIndex:
     config: IndexConfig
     docs: list[Doc]
     vectors: np.ndarray  # (len(docs), config.dim) float32, as the model made them: each store prepares its own copy
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    """An index as a store describes it: what its config fixes, its document count, and the state of a store that
+    buffers vectors until its factory is trained, keeps a write-ahead log or searches on a GPU (FAISS). A store
+    without such state leaves those fields at their defaults: trained, nothing pending, no log, no GPU."""
+
+    name: str
+    model: str
+    view: str
+    mode: SearchMode
+    dim: int
+    factory: str
+    metric: str
+    normalize: bool
+    train_size: int
+    created: str
+    documents: int
+    trained: bool = True
+    pending_training: int = 0  # vectors buffered (searched exactly) until the factory is trained
+    train_error: str | None = None  # why training was postponed, until it succeeds
+    wal_bytes: int = 0  # writes in the log, not yet in a snapshot
+    gpu: bool = False  # searched on a GPU
+
+    @classmethod
+    def of(cls, config: IndexConfig, documents: int, **state: Any) -> IndexStats:
+        """The stats of an index of ``config`` holding ``documents``; ``state``: the store's own fields above."""
+        fixed = {
+            k: getattr(config, k)
+            for k in ("name", "model", "view", "mode", "dim", "factory", "metric", "normalize", "train_size", "created")
+        }
+        return cls(**fixed, documents=documents, **state)
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a backend can do, as data: the core and the commands read it instead of asking which backend it is."""
+
+    backend: str  # its name (settings.IndexBackendName)
+    modes: tuple[SearchMode, ...]  # the searches its indexes serve
+    factories: str  # the factory strings it builds, for messages and help
+    gpus: int = 0  # GPUs its searches can use on this machine (0: CPU only)
+    on_gpu: bool = False  # its indexes are searched on those GPUs (gpus > 0 and the server asked for CUDA)
+    shared: bool = False  # every process pointed at the same place serves the same indexes (replicas)
+    snapshots: bool = False  # writes wait in a log until folded into a snapshot: inventory() counts the snapshot's

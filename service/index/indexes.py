@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -28,7 +27,7 @@ import numpy as np
 
 from thoughtvec.service.bundle.atomic import atomic_dir
 from thoughtvec.service.bundle.postprocess import l2_normalize
-from thoughtvec.service.index.contents import Doc, IndexConfig, Metric
+from thoughtvec.service.index.contents import Doc, IndexConfig, IndexStats, Metric, created_now
 from thoughtvec.service.index.factory import Family, check_factory
 from thoughtvec.service.settings import SearchMode
 
@@ -141,14 +140,15 @@ class VectorIndex:
             self._copy_to_gpu()  # where it fails, gpu_index is None: the CPU index is searched
         return self.gpu_index if self.gpu_index is not None else self.index
 
-    def stats(self) -> dict[str, Any]:
-        return self.config.stats() | {
-            "documents": self.count,
-            "trained": self.trained,
-            "pending_training": len(self.pending_labels),
-            "train_error": self.train_error,
-            "gpu": self.on_gpu,
-        }
+    def stats(self) -> IndexStats:
+        return IndexStats.of(
+            self.config,
+            self.count,
+            trained=self.trained,
+            pending_training=len(self.pending_labels),
+            train_error=self.train_error,
+            gpu=self.on_gpu,
+        )
 
     def prepare(self, vectors: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -357,7 +357,6 @@ def new_config(
     probe = make_faiss(dim, factory, metric)
     needs_training = not probe.is_trained
     size = (train_size if train_size is not None else default_train_size(factory)) if needs_training else 0
-    created = datetime.now(UTC).isoformat(timespec="seconds")
     return IndexConfig(
         name=name,
         model=model,
@@ -367,7 +366,7 @@ def new_config(
         metric=metric,
         normalize=normalize,
         train_size=size,
-        created=created,
+        created=created_now(),
         fingerprint=fingerprint,
         mode=mode,
     )

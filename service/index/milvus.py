@@ -52,10 +52,11 @@ from urllib.parse import quote, unquote
 import numpy as np
 
 from thoughtvec.service.bundle.postprocess import l2_normalize
-from thoughtvec.service.errors import Conflict, IndexUnavailable, InvalidInput, NotReady, StorageUnavailable, UnknownIndex
-from thoughtvec.service.index.contents import BuiltIndex, Doc, IndexConfig
+from thoughtvec.service.errors import Conflict, IndexUnavailable, InvalidInput, StorageUnavailable, UnknownIndex
+from thoughtvec.service.index.contents import BuiltIndex, Capabilities, Doc, IndexConfig, IndexStats, Metric, created_now
 from thoughtvec.service.index.milvus_schema import (
     ID_MAX_BYTES,
+    SUPPORTED,
     TEXT_MAX_BYTES,
     MilvusOptions,
     collection_name,
@@ -86,7 +87,6 @@ class MilvusStore:
         self.options = options
         self.uri = options.uri
         self.on_size = on_size or (lambda name, n: None)
-        self.building: dict[str, str] = {}
         self.quarantined: dict[str, str] = {}
         self._client: Any = None
         self._client_lock = threading.Lock()
@@ -98,6 +98,11 @@ class MilvusStore:
         # Milvus Lite 2.4's upsert puts the id unescaped into SQL (an id with ' fails); one process owns a Lite
         # file and writes under its lock after the duplicate check, so a plain insert is as safe there
         self._write = "insert" if is_lite(options.uri) else "upsert"
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Dense search only (:data:`NO_LEXICAL`), Milvus's factories, no GPU of ours; shared by every replica."""
+        return Capabilities("milvus", self.search_modes, SUPPORTED, shared=True)
 
     # -- the connection --------------------------------------------------------------------
     def _connect(self) -> Any:
@@ -186,8 +191,6 @@ class MilvusStore:
         return bool(self._call("find", name, "has_collection", self._coll(name)))
 
     def config(self, name: str) -> IndexConfig:
-        if name in self.building:
-            raise NotReady(f"index '{name}' is being built ({self.building[name]})", field="index")
         try:
             desc = self._call("read", name, "describe_collection", self._coll(name))
         except StorageUnavailable:
@@ -210,16 +213,12 @@ class MilvusStore:
         self.on_size(name, n)  # the documents gauge follows every count (the core counts after each write)
         return n
 
-    def stats(self, name: str) -> dict:
+    def stats(self, name: str) -> IndexStats:
         n = self.count(name)
-        return self.config(name).stats() | {
-            "documents": n,
-            "trained": True,
-            "pending_training": 0,
-            "train_error": None,
-            "gpu": False,
-            "wal_bytes": 0,
-        }
+        return IndexStats.of(self.config(name), n)  # Milvus trains, logs and places its indexes itself
+
+    def inventory(self) -> list[IndexStats]:
+        return [self.stats(n) for n in self.names()]
 
     def search(self, name: str, queries: np.ndarray, k: int) -> list[list[tuple[Doc, float]]]:
         """Nearest ``k`` per query row, best first; scores as FAISS gives them (similarity, or squared L2)."""
@@ -305,7 +304,43 @@ class MilvusStore:
         return have
 
     # -- writes ------------------------------------------------------------------------------
-    def create(self, config: IndexConfig) -> dict:
+    def new_config(
+        self,
+        name: str,
+        model: str,
+        view: str,
+        dim: int,
+        *,
+        factory: str = "Flat",
+        metric: Metric = "cosine",
+        normalize: bool = True,
+        train_size: int | None = None,
+        fingerprint: str = "",
+        mode: SearchMode = "dense",
+    ) -> IndexConfig:
+        """A new index's config, its factory checked against this Milvus's indexes now (Milvus trains an index
+        itself: nothing is buffered, ``train_size`` is 0)."""
+        self.check_mode(mode)
+        config = IndexConfig(
+            name=name,
+            model=model,
+            view=view,
+            dim=dim,
+            factory=factory,
+            metric=metric,
+            normalize=normalize,
+            train_size=0,
+            created=created_now(),
+            fingerprint=fingerprint,
+            mode=mode,
+        )
+        try:
+            index_params(config, lite=is_lite(self.uri))
+        except ValueError as e:
+            raise InvalidInput(str(e), field="factory") from None
+        return config
+
+    def create(self, config: IndexConfig) -> IndexStats:
         self._create_collection(config, overwrite=False)
         return self.stats(config.name)
 
@@ -356,7 +391,7 @@ class MilvusStore:
                 ) from None
             self.quarantined.pop(name, None)
 
-    def install(self, built: BuiltIndex, overwrite: bool = False) -> dict:
+    def install(self, built: BuiltIndex, overwrite: bool = False) -> IndexStats:
         """Store a whole index built offline (``thoughtvec index build``, the default index) in Milvus."""
         config = built.config
         self._create_collection(config, overwrite)

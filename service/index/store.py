@@ -24,6 +24,8 @@ document's text, so it is exactly as durable as the vectors.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import logging
 import shutil
 import threading
@@ -35,9 +37,10 @@ from pathlib import Path
 import numpy as np
 
 from thoughtvec.service.bundle.atomic import recover_dir
-from thoughtvec.service.errors import Conflict, IndexUnavailable, NotReady, StorageUnavailable, UnknownIndex
-from thoughtvec.service.index.contents import BuiltIndex, Doc, IndexConfig
-from thoughtvec.service.index.indexes import VectorIndex
+from thoughtvec.service.errors import Conflict, IndexUnavailable, InvalidInput, StorageUnavailable, UnknownIndex
+from thoughtvec.service.index.contents import BuiltIndex, Capabilities, Doc, IndexConfig, IndexStats, Metric
+from thoughtvec.service.index.factory import SUPPORTED
+from thoughtvec.service.index.indexes import VectorIndex, gpu_count, new_config
 from thoughtvec.service.index.lexical import LexicalIndex
 from thoughtvec.service.index.wal import Wal
 from thoughtvec.service.settings import SEARCH_MODES, SearchMode
@@ -63,9 +66,7 @@ def lexical_of(vi: VectorIndex) -> LexicalIndex:
 
 
 class IndexStore:
-    """Every index under ``root``, loaded, with its log."""
-
-    search_modes: tuple[SearchMode, ...] = SEARCH_MODES
+    """Every index under ``root``, loaded, with its log (the FAISS :class:`~thoughtvec.service.index.backend.IndexBackend`)."""
 
     def __init__(
         self, root: Path, wal_max_bytes: int = 64 * 2**20, on_size: Callable[[str, int | None], None] | None = None, gpu: bool = False
@@ -76,9 +77,14 @@ class IndexStore:
         self.on_size = on_size or (lambda name, n: None)
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()  # guards the dict itself
-        self.building: dict[str, str] = {}  # name -> progress, for indexes being built in the background
         self.quarantined: dict[str, str] = {}  # name -> why it cannot be served
         self._creating: set[str] = set()  # names being written by install()
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Every mode (BM25 is kept beside the vectors), the factory grammar, FAISS's GPUs; one process's indexes."""
+        gpus = gpu_count()
+        return Capabilities("faiss", SEARCH_MODES, SUPPORTED, gpus=gpus, on_gpu=bool(gpus and self.gpu), snapshots=True)
 
     # -- loading -------------------------------------------------------------------------
     def load_all(self) -> list[str]:
@@ -158,17 +164,35 @@ class IndexStore:
                     f"Fix its folder and restart, or drop it",
                     field="index",
                 ) from None
-            if name in self.building:
-                raise NotReady(f"index '{name}' is being built ({self.building[name]})", field="index") from None
             raise UnknownIndex(f"no index '{name}'; the indexes are {self.names()}", field="index") from None
 
     def config(self, name: str) -> IndexConfig:
         return self.entry(name).index.config
 
-    def stats(self, name: str) -> dict:
+    def stats(self, name: str) -> IndexStats:
         e = self.entry(name)
         with e.lock:
-            return e.index.stats() | {"wal_bytes": e.wal.size}
+            return dataclasses.replace(e.index.stats(), wal_bytes=e.wal.size)
+
+    def inventory(self) -> list[IndexStats]:
+        """Every index folder's stats read from its snapshot, loading none (another process may be serving them):
+        the documents at the last snapshot, and the log's size (writes logged since are counted once loaded)."""
+        out = []
+        for meta_path in sorted(self.root.glob(f"*/{SNAPSHOT}/meta.json")) if self.root.is_dir() else []:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            config, state = IndexConfig.model_validate(meta["config"]), meta["state"]
+            wal = meta_path.parent.parent / WAL_FILE
+            pending = len(state.get("pending_labels", []))
+            out.append(
+                IndexStats.of(
+                    config,
+                    state.get("documents", 0),
+                    trained=config.train_size == 0 or (state.get("documents", 0) > 0 and not pending),
+                    pending_training=pending,
+                    wal_bytes=wal.stat().st_size if wal.exists() else 0,
+                )
+            )
+        return out
 
     def count(self, name: str) -> int:
         return self.entry(name).index.count
@@ -189,6 +213,27 @@ class IndexStore:
     def check_mode(self, mode: SearchMode) -> None:
         """Every mode is served here (the lexical index is kept beside the vectors)."""
 
+    def new_config(
+        self,
+        name: str,
+        model: str,
+        view: str,
+        dim: int,
+        *,
+        factory: str = "Flat",
+        metric: Metric = "cosine",
+        normalize: bool = True,
+        train_size: int | None = None,
+        fingerprint: str = "",
+        mode: SearchMode = "dense",
+    ) -> IndexConfig:
+        """A new index's config, its factory checked with FAISS now (a 422 naming ``factory``), not at the first add."""
+        self.check_mode(mode)
+        try:
+            return new_config(name, model, view, dim, factory, metric, normalize, train_size, fingerprint, mode)
+        except ValueError as e:
+            raise InvalidInput(str(e), field="factory") from None
+
     def lexical_search(self, name: str, queries: Sequence[str], k: int) -> list[list[tuple[Doc, float]]]:
         """The ``k`` best documents per query text by BM25, best first (only those sharing a term with it)."""
         e = self.entry(name)
@@ -197,11 +242,11 @@ class IndexStore:
             return [[(vi.docs[vi.labels[i]], s) for i, s in e.lexical.search(q, k)] for q in queries]
 
     # -- writes --------------------------------------------------------------------------
-    def create(self, config: IndexConfig) -> dict:
+    def create(self, config: IndexConfig) -> IndexStats:
         """A new empty index, on disk before this returns."""
         return self.install(BuiltIndex(config, [], np.zeros((0, config.dim), np.float32)))
 
-    def install(self, built: BuiltIndex, overwrite: bool = False) -> dict:
+    def install(self, built: BuiltIndex, overwrite: bool = False) -> IndexStats:
         """Make a FAISS index of ``built`` (training it where its factory needs that), persist it and serve it."""
         name = built.config.name
         folder = self.root / name
@@ -351,10 +396,6 @@ def _storage(op: str, name: str) -> Iterator[None]:
 
 class Unfinished(ValueError):
     """An index folder without a snapshot: a creation that never finished, not an index."""
-
-
-def new_id() -> str:
-    return uuid.uuid4().hex
 
 
 def _apply(vi: VectorIndex, header: dict, blob: bytes | np.ndarray, lexical: LexicalIndex | None = None) -> list[str]:

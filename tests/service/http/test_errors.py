@@ -129,7 +129,7 @@ def test_not_ready_while_building_and_no_models(tmp_path, models_dir):
         assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_model"
         assert c.get("/health").status_code == 200
     with serve_test(settings_for(models_dir, tmp_path / "i")) as c:
-        c.app.state.core.indexes.store.building["default"] = "10/50 sentences embedded"
+        c.app.state.core.indexes.building["default"] = "10/50 sentences embedded"
         r = c.post("/v1/search", json={"query": "x"})
         assert r.status_code == 503 and r.headers["retry-after"] == "1" and "being built (10/50" in r.json()["error"]["message"]
         assert c.get("/ready").json()["indexes"]["default"].startswith("building")

@@ -8,6 +8,7 @@ alone) the answer is a 422 naming the field, never a 500.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from tests.service.conftest import SENTENCES, write_sample
 from tests.service.index.milvus_support import need
 from thoughtvec.service.index.backend import IndexBackend, MilvusOptions, open_store
+from thoughtvec.service.settings import SEARCH_MODES
 
 HOSTILE_IDS = ['a"b', "c\\d", "e\nf", "ü✓ 𝄞", "x'y] or id != \"", "\x01", "  "]
 METADATA = [None, {}, {"n": 2**70, "f": 0.1, "s": "ü", "nested": {"a": [1, None, True]}}, {"k": 1.0}, {"tag": "x"}, None, {"z": -1}]
@@ -40,7 +42,8 @@ def test_the_interface_speaks_no_backend_s_types():
     import typing
 
     for name in [n for n in dir(IndexBackend) if not n.startswith("_")]:
-        for hint in typing.get_type_hints(getattr(IndexBackend, name)).values():
+        member = getattr(IndexBackend, name)
+        for hint in typing.get_type_hints(member.fget if isinstance(member, property) else member).values():
             for t in (hint, *typing.get_args(hint)):
                 assert getattr(t, "__module__", "").split(".")[0] != "faiss", (name, t)
                 assert getattr(t, "__module__", "") != "thoughtvec.service.index.indexes", f"{name} takes {t} (FAISS's side)"
@@ -49,6 +52,32 @@ def test_the_interface_speaks_no_backend_s_types():
     for module in ("thoughtvec.service.index.contents", "thoughtvec.service.index.milvus", "thoughtvec.service.index.milvus_schema"):
         imported = {t for t, _ in imports(module)}
         assert not {"faiss", "thoughtvec.service.index.indexes", "thoughtvec.service.index.store"} & imported, module
+
+
+def test_both_backends_implement_the_contract():
+    """Every member of ``IndexBackend`` exists on both stores, with the contract's parameters (checked without a
+    Milvus: the classes, not instances), and each backend's capabilities say what it serves."""
+    import inspect
+
+    from thoughtvec.service.index.milvus import MilvusStore
+    from thoughtvec.service.index.store import IndexStore
+
+    members = [n for n in dir(IndexBackend) if not n.startswith("_") or n == "__contains__"]
+    members = [n for n in members if n not in ("__dict__", "__doc__", "__module__", "__weakref__")]
+    assert {"capabilities", "quarantined", "new_config", "inventory", "stats", "search"} <= set(members)
+    for store in (IndexStore, MilvusStore):
+        for name in members:
+            want = getattr(IndexBackend, name)
+            if isinstance(want, property):
+                continue  # an attribute or a property: checked on instances below
+            got = getattr(store, name, None)
+            assert callable(got), f"{store.__name__} has no {name}"
+            assert list(inspect.signature(got).parameters) == list(inspect.signature(want).parameters), (store.__name__, name)
+    faiss_store = IndexStore(Path("/nonexistent-index-dir"))
+    assert isinstance(faiss_store, IndexBackend) and faiss_store.capabilities.modes == SEARCH_MODES
+    assert faiss_store.capabilities.backend == "faiss" and not faiss_store.capabilities.shared and faiss_store.inventory() == []
+    milvus_store = MilvusStore(MilvusOptions("unused.db"))  # connects only at its first call
+    assert isinstance(milvus_store, IndexBackend) and milvus_store.capabilities.modes == ("dense",) and milvus_store.capabilities.shared
 
 
 def test_backends_are_named_once():
@@ -213,7 +242,7 @@ def test_default_index_is_built_once_and_found_by_the_next_server(backend_client
         time.sleep(0.1)
     assert c.get("/v1/indexes/default").json()["documents"] == 40
     again = backend_client(build_default_index=True, search_sample=sample)  # the index already exists: not rebuilt
-    assert again.app.state.core.indexes.store.building == {}
+    assert again.app.state.core.indexes.building == {}
     hit = again.post("/v1/search", json={"query": "the man read a book", "k": 1}).json()["results"][0][0]
     assert hit["metadata"]["source"].startswith("book")
 

@@ -61,13 +61,13 @@ def top_ids(vi: VectorIndex, q: np.ndarray, k: int = 3) -> list[str]:
 
 def test_without_a_gpu_nothing_moves(tmp_path):
     vi = VectorIndex(new_config("x", "tiny", "mean", DIM))
-    assert indexes.gpu_count() == 0 and vi.use_gpu() is False and vi.stats()["gpu"] is False
+    assert indexes.gpu_count() == 0 and vi.use_gpu() is False and vi.stats().gpu is False
 
 
 def test_flat_index_searches_on_the_gpu_copy_with_the_cpu_results(gpu):
     cpu = VectorIndex(new_config("x", "tiny", "mean", DIM))
     on_gpu = VectorIndex(new_config("x", "tiny", "mean", DIM))
-    assert on_gpu.use_gpu() and on_gpu.stats()["gpu"] is True
+    assert on_gpu.use_gpu() and on_gpu.stats().gpu is True
     for vi in (cpu, on_gpu):
         vi.add(docs(20), vecs(20), list(range(20)))
     q = vecs(20)[5:6]
@@ -93,7 +93,7 @@ def test_delete_and_training_remake_the_copy(gpu):
 
 def test_hnsw_and_large_k_stay_on_the_cpu(gpu):
     hnsw = VectorIndex(new_config("h", "tiny", "mean", DIM, "HNSW8"))
-    assert hnsw.use_gpu() is False and hnsw.stats()["gpu"] is False
+    assert hnsw.use_gpu() is False and hnsw.stats().gpu is False
     vi = VectorIndex(new_config("x", "tiny", "mean", DIM))
     vi.use_gpu()
     vi.add(docs(5), vecs(5), list(range(5)))
@@ -106,7 +106,7 @@ def test_store_puts_served_indexes_on_the_gpu_and_snapshots_from_the_cpu(gpu, tm
     store.create(new_config("x", "tiny", "mean", DIM))
     store.add("x", docs(6), vecs(6))
     store.delete("x", ["d0"])
-    assert store.stats("x")["gpu"] is True
+    assert store.stats("x").gpu is True
     store.close()
     again = IndexStore(tmp_path, gpu=True)
     again.load_all()
