@@ -180,7 +180,7 @@ def search_settings(retrieval: Sequence[dict]) -> dict[str, dict]:
     return {
         "analyzer": {k: lexical[k] for k in ("stemmer", "stopwords")},
         "bm25": {k: lexical[k] for k in ("method", "k1", "b")},
-        "fusion": fusion,
+        "fusion": {k: fusion[k] for k in ("method", "lexical_weight", "rrf_k", "depth")},
     }
 
 
