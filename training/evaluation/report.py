@@ -158,7 +158,7 @@ def _dev_section(ours: list[dict]) -> list[str]:
     lines = [
         "## Choices made on dev",
         "",
-        "Nothing below looks at a test split. The default model is the bundle, of every one served (the imported "
+        "Nothing below looks at a test split. The default model is the bundle, of every one evaluated (the imported "
         "reference encoder too), whose default view has the best mean "
         f"cosine Spearman on the SICK-R and STS-B dev pairs, or, among bundles within {MIN_GAIN} of the best (the margin "
         "`thoughtvec postprocess` treats as noise), the smallest on disk; a bundle's best view for features is the one with the best "
