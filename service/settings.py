@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from thoughtvec.service import model_guide
+
 ENV_PREFIX = "THOUGHTVEC_"
 # THOUGHTVEC_* variables that other commands read (README: corpus and evaluation); not typos of a setting.
 OTHER_COMMANDS_VARIABLES = frozenset({"THOUGHTVEC_SENTEVAL", "THOUGHTVEC_CACHE"})
@@ -39,46 +41,11 @@ class IndexBackendName(StrEnum):
 CsvList = Annotated[list[str], NoDecode]
 
 
-# The default model first, then by dev score (the API docs' examples name the first).
-MODEL_PREFERENCE = (
-    "invertible-bijection",
-    "invertible-bijection-w2v",
-    "invertible-linear-w2v",
-    "invertible-linear",
-    "bi-skip",
-    "combine-skip",
-    "mean-max-aae",
-    "uni-skip",
-)
-
-# Bundles by the dense nDCG@10 of their default view on the SciFact dev set, best first
-# (thoughtvec.training.evaluation.guide; docs/RESULTS.md, *Retrieval*). The first one served is the model OpenAI's
-# names get (model_aliases `alias=retrieval`) and a new index's model when its creator names none; where none is
-# served, the default model. tests/test_committed_bundles.py holds it to the committed records.
-RETRIEVAL_MODEL_PREFERENCE = (
-    "all-minilm-l6-v2",
-    "invertible-bijection",
-    "invertible-linear-w2v",
-    "invertible-linear",
-    "invertible-bijection-w2v",
-    "mean-max-aae",
-    "bi-skip",
-    "combine-skip",
-    "uni-skip",
-)
-
-# The bundles whose hybrid search (BM25 fused with their dense ranking by thoughtvec.service.index.fusion.Fusion's
-# defaults) beats BM25 alone in nDCG@10 on the same dev set (docs/search.md, *Default search*): a new index over
-# one of them searches in mode "hybrid" unless told otherwise, over any other in mode "lexical" (BM25 alone), and
-# in mode "dense" where the index backend searches vectors only (Milvus). Held to the records by the same test.
-HYBRID_MODELS = ("all-minilm-l6-v2",)
-
-
 def default_search_mode(model: str, modes: tuple[SearchMode, ...] = SEARCH_MODES) -> SearchMode:
-    """A new index's mode when its creator names none: hybrid over a model of ``HYBRID_MODELS`` (its hybrid
-    beats BM25 alone on dev), lexical over any other (on dev, each trained-here bundle's hybrid falls below
-    BM25 alone, and its dense ranking further); dense where the backend (``modes``) has nothing else."""
-    best: SearchMode = "hybrid" if model in HYBRID_MODELS else "lexical"
+    """A new index's mode when its creator names none: hybrid over one of the model guide's ``hybrid_models``
+    (its hybrid beats BM25 alone on dev), lexical over any other (on dev, each trained-here bundle's hybrid falls
+    below BM25 alone, and its dense ranking further); dense where the backend (``modes``) has nothing else."""
+    best: SearchMode = "hybrid" if model in model_guide.hybrid_models() else "lexical"
     return best if best in modes else "dense"
 
 
@@ -94,15 +61,15 @@ class Settings(BaseSettings):
     index_dir: Path = Field(Path("data/indexes"), description="folder where search indexes persist")
     default_model: str | None = Field(
         None,
-        description="model used when a request names none; unset = first of model_preference that is loaded, else the first bundle by name",
+        description="model used when a request names none; unset = the first served of model_preference, else the first bundle by name",
     )
     model_aliases: CsvList = Field(
         ["text-embedding-ada-002=retrieval", "text-embedding-3-small=retrieval", "text-embedding-3-large=retrieval"],
         description="comma-separated `alias=bundle` names a request's `model` may use (`=default`: the default model; `=retrieval`: the served bundle best for retrieval on dev, else the default model); listed in /v1/models. Empty: only bundle names",
     )
     model_preference: CsvList = Field(
-        list(MODEL_PREFERENCE),
-        description="comma-separated bundle names tried in order for the default model (by default: the model chosen on dev first, then by the dev cosine Spearman of each bundle's default view; docs/RESULTS.md's 'Choices made on dev')",
+        [],
+        description="comma-separated bundle names tried in order for the default model; empty = the dev rule's order over every evaluated bundle (best mean dev cosine Spearman of the default view; within 0.002 of the best, the smallest on disk), from the model guide `thoughtvec eval report` writes (docs/RESULTS.md's 'Choices made on dev')",
     )
 
     # -- the default search index --------------------------------------------------------

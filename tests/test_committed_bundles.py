@@ -4,7 +4,6 @@ has its evaluation in docs/results/ (so docs/RESULTS.md covers it)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -80,40 +79,3 @@ def test_serving_does_not_import_torch():
             f"e = Encoder.load({str(ROOT / 'models' / BUNDLES[0])!r}, threads=1); e.encode(['hello world'], e.spec.default_view); "
             "assert 'torch' not in sys.modules, 'torch was imported'")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
-
-
-def test_the_default_model_is_the_one_chosen_on_dev():
-    """The server's default model is the bundle docs/RESULTS.md chose on dev data, and its
-    evaluation was of the bundle's current default view."""
-    from thoughtvec.service.settings import Settings
-    from thoughtvec.training.evaluation.report import dev_choices, load_records, pick
-
-    chosen = dev_choices(pick(load_records(ROOT / "docs" / "results")))["default_model"]
-    assert Settings().model_preference[0] == chosen["name"], "model_preference must start with the dev-chosen model"
-    assert json.loads((ROOT / "models" / chosen["name"] / "bundle.json").read_text())["default_view"] == chosen["view"]
-
-
-def test_openai_model_names_get_the_bundle_chosen_for_retrieval_on_dev():
-    """RETRIEVAL_MODEL_PREFERENCE is the committed records' order: dense nDCG@10 of each bundle's default view on the
-    retrieval dev set, best first (thoughtvec.training.evaluation.guide), over every committed bundle."""
-    from thoughtvec.service.settings import RETRIEVAL_MODEL_PREFERENCE
-    from thoughtvec.training.evaluation import guide, retrieval_report
-    from thoughtvec.training.evaluation.report import load_records, pick
-
-    results = ROOT / "docs" / "results"
-    figures = guide.figures(pick(load_records(results)), retrieval_report.load(results))
-    assert RETRIEVAL_MODEL_PREFERENCE == tuple(guide.retrieval_preference(figures))
-    assert set(RETRIEVAL_MODEL_PREFERENCE) == set(BUNDLES), "every committed bundle has its retrieval record: thoughtvec eval --retrieval"
-
-
-def test_new_indexes_search_hybrid_over_the_bundles_whose_hybrid_beats_bm25_on_dev():
-    """HYBRID_MODELS is what the committed records say: the bundles whose hybrid search at their default view beats
-    BM25 alone on the retrieval dev set (a new index over any other searches with BM25 alone)."""
-    from thoughtvec.service.settings import HYBRID_MODELS
-    from thoughtvec.training.evaluation import guide, retrieval_report
-    from thoughtvec.training.evaluation.report import load_records, pick
-
-    results = ROOT / "docs" / "results"
-    retrieval = retrieval_report.load(results)
-    figures = guide.figures(pick(load_records(results)), retrieval)
-    assert HYBRID_MODELS == tuple(guide.hybrid_models(figures, retrieval))

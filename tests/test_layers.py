@@ -27,7 +27,7 @@ TOP = "thoughtvec"
 S = f"{TOP}.service"
 
 # layer -> the layers it may import (besides itself). A layer is a folder, or one shared module.
-_SERVICE_LOW = {S, f"{S}.bundle", f"{S}.errors", f"{S}.settings"}
+_SERVICE_LOW = {S, f"{S}.bundle", f"{S}.errors", f"{S}.settings", f"{S}.model_guide"}
 # The index's ranking functions (BM25, fusion): pure, no FAISS or store, so the evaluation harness scores
 # exactly what the server ranks with.
 _RANKING = {f"{S}.index.lexical", f"{S}.index.fusion"}
@@ -41,10 +41,11 @@ BACKEND_PACKAGES = {"faiss", "pymilvus", "milvus_lite"}
 ALLOWED: dict[str, set[str]] = {
     S: set(),  # service/__init__.py: the version, environment defaults
     f"{S}.bundle": set(),  # imports nothing else of ours
-    f"{S}.settings": set(),
+    f"{S}.model_guide": set(),  # the choices made on dev (a generated file): read by every layer's defaults
+    f"{S}.settings": {f"{S}.model_guide"},
     f"{S}.errors": {f"{S}.bundle"},
-    f"{S}.index.lexical": set(),
-    f"{S}.index.fusion": set(),
+    f"{S}.index.lexical": {f"{S}.model_guide"},
+    f"{S}.index.fusion": {f"{S}.model_guide"},
     _CONTENTS: _SERVICE_LOW,
     f"{S}.index.jsonvalues": _SERVICE_LOW,
     f"{S}.index.build": _SERVICE_LOW | {_CONTENTS},
@@ -54,7 +55,7 @@ ALLOWED: dict[str, set[str]] = {
     f"{S}.http": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.index", f"{S}.core"},
     f"{S}.cli": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.core", f"{S}.http"},
     f"{TOP}.bench": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.index", f"{S}.core", f"{S}.cli"},
-    f"{TOP}.training": {f"{S}.bundle", f"{S}.core"} | _RANKING,
+    f"{TOP}.training": {f"{S}.bundle", f"{S}.core", f"{S}.model_guide"} | _RANKING,
     TOP: {f"{TOP}.training", f"{S}.cli", f"{TOP}.bench"},
 }
 

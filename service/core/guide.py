@@ -1,26 +1,19 @@
-"""What each bundle is for, with its dev figures: the model guide, a file in this package written by
-``thoughtvec eval report`` (``thoughtvec.training.evaluation.guide``, where the rules are) from the committed
-evaluation records. ``/v1/models`` and ``/info`` show a bundle's entry only while the bundle is the one it was
-measured on (the same fingerprint of its default view); any other bundle has none.
+"""What each bundle is for, with its dev figures, from the model guide (:mod:`thoughtvec.service.model_guide`,
+written by ``thoughtvec eval report``). ``/v1/models`` and ``/info`` show a bundle's entry only while the bundle is
+the one it was measured on (the same fingerprint of its default view); any other bundle has none.
 """
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-GUIDE_FILE = Path(__file__).resolve().parent / "model_guide.json"
+from thoughtvec.service import model_guide
+
 NONE: dict[str, Any] = {"best_for": [], "best_trained_here_for": [], "dev": None}
 
 
-@lru_cache(maxsize=1)
 def _models() -> dict[str, dict]:
-    try:
-        return json.loads(GUIDE_FILE.read_text(encoding="utf-8")).get("models", {})
-    except (OSError, ValueError):  # a build without the file: no guide, nothing else changes
-        return {}
+    return model_guide.load().get("models", {})
 
 
 def entry(name: str, fingerprint: str) -> dict[str, Any]:

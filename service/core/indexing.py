@@ -229,7 +229,7 @@ class IndexService:
 
     def new_index_search(self, model: str | None, view: str | None, mode: SearchMode | None) -> tuple[Model, str, SearchMode]:
         """A new index's model, view and default mode: those named, the others by the dev rule
-        (the model OpenAI's names get, ``settings.RETRIEVAL_MODEL_PREFERENCE``, when none is named; the mode that
+        (the model OpenAI's names get, the model guide's ``retrieval_models``, when none is named; the mode that
         scored best on dev for the model, of those the backend serves: ``settings.default_search_mode``)."""
         if mode is not None:
             self.store.check_mode(mode)

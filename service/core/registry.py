@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from thoughtvec.service import model_guide
 from thoughtvec.service.bundle.format import discover_bundles, load_bundle
 from thoughtvec.service.bundle.heads import RelatednessHead
 from thoughtvec.service.bundle.heads import load as load_head
@@ -21,7 +22,7 @@ from thoughtvec.service.core.batcher import Batcher, BatchLimits, Observer
 from thoughtvec.service.core.encoder import Encoder, available_providers
 from thoughtvec.service.core.results import ModelDescription, ViewDescription
 from thoughtvec.service.errors import NotReady, UnknownModel
-from thoughtvec.service.settings import RETRIEVAL_MODEL_PREFERENCE, Settings
+from thoughtvec.service.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -90,19 +91,21 @@ class Model:
 
 
 def pick_default_model(settings: Settings, names: Iterable[str]) -> str | None:
-    """The model a request that names none gets, among the bundles ``names``: the ``default_model``
-    setting, else the first of ``model_preference`` there, else the first by name."""
+    """The model a request that names none gets, among the bundles ``names``: the ``default_model`` setting,
+    else the first there of ``model_preference`` (by default the model guide's ``default_models``: the dev
+    rule's order over every evaluated bundle), else the first by name."""
     names = set(names)
     if settings.default_model:
         return settings.default_model
-    return next((n for n in settings.model_preference if n in names), min(names) if names else None)
+    order = settings.model_preference or model_guide.default_models()
+    return next((n for n in order if n in names), min(names) if names else None)
 
 
 def pick_retrieval_model(settings: Settings, names: Iterable[str]) -> str | None:
-    """What an alias ``=retrieval`` names among the bundles ``names``: the first of RETRIEVAL_MODEL_PREFERENCE
-    there (chosen on dev), else the default model."""
+    """What an alias ``=retrieval`` names among the bundles ``names``: the first there of the model guide's
+    ``retrieval_models`` (by dense nDCG@10 on dev), else the default model."""
     names = set(names)
-    return next((n for n in RETRIEVAL_MODEL_PREFERENCE if n in names), None) or pick_default_model(settings, names)
+    return next((n for n in model_guide.retrieval_models() if n in names), None) or pick_default_model(settings, names)
 
 
 @dataclass

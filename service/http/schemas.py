@@ -21,7 +21,8 @@ from thoughtvec.service.core import results as core  # not "results": two respon
 from thoughtvec.service.index.contents import NAME_PATTERN, Metric
 from thoughtvec.service.index.factory import SCHEMA_PATTERN
 from thoughtvec.service.index.jsonvalues import reject_lone_surrogates
-from thoughtvec.service.settings import MODEL_PREFERENCE, SearchMode, Truncation
+from thoughtvec.service.model_guide import default_model
+from thoughtvec.service.settings import SearchMode, Truncation
 
 # What the core accepts, for the OpenAPI schema (the core checks it, with messages naming the field).
 TEXT = {"type": "string", "minLength": 1, "pattern": r"\S"}
@@ -71,7 +72,7 @@ TRUNCATION = Field(
 # -- embeddings (OpenAI-compatible) -----------------------------------------------------------
 class EmbeddingsRequest(StrictBody):
     model_config = examples(
-        {"input": ["the cat sat on the mat .", "a dog ran in the park ."], "model": MODEL_PREFERENCE[0]},
+        {"input": ["the cat sat on the mat .", "a dog ran in the park ."], "model": default_model()},
         {"input": "one sentence ."},
         {"input": [[1820, 8415, 7731, 389, 279, 5634, 662]], "model": "text-embedding-3-small"},
     )

@@ -22,12 +22,16 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 
+from thoughtvec.service import model_guide
+
 Method = Literal["lucene", "robertson", "atire"]
 METHODS: tuple[Method, ...] = ("lucene", "robertson", "atire")
+# the defaults below are the model guide's: the settings every dev retrieval record was measured with
+_ANALYZER, _BM25 = model_guide.search("analyzer"), model_guide.search("bm25")
 
 
 @dataclass(frozen=True)
@@ -40,8 +44,8 @@ class Analyzer:
 
     # chosen on the retrieval dev set (python -m thoughtvec.training.evaluation.retrieval_tuning lexical): stemming
     # is worth +0.03 nDCG@10 there; Porter and Snowball English, with or without stop words, are within 0.002
-    stemmer: str | None = "porter"
-    stopwords: str | None = "en"
+    stemmer: str | None = _ANALYZER["stemmer"]
+    stopwords: str | None = _ANALYZER["stopwords"]
 
     @cached_property
     def _stem(self):
@@ -72,9 +76,9 @@ class BM25:
     """A BM25 variant with its parameters (``bm25s``'s names and definitions)."""
 
     # the best of the dev grid (variant x k1 x b); every top-12 setting is within 0.002 nDCG@10 of it
-    method: Method = "atire"
-    k1: float = 0.9
-    b: float = 0.5
+    method: Method = cast(Method, _BM25["method"])
+    k1: float = float(_BM25["k1"])
+    b: float = float(_BM25["b"])
 
     def idf(self, df: int, n: int) -> float:
         if self.method == "lucene":

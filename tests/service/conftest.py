@@ -60,17 +60,17 @@ def models_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def search_models_dir(models_dir, tmp_path_factory) -> Path:
     """``tiny`` and ``tiny2``, and a tiny bundle (dim 6) under the name of the model chosen for retrieval on dev
-    (``RETRIEVAL_MODEL_PREFERENCE[0]``, one of ``HYBRID_MODELS``), so a new index there defaults to hybrid search
+    (the model guide's first ``retrieval_models``, one of its ``hybrid_models``), so a new index there defaults to hybrid search
     over it as it does with the real one."""
     import shutil
 
-    from thoughtvec.service.settings import HYBRID_MODELS, RETRIEVAL_MODEL_PREFERENCE
+    from thoughtvec.service import model_guide
 
     root = tmp_path_factory.mktemp("search-models")
     for name in ("tiny", "tiny2"):
         shutil.copytree(models_dir / name, root / name)
-    chosen = RETRIEVAL_MODEL_PREFERENCE[0]
-    assert chosen in HYBRID_MODELS
+    chosen = model_guide.retrieval_models()[0]
+    assert chosen in model_guide.hybrid_models()
     make_tiny_bundle(root / chosen, name=chosen, dim=6, seed=7)
     return root
 

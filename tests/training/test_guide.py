@@ -1,17 +1,26 @@
-"""The model guide: what each bundle is for, picked on dev; the committed one in the serving package is the one the
-committed records make, and the server shows an entry only for the bundle it was measured on."""
+"""The model guide: what each bundle is for and every choice the server follows, picked on dev; the committed one in
+the serving package is the one the committed records make, the server shows an entry only for the bundle it was
+measured on, and every dev retrieval record was measured with the rankers' defaults the guide gives the code."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.training.test_models_table import IMPORTED, RECORDS, RETRIEVAL, retrieval
-from thoughtvec.service.core.guide import GUIDE_FILE
+from thoughtvec.service.index.fusion import Fusion
+from thoughtvec.service.index.lexical import BM25, Analyzer
+from thoughtvec.service.model_guide import GUIDE_FILE
 from thoughtvec.training.evaluation import guide, retrieval_report
 from thoughtvec.training.evaluation.report import dev_choices, load_records, pick
 
 ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "docs" / "results"
+LEXICAL = {"stemmer": "porter", "stopwords": "en", "method": "atire", "k1": 0.9, "b": 0.5}
+FUSION = {"method": "minmax", "lexical_weight": 1.5, "rrf_k": 60, "depth": 200}
 
 
 def test_entries_name_the_uses_and_the_dev_figures(monkeypatch):
@@ -23,16 +32,66 @@ def test_entries_name_the_uses_and_the_dev_figures(monkeypatch):
     assert made["b"].dev() == {"sts_b_rho": 0.6, "sick_r_rho": 0.6, "senteval_macro": 80.0, "senteval_view": "feat", "scifact_ndcg10": 0.3}
     assert made["c"].ndcg10 is None  # a hybrid figure is not what /v1/embeddings serves
     assert guide.retrieval_preference(made) == ["t", "b", "a"]
+    assert guide.default_models(made) == ["t", "a", "b", "c"]  # every bundle competes, the imported one too
 
 
-def test_similarity_among_the_trained_here_is_the_default_model_rule():
-    records = pick(load_records(ROOT / "docs" / "results"))
-    made = guide.figures(records, retrieval_report.load(ROOT / "docs" / "results"))
-    assert guide.picks(made, trained_here=True)["similarity"].name == dev_choices(records)["default_model"]["name"]
+def test_within_the_noise_margin_the_default_model_is_the_smaller():
+    small, big = (guide.Figures(n, "f", f"models/{n}", "v", 8, size, cos, cos, None, None, None)
+                  for n, size, cos in (("small", 1e6, 0.700), ("big", 2e6, 0.701)))  # fmt: skip
+    assert guide.default_models({"big": big, "small": small}) == ["small", "big"]
+
+
+def test_the_default_model_is_one_rule_in_the_report_and_the_guide():
+    records = pick(load_records(RESULTS))
+    made = guide.figures(records, retrieval_report.load(RESULTS))
+    chosen = dev_choices(records)["default_model"]["name"]
+    assert guide.default_models(made)[0] == guide.picks(made)["similarity"].name == chosen
 
 
 def test_the_committed_guide_is_the_generated_one():
-    results = ROOT / "docs" / "results"
-    made = guide.guide(pick(load_records(results)), retrieval_report.load(results))
+    made = guide.guide(pick(load_records(RESULTS)), retrieval_report.load(RESULTS))
     assert json.loads(GUIDE_FILE.read_text(encoding="utf-8")) == made, "run `thoughtvec eval report`"
-    assert set(made["models"]) == {p.parent.name for p in (ROOT / "models").glob("*/bundle.json")}  # every committed bundle
+    bundles = {p.parent.name for p in (ROOT / "models").glob("*/bundle.json")}
+    assert set(made["models"]) == bundles  # every committed bundle
+    assert set(made["choices"]["retrieval_models"]) == bundles, (
+        "every committed bundle has its retrieval record: thoughtvec eval --retrieval"
+    )
+    assert set(made["choices"]["default_models"]) == bundles
+
+
+def _ranked(name: str, mode: str, lexical: dict, fusion: dict | None = None) -> dict:
+    ranker = {"kind": "lexical", **lexical} if mode == "lexical" else {"kind": "bundle", "lexical": {"kind": "lexical", **lexical}}
+    if fusion is not None:
+        ranker["fusion"] = fusion
+    return retrieval(name, "v", 0.5, mode=mode, kind="lexical" if mode == "lexical" else "bundle") | {"ranker": ranker}
+
+
+def test_search_settings_are_the_records_and_records_that_disagree_are_refused():
+    agreed = [_ranked("bm25", "lexical", LEXICAL), _ranked("a", "hybrid", LEXICAL, FUSION), _ranked("b", "hybrid", LEXICAL, FUSION)]
+    assert guide.search_settings(agreed) == {
+        "analyzer": {"stemmer": "porter", "stopwords": "en"}, "bm25": {"method": "atire", "k1": 0.9, "b": 0.5}, "fusion": FUSION,
+    }  # fmt: skip
+    stale = [*agreed, _ranked("c", "hybrid", LEXICAL, FUSION | {"lexical_weight": 1.0})]
+    with pytest.raises(ValueError, match="one fusion setting.*scifact-dev__c__v__hybrid"):
+        guide.search_settings(stale)
+    with pytest.raises(ValueError, match="one lexical setting"):
+        guide.search_settings([*agreed, _ranked("bm25", "lexical", LEXICAL | {"k1": 1.2})])
+    with pytest.raises(ValueError, match="found: none"):
+        guide.search_settings([])
+
+
+def test_every_dev_retrieval_record_was_measured_with_the_code_defaults():
+    """The analyser, BM25 and fusion of each committed retrieval record are the ones the rankers (the server's and
+    the harness's) use by default; a record measured with others is stale: run its command again."""
+    defaults = dataclasses.asdict(Analyzer()) | dataclasses.asdict(BM25())
+    fusion = dataclasses.asdict(Fusion())
+    checked = 0
+    for r in retrieval_report.load(RESULTS):
+        ranker = r["ranker"]
+        lexical = ranker if ranker.get("kind") == "lexical" else ranker.get("lexical")
+        if lexical is not None:
+            assert {k: v for k, v in lexical.items() if k != "kind"} == defaults, f"{r['command']}: measured with other BM25 settings"
+            checked += 1
+        if "fusion" in ranker:
+            assert ranker["fusion"] == fusion, f"{r['command']}: measured with another fusion"
+    assert checked > 1  # BM25 alone and the hybrids

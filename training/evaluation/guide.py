@@ -9,16 +9,18 @@ family ``transformer``, left out):
 
 - **similarity**: the best mean dev cosine ρ of the default view (what a request without ``view`` gets); among
   bundles within :data:`~thoughtvec.training.postprocess.MIN_GAIN` of the best, the smallest on disk (the default
-  model's rule, ``report.dev_choices``: among the bundles trained here, this pick is the default model);
+  model's rule, ``report.dev_choices``: among every bundle, this pick is the default model);
 - **search**: the best dense nDCG@10 of the default view (``/v1/embeddings`` is dense; OpenAI's model names
-  get this model: :data:`thoughtvec.service.settings.RETRIEVAL_MODEL_PREFERENCE`);
+  get this model);
 - **features**: the best dev macro of any view (the view named);
 - **speed**: the narrowest default view (index memory and search time follow the dimension), the smaller on
   disk on a tie.
 
 ``thoughtvec eval`` (and ``thoughtvec eval report``) writes the guide into the serving package
-(:data:`thoughtvec.service.core.guide.GUIDE_FILE`) with each bundle's fingerprint, so the server shows a
-bundle's figures only for the bundle they were measured on.
+(:data:`thoughtvec.service.model_guide.GUIDE_FILE`) with each bundle's fingerprint, so the server shows a
+bundle's figures only for the bundle they were measured on, and with the choices the server follows
+(:func:`choices`): the default model's order, the retrieval order, the hybrid models, and the analyser, BM25 and
+fusion settings of the dev retrieval records.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thoughtvec.training.evaluation.report import IMPORTED_FAMILY, REPO, bundle_bytes, dev_macro, flatten
+from thoughtvec.training.evaluation.retrieval import slug as retrieval_slug
 from thoughtvec.training.postprocess import MIN_GAIN
 
 USES = ("similarity", "search", "features", "speed")
@@ -136,8 +139,59 @@ def hybrid_scores(figs: dict[str, Figures], retrieval: Sequence[dict]) -> dict[s
 
 def hybrid_models(figs: dict[str, Figures], retrieval: Sequence[dict]) -> list[str]:
     """The bundles of :func:`hybrid_scores` by name: a new index over one of them searches hybrid unless told
-    otherwise (the server's HYBRID_MODELS)."""
+    otherwise."""
     return sorted(hybrid_scores(figs, retrieval))
+
+
+def default_models(figs: dict[str, Figures]) -> list[str]:
+    """Every bundle with dev cosine figures in the order of the default model's rule (:func:`_similarity`, applied
+    to what is left): a request naming no model gets the first one served."""
+    pool = [f for f in figs.values() if f.cosine is not None]
+    out = []
+    while pool:
+        best = _similarity(pool)
+        assert best is not None
+        out.append(best.name)
+        pool.remove(best)
+    return out
+
+
+def _lexical_settings(record: dict) -> dict | None:
+    ranker = record.get("ranker", {})
+    lexical = ranker if ranker.get("kind") == "lexical" else ranker.get("lexical")
+    return None if lexical is None else {k: v for k, v in lexical.items() if k != "kind"}
+
+
+def search_settings(retrieval: Sequence[dict]) -> dict[str, dict]:
+    """The analyser, BM25 and fusion settings the retrieval dev records were measured with (chosen on that dev set
+    by ``python -m thoughtvec.training.evaluation.retrieval_tuning``), as the rankers' defaults take them.
+    ``ValueError`` when the records disagree (one measured with other settings than the rest: run it again)."""
+    on_task = [r for r in retrieval if r["task"] == RETRIEVAL_TASK]
+    seen: dict[str, dict[str, list[str]]] = {"lexical": {}, "fusion": {}}
+    for r in on_task:
+        for part, settings in (("lexical", _lexical_settings(r)), ("fusion", r.get("ranker", {}).get("fusion"))):
+            if settings is not None:
+                seen[part].setdefault(json.dumps(settings, sort_keys=True), []).append(retrieval_slug(r))
+    for part, variants in seen.items():
+        if len(variants) != 1:
+            found = "; ".join(f"{k} in {', '.join(v)}" for k, v in variants.items()) or "none"
+            raise ValueError(f"the {RETRIEVAL_TASK} records need one {part} setting, found: {found}")
+    lexical, fusion = (json.loads(next(iter(seen[part]))) for part in ("lexical", "fusion"))
+    return {
+        "analyzer": {k: lexical[k] for k in ("stemmer", "stopwords")},
+        "bm25": {k: lexical[k] for k in ("method", "k1", "b")},
+        "fusion": {k: fusion[k] for k in ("method", "lexical_weight", "rrf_k", "depth")},
+    }
+
+
+def choices(figs: dict[str, Figures], retrieval: Sequence[dict]) -> dict:
+    """What the server follows, among the bundles of ``figs``: see :mod:`thoughtvec.service.model_guide`."""
+    return {
+        "default_models": default_models(figs),
+        "retrieval_models": retrieval_preference(figs),
+        "hybrid_models": hybrid_models(figs, retrieval),
+        "search": search_settings(retrieval),
+    }
 
 
 def guide(records: Sequence[dict], retrieval: Sequence[dict], fingerprint=None) -> dict:
@@ -148,25 +202,30 @@ def guide(records: Sequence[dict], retrieval: Sequence[dict], fingerprint=None) 
 
     figs = figures(records, retrieval)
     best, here = picks(figs), picks(figs, trained_here=True)
+    present = {
+        name: f for name, f in sorted(figs.items()) if (REPO / f.path / "bundle.json").is_file()
+    }  # evaluated, not here: nothing to serve
     models = {}
-    for name, f in sorted(figs.items()):
-        path = REPO / f.path
-        if not (path / "bundle.json").is_file():
-            continue  # evaluated, not here: nothing to serve
-        bundle = load_bundle(path)
+    for name, f in present.items():
+        bundle = load_bundle(REPO / f.path)
         models[name] = {
             "fingerprint": (fingerprint or view_fingerprint)(bundle, bundle.spec.default_view),
             "best_for": [u for u in USES if best[u] is f],
             "best_trained_here_for": [u for u in USES if here[u] is f and f.trained_here],
             "dev": f.dev(),
         }
-    return {"generated_by": "thoughtvec eval report", "retrieval_task": RETRIEVAL_TASK, "models": models}
+    return {
+        "generated_by": "thoughtvec eval report",
+        "retrieval_task": RETRIEVAL_TASK,
+        "choices": choices(present, retrieval),
+        "models": models,
+    }
 
 
 def write_guide(records: Sequence[dict], retrieval: Sequence[dict], path: Path | None = None) -> Path:
     """Write the guide into the serving package (or ``path``), atomically; unchanged content is not rewritten."""
     from thoughtvec.service.bundle.atomic import atomic_write_text
-    from thoughtvec.service.core.guide import GUIDE_FILE
+    from thoughtvec.service.model_guide import GUIDE_FILE
 
     path = path or GUIDE_FILE
     text = json.dumps(guide(records, retrieval), indent=1) + "\n"

@@ -3,8 +3,10 @@
 ``lexical``: every analyser (stemmer x stop words) with BM25 lucene k1=1.2 b=0.75, then, on the best
 analyser (ties at four decimals: stop words removed), every variant x k1 x b of the grid; ``fusion``: for one dense source, every fusion of the grid
 over that source's and BM25's (the chosen defaults') rankings. Each prints nDCG@10 and recall@100 per
-setting, best first; the defaults in ``service/index/lexical.py`` and ``service/index/fusion.py`` are the
-best nDCG@10 of these runs (docs/RESULTS.md, *Retrieval*).
+setting, best first. The rankers' defaults (``service/index/lexical.py``, ``service/index/fusion.py``) are
+the model guide's ``choices.search``: the settings every dev retrieval record was measured with, which were
+the best nDCG@10 of these runs (docs/RESULTS.md, *Retrieval*). ``thoughtvec eval report`` refuses records
+measured with different settings, and a test fails when a record's settings differ from the defaults.
 
     python -m thoughtvec.training.evaluation.retrieval_tuning lexical
     python -m thoughtvec.training.evaluation.retrieval_tuning fusion --bundle models/invertible-bijection

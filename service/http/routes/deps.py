@@ -13,7 +13,7 @@ from thoughtvec.service.core.indexing import IndexService
 from thoughtvec.service.http.middleware import json_bytes
 from thoughtvec.service.http.rules import RequestRules
 from thoughtvec.service.http.schemas import ErrorBody, Usage
-from thoughtvec.service.settings import MODEL_PREFERENCE
+from thoughtvec.service.model_guide import default_model
 
 
 # async: a sync dependency would hop to a thread
@@ -51,7 +51,7 @@ def json_body(body: BaseModel, usage: Usage | None = None) -> Response:
 # Path parameters with the values "Try it out" fills in (the default index; the index the examples create).
 IndexName = Annotated[str, Path(description="index name", examples=["default"])]
 NewIndexName = Annotated[str, Path(description="index name", examples=["notes"])]
-ModelName = Annotated[str, Path(description="bundle or alias", examples=[MODEL_PREFERENCE[0]])]
+ModelName = Annotated[str, Path(description="bundle or alias", examples=[default_model()])]
 DocId = Annotated[str, Path(description="document id", examples=["n1"])]
 
 

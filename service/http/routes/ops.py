@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from thoughtvec.service.http.routes.deps import CoreDep
-from thoughtvec.service.settings import MODEL_PREFERENCE
+from thoughtvec.service.model_guide import default_model
 
 router = APIRouter(tags=["operations"])
 
@@ -30,7 +30,7 @@ async def ready(core: CoreDep) -> JSONResponse:
     responses={
         200: {
             "content": {
-                "text/plain": {"schema": {"type": "string"}, "example": f'thoughtvec_tokens_total{{model="{MODEL_PREFERENCE[0]}"}} 42.0\n'}
+                "text/plain": {"schema": {"type": "string"}, "example": f'thoughtvec_tokens_total{{model="{default_model()}"}} 42.0\n'}
             },
             "description": "Prometheus text exposition format",
         }

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from tests.service.conftest import settings_for
-from thoughtvec.service.core.registry import Registry
+from thoughtvec.service import model_guide
+from thoughtvec.service.core.registry import Registry, pick_default_model, pick_retrieval_model
 from thoughtvec.service.errors import NotReady
-from thoughtvec.service.settings import RETRIEVAL_MODEL_PREFERENCE
+from thoughtvec.service.settings import Settings
 
 
 def half_loaded(models_dir, tmp_path, loaded: str, **settings) -> Registry:
@@ -31,18 +32,33 @@ def test_the_default_model_is_awaited_while_it_loads(models_dir, tmp_path):
 
 
 def test_retrieval_aliases_name_the_first_served_of_the_retrieval_preference(models_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr("thoughtvec.service.core.registry.RETRIEVAL_MODEL_PREFERENCE", ("tiny2", "tiny"))
+    monkeypatch.setattr(model_guide, "retrieval_models", lambda: ("tiny2", "tiny"))
     reg = half_loaded(models_dir, tmp_path, "tiny", model_aliases="openai=retrieval", model_preference="tiny,tiny2")
     with pytest.raises(NotReady):  # tiny2 is still loading: the alias waits for it
         reg.get("openai")
     reg.started = True
     assert reg.get("openai").name == "tiny" and reg.aliases() == {"openai": "tiny"}  # tiny2 failed: the next served
-    monkeypatch.setattr("thoughtvec.service.core.registry.RETRIEVAL_MODEL_PREFERENCE", ("elsewhere",))
+    monkeypatch.setattr(model_guide, "retrieval_models", lambda: ("elsewhere",))
     assert reg.get("openai").name == "tiny"  # none of the preference served: the default model
 
 
-def test_openai_names_default_to_the_retrieval_rule():
-    from thoughtvec.service.settings import Settings
+def test_the_default_model_follows_the_guide_unless_a_setting_names_one(models_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(model_guide, "default_models", lambda: ("tiny2", "tiny"))
+    reg = half_loaded(models_dir, tmp_path, "tiny")
+    assert reg.default_model == "tiny2"  # the dev rule's first, awaited while it loads
+    reg.started = True
+    assert reg.default_model == "tiny"  # tiny2 never came: the next of the rule's order
+    assert half_loaded(models_dir, tmp_path, "tiny", model_preference="tiny").default_model == "tiny"
+    assert half_loaded(models_dir, tmp_path, "tiny", default_model="tiny2").default_model == "tiny2"
 
-    assert Settings().aliases == {n: "retrieval" for n in ("text-embedding-ada-002", "text-embedding-3-small", "text-embedding-3-large")}
-    assert RETRIEVAL_MODEL_PREFERENCE  # the order itself is checked against the records (tests/test_committed_bundles.py)
+
+def test_with_every_bundle_served_the_picks_are_the_guides_best_for_similarity_and_search():
+    """Over the bundles the guide has figures for, the default model is the guide's pick for similarity (the
+    same dev rule) and OpenAI's names get its pick for search, the best dense dev nDCG@10 of its figures."""
+    models = model_guide.load()["models"]
+    best_for = {use: [n for n, m in models.items() if use in m["best_for"]] for use in ("similarity", "search")}
+    ndcg = {n: m["dev"]["scifact_ndcg10"] for n, m in models.items() if m["dev"]["scifact_ndcg10"] is not None}
+    settings = Settings()
+    assert [pick_default_model(settings, models)] == best_for["similarity"]
+    assert [pick_retrieval_model(settings, models)] == best_for["search"] == [max(ndcg, key=ndcg.__getitem__)]
+    assert settings.aliases == {n: "retrieval" for n in ("text-embedding-ada-002", "text-embedding-3-small", "text-embedding-3-large")}

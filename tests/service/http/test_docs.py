@@ -66,9 +66,9 @@ def _calls(spec: dict) -> list[tuple[str, str, dict | None]]:
 
 @pytest.mark.slow
 def test_every_example_runs_against_the_default_bundle(tmp_path):
-    from thoughtvec.service.settings import Settings
+    from thoughtvec.service.model_guide import default_model
 
-    name = Settings().model_preference[0]  # the default model (chosen on dev), which the examples name
+    name = default_model()  # the default model (chosen on dev), which the examples name
     bundle = ROOT / "models" / name
     if not (bundle / "bundle.json").exists():
         pytest.skip(f"models/{name} is not in this checkout")

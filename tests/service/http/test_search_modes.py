@@ -9,7 +9,7 @@ import pytest
 
 from tests.service.conftest import SENTENCES, serve_test, settings_for, write_sample
 from thoughtvec.service.index.fusion import Fusion
-from thoughtvec.service.settings import RETRIEVAL_MODEL_PREFERENCE
+from thoughtvec.service.model_guide import retrieval_models
 
 EXTRA = "the king rode into battle at dawn . a storm broke over the sea . the letter was read aloud in the city".split(" . ")
 DOCS = [{"id": f"d{i}", "text": t} for i, t in enumerate(SENTENCES + EXTRA + [f"{s} again" for s in SENTENCES])]
@@ -36,11 +36,11 @@ def test_new_indexes_default_to_the_best_search_on_dev(search_models_dir, tmp_pa
                 "a": {},
                 "b": {"model": "tiny"},
                 "c": {"model": "tiny", "mode": "dense"},
-                "d": {"model": RETRIEVAL_MODEL_PREFERENCE[0]},
+                "d": {"model": retrieval_models()[0]},
                 "e": {"mode": "lexical"},
             }.items()
         }
-        chosen = RETRIEVAL_MODEL_PREFERENCE[0]
+        chosen = retrieval_models()[0]
         assert [(s["model"], s["mode"]) for s in made.values()] == [
             (chosen, "hybrid"), ("tiny", "lexical"), ("tiny", "dense"), (chosen, "hybrid"), (chosen, "lexical"),
         ]  # fmt: skip
@@ -62,7 +62,7 @@ def test_the_default_index_is_built_with_the_same_defaults(served, search_models
         while c.get("/v1/indexes/default").status_code != 200 and time.time() < deadline:
             time.sleep(0.05)
         stats = c.get("/v1/indexes/default").json()
-        assert (stats["model"], stats["mode"]) == ((RETRIEVAL_MODEL_PREFERENCE[0], "hybrid") if served else ("tiny", "lexical"))
+        assert (stats["model"], stats["mode"]) == ((retrieval_models()[0], "hybrid") if served else ("tiny", "lexical"))
         answer = c.post("/v1/search", json={"query": "the man read a book", "k": 3}).json()
         assert answer["mode"] == stats["mode"] and len(answer["results"][0]) == 3
 
