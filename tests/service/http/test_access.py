@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 
+import httpx
 import pytest
 from fastapi import APIRouter, FastAPI
 
+from tests.service.conftest import serve_process
 from thoughtvec.service.http import app as app_module
 from thoughtvec.service.http import fastpath
 from thoughtvec.service.http.routes import ACCESS
@@ -153,3 +155,19 @@ def test_admin_keys_alone_guard_the_admin_routes(make_client):
         none, other = send(c, method, path, {}), send(c, method, path, auth("wrong"))
         assert none.status_code == 401 and "admin key" in none.json()["error"]["message"], (method, path)
         assert other.status_code == 403 and other.json()["error"]["code"] == "forbidden", (method, path)
+
+
+def test_a_real_server_refuses_tei_embeddings_at_the_base_url_without_a_key(models_dir, tmp_path):
+    """What a client of ``thoughtvec serve --api-keys`` meets over a socket: the playground page is open,
+    its POST (huggingface_hub's InferenceClient posts TEI's embeddings there) is not."""
+    proc, base = serve_process(models_dir, "--index-dir", str(tmp_path / "idx"), f"--api-keys={KEY}", key=KEY)
+    try:
+        body = {"inputs": ["x"]}
+        assert httpx.get(base + "/", timeout=20).status_code == 200
+        for headers in ({}, auth("wrong")):
+            r = httpx.post(base + "/", json=body, headers=headers, timeout=20)
+            assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized", r.text
+        assert httpx.post(base + "/", json=body, headers=auth(KEY), timeout=20).status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(20)
