@@ -21,7 +21,7 @@ from thoughtvec.service import __version__
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.core import guide
 from thoughtvec.service.core.batcher import LOOKAHEAD, OFFLOAD_CHARS, check_count
-from thoughtvec.service.core.limits import FLOAT_JSON_BYTES, TOKEN_JSON_BYTES, check_answer, check_chars, check_tokens
+from thoughtvec.service.core.limits import FLOAT_JSON_BYTES, TOKEN_JSON_BYTES, check_answer, check_chars, check_tokens, room
 from thoughtvec.service.core.longinput import pool, prepare
 from thoughtvec.service.core.metrics import Metrics
 from thoughtvec.service.core.planner import plan_batches
@@ -107,7 +107,7 @@ class EmbeddingService:
         enc, mode = model.encoder, self.mode(mode)
         enc.dimensions(view, dimensions)  # a 422 before any work
         chars = check_chars(texts, fields, self.settings.max_request_chars)
-        with model.batcher.admit(len(texts)) as admission:  # before tokenizing: under overload a 429 must be cheap
+        with model.batcher.admit(room(texts, chars, enc.max_tokens)) as admission:  # before tokenizing: a 429 must be cheap
             if chars > OFFLOAD_CHARS:  # tokenizing and splitting long texts stays off the event loop
                 prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, mode)
             else:
@@ -215,7 +215,7 @@ class EmbeddingService:
         check_count(len(items), self.settings.max_inputs, field)
         texts = self.texts(items, fields, "truncate")
         chars = check_chars(texts, fields, self.settings.max_request_chars)
-        with model.batcher.admit(len(texts)):
+        with model.batcher.admit(room(texts, chars, model.encoder.max_tokens)):
             if chars > OFFLOAD_CHARS:  # tokenizing long texts stays off the event loop
                 data = await asyncio.get_running_loop().run_in_executor(None, self._tokenized, model, texts, fields, specials, field)
             else:

@@ -21,7 +21,7 @@ import numpy as np
 
 from thoughtvec.service.core.batcher import check_count
 from thoughtvec.service.core.embedding import EmbeddingService
-from thoughtvec.service.core.limits import HIT_JSON_BYTES, check_answer, check_chars
+from thoughtvec.service.core.limits import HIT_JSON_BYTES, check_answer, check_chars, room
 from thoughtvec.service.core.projection import pca_2d, project
 from thoughtvec.service.core.registry import Model
 from thoughtvec.service.core.results import (
@@ -195,10 +195,11 @@ class IndexService:
         self.store.check_mode(mode)
         fields = ["query"] if isinstance(query, str) else [f"query[{i}]" for i in range(len(texts_or_vector))]
         texts = self.embedding.texts(texts_or_vector, fields, truncation, setting="max_query_chars")
-        check_chars(texts, fields, self.settings.max_request_chars)
+        chars = check_chars(texts, fields, self.settings.max_request_chars)
         if mode == "lexical":  # BM25 alone: no model runs, but the work is admitted to the index model's queue
             model = self.embedding.registry.models.get(config.model)
-            with model.batcher.admit(len(texts)) if model is not None else contextlib.nullcontext():
+            held = model.batcher.admit(room(texts, chars, model.encoder.max_tokens)) if model is not None else contextlib.nullcontext()
+            with held:
                 rows = await self._run(self.store.lexical_search, name, texts, k)
             return self._result(name, config, mode, [[_hit(d, s) for d, s in row] for row in rows], Usage())
         model = self.index_model(name, config)

@@ -19,6 +19,14 @@ TOKEN_JSON_BYTES = 100  # one /tokenize token, less its text: {"text":..,"id":..
 HIT_JSON_BYTES = 160  # one search hit, less its text and metadata: {"id":..,"score":..,"ranks":{..}}
 
 
+def room(texts: Sequence[str], chars: int, max_tokens: int) -> int:
+    """The places in a model's queue a request holds while its ``texts`` (``chars`` characters in all) are
+    tokenized: one a text, or one for each ``max_tokens`` characters (the most model-sized parts they can make: a
+    token has a character at least, bar the few framing each part), whichever is more. A long text is as much
+    work as the parts it is split into, so a flood of long texts meets the queue limit as a flood of short ones does."""
+    return max(len(texts), -(-chars // max_tokens))
+
+
 def check_total(sizes: Iterable[int], fields: Sequence[str], limit: int, unit: str, setting: str) -> int:
     """The sum of ``sizes``; :class:`RequestTooLarge` naming the field that takes it over ``limit``."""
     total = 0

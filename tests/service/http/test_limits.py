@@ -152,6 +152,24 @@ def test_room_is_given_back_when_a_request_fails(make_client):
         assert c.post("/v1/embeddings", json={"input": "the cat"}).status_code == 429
 
 
+def test_long_texts_hold_room_for_the_parts_they_can_make(make_indexed, monkeypatch):
+    c = make_indexed(max_queue_size=64)
+    batcher = c.app.state.core.embedding.model("tiny").batcher
+    held: list[int] = []
+    admit = batcher.admit
+    monkeypatch.setattr(batcher, "admit", lambda n: held.append(n) or admit(n))
+    long = "cat " * 160  # 640 characters: up to 20 parts of tiny's 32 tokens
+    for path, body in (
+        ("/tokenize", {"input": [long, "a dog"]}),
+        ("/v1/embeddings", {"input": [long, "a dog"]}),
+        ("/v1/search", {"index": "notes", "query": ["cat " * 8, "a dog"], "mode": "lexical"}),
+        ("/v1/embeddings", {"input": ["a cat", "a dog", "she walked"]}),
+    ):
+        assert c.post(path, json=body).status_code == 200, path
+    assert held == [21, 21, 2, 3]  # (640 + 5) / 32 rounded up; 37 characters make at most 2 parts; 3 short texts
+    assert batcher.check_room() is None and batcher.depth == 0
+
+
 def test_info_lists_the_limits(client):
     limits = client.get("/info").json()["limits"]
     for name in ("max_request_chars", "max_request_tokens", "max_query_chars", "max_response_bytes"):
