@@ -5,10 +5,11 @@ infinity (``inference/batch_handler.py``):
 
 * admission (the caller's task): check queue room (a full queue is a 429 before any work is spent
   on the request), tokenize, apply the token limit (413) — all before anything waits. A request is
-  admitted while fewer than ``max_queue_size`` sentences wait or are being prepared by requests
-  admitted before it (:meth:`Batcher.admit`), whatever its own size, so a large request is never
-  starved by a stream of small ones (the queue holds at most ``max_queue_size + max_inputs - 1``).
-  Work on a model's texts that is not queued (``/tokenize``, BM25 search) is admitted the same way;
+  admitted while fewer than ``max_queue_size`` sentences wait or are held by requests admitted before
+  it and still being prepared (:meth:`Batcher.admit`), whatever its own size, so a large request is
+  never starved by a stream of small ones (the queue holds at most ``max_queue_size`` less one, plus one
+  request's parts). Work on a model's texts that is not queued (``/tokenize``, BM25 search) is
+  admitted the same way;
 * the worker: waits up to ``max_wait_ms`` for a batch to fill, takes a window of the oldest
   sentences, plans it with :func:`thoughtvec.service.core.planner.plan_batches` (sorted by length, batches
   bounded by ``max_batch_size`` sentences and ``max_batch_tokens`` padded tokens; cut where the
@@ -103,9 +104,9 @@ class _Item:
 
 
 class Admission:
-    """Room held in a model's queue for ``n`` texts while they are prepared (tokenized, split): counted as
-    waiting until they are queued (:meth:`Batcher.embed_ids`) or the work ends (:meth:`release`, or leaving
-    the ``with`` block)."""
+    """``n`` places held in a model's queue while a request's texts are prepared (tokenized, split): counted
+    as waiting until its parts are queued (:meth:`Batcher.embed_ids`) or its work ends (:meth:`release`, or
+    leaving the ``with`` block)."""
 
     def __init__(self, batcher: Batcher, n: int):
         self.batcher = batcher
@@ -150,7 +151,7 @@ class Batcher:
         self.observer = observer
         self._queue: deque[_Item] = deque()
         self._window: list[_Item] = []  # taken off the queue by the worker, not all run yet
-        self._held = 0  # texts of admitted requests still being prepared (Admission), counted as waiting
+        self._held = 0  # places held by admitted requests still being prepared (Admission), counted as waiting
         self._arrived = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._stopping = False
@@ -262,7 +263,7 @@ class Batcher:
             )
 
     def admit(self, n: int) -> Admission:
-        """Admit a request of ``n`` texts (429 when the queue is full), holding room for them while they are prepared."""
+        """Admit a request (429 when the queue is full), holding ``n`` places for it while it is prepared."""
         self.check_room()
         return Admission(self, n)
 
