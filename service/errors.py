@@ -26,6 +26,13 @@ class TooManyInputs(ThoughtvecError):
     code = "too_many_inputs"
 
 
+class RequestTooLarge(ThoughtvecError):
+    """A request over a limit of the work or the answer it asks for: characters or tokens in all, answer bytes."""
+
+    status = 413
+    code = "request_too_large"
+
+
 class UnknownModel(ThoughtvecError):
     status = 404
     code = "unknown_model"

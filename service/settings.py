@@ -115,6 +115,24 @@ class Settings(BaseSettings):
         2048, ge=1, description="texts per request (embeddings input, similarity texts, search queries, documents added)"
     )
     max_input_chars: int = Field(20_000, ge=1, description="characters per text")
+    max_request_chars: int = Field(
+        1_000_000,
+        ge=1,
+        description="characters per request, all its texts together (checked before any is tokenized; 413 `request_too_large` beyond)",
+    )
+    max_request_tokens: int = Field(
+        300_000,
+        ge=1,
+        description="tokens per request, all its texts together (the parts of split texts; the tokens /tokenize lists), as OpenAI's embeddings limit; 413 `request_too_large` beyond",
+    )
+    max_query_chars: int = Field(
+        2_000, ge=1, description="characters per search query text (`/v1/search`, the map's `query`); 413 `input_too_long` beyond"
+    )
+    max_response_bytes: int = Field(
+        64 * 2**20,
+        ge=1024,
+        description="largest answer in bytes, estimated before the work (vectors x dimensions, tokens listed, search hits with their text and metadata); 413 `request_too_large` beyond",
+    )
     truncation: Truncation = Field(
         "split",
         description="text over the bundle's max_input_tokens: `split` into sentences (windows for a sentence still too long), embed each, pool (mean of unit vectors); `truncate` to the limit; or `reject` (413). Requests may override it (`truncation` field). Over max_input_chars: 413 unless `truncate`",
@@ -125,7 +143,10 @@ class Settings(BaseSettings):
     max_metadata_depth: int = Field(16, ge=1, le=64, description="nesting levels of one document's metadata (the object itself is 1)")
 
     # -- security ------------------------------------------------------------------------
-    api_keys: CsvList = Field([], description="comma-separated Bearer keys; empty = no auth. Everything but /health needs one")
+    api_keys: CsvList = Field(
+        [],
+        description="comma-separated Bearer keys; empty = no auth. Every route but `GET /health` and the playground page (`GET /`) needs one",
+    )
     admin_keys: CsvList = Field([], description="comma-separated Bearer keys for index writes; empty = any API key may write")
     cors_origins: CsvList = Field([], description="comma-separated origins allowed by CORS (`*` for any); empty = CORS off")
 

@@ -5,9 +5,11 @@ infinity (``inference/batch_handler.py``):
 
 * admission (the caller's task): check queue room (a full queue is a 429 before any work is spent
   on the request), tokenize, apply the token limit (413) — all before anything waits. A request is
-  admitted while fewer than ``max_queue_size`` sentences wait, whatever its own size, so a large
-  request is never starved by a stream of small ones (the queue holds at most
-  ``max_queue_size + max_inputs - 1``);
+  admitted while fewer than ``max_queue_size`` sentences wait or are held by requests admitted before
+  it and still being prepared (:meth:`Batcher.admit`), whatever its own size, so a large request is
+  never starved by a stream of small ones (the queue holds at most ``max_queue_size`` less one, plus one
+  request's parts). Work on a model's texts that is not queued (``/tokenize``, BM25 search) is
+  admitted the same way;
 * the worker: waits up to ``max_wait_ms`` for a batch to fill, takes a window of the oldest
   sentences, plans it with :func:`thoughtvec.service.core.planner.plan_batches` (sorted by length, batches
   bounded by ``max_batch_size`` sentences and ``max_batch_tokens`` padded tokens; cut where the
@@ -101,6 +103,27 @@ class _Item:
     ids: list[int]
 
 
+class Admission:
+    """``n`` places held in a model's queue while a request's texts are prepared (tokenized, split): counted
+    as waiting until its parts are queued (:meth:`Batcher.embed_ids`) or its work ends (:meth:`release`, or
+    leaving the ``with`` block)."""
+
+    def __init__(self, batcher: Batcher, n: int):
+        self.batcher = batcher
+        self.n = n
+        batcher._held += n
+
+    def release(self) -> None:
+        self.batcher._held -= self.n
+        self.n = 0
+
+    def __enter__(self) -> Admission:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 @dataclass
 class BatchLimits:
     max_batch_size: int = MAX_BATCH_SIZE
@@ -128,6 +151,7 @@ class Batcher:
         self.observer = observer
         self._queue: deque[_Item] = deque()
         self._window: list[_Item] = []  # taken off the queue by the worker, not all run yet
+        self._held = 0  # places held by admitted requests still being prepared (Admission), counted as waiting
         self._arrived = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._stopping = False
@@ -207,13 +231,16 @@ class Batcher:
             ids = self._admit(texts, truncation, fields)
         return await self.embed_ids(ids, view)
 
-    async def embed_ids(self, ids: Sequence[list[int]], view: str) -> Embedded:
-        """Raw vectors for already-fitted token-id lists (the caller applied the token limit)."""
+    async def embed_ids(self, ids: Sequence[list[int]], view: str, admission: Admission | None = None) -> Embedded:
+        """Raw vectors for already-fitted token-id lists (the caller applied the token limit); the room held by
+        ``admission`` (the request's own, from :meth:`admit`) is let go as its parts are queued."""
         if self._death is not None or (self._task is not None and self._task.done()):
             raise WorkerDead(f"the batcher of model '{self.name}' is not running", field="model")
         if self._task is None:
             raise NotReady(f"model '{self.name}' is not started")
-        self.check_room()
+        self.check_room(admission.n if admission is not None else 0)
+        if admission is not None:
+            admission.release()
         n = len(ids)
         loop = asyncio.get_running_loop()
         job = _Job(view, np.empty((n, self.backend.dim(view)), np.float32), n, loop.create_future(), time.perf_counter())
@@ -225,13 +252,20 @@ class Batcher:
         vectors = await job.future
         return Embedded(vectors, [len(s) for s in ids])
 
-    def check_room(self) -> None:
-        """Raise :class:`QueueFull` (429) when ``max_queue_size`` sentences wait: cheap, so callers ask before tokenizing."""
-        if len(self._queue) >= self.limits.max_queue_size:
+    def check_room(self, own: int = 0) -> None:
+        """Raise :class:`QueueFull` (429) when ``max_queue_size`` sentences wait, queued or held by admitted requests
+        (less ``own``, the caller's own hold): cheap, so callers ask before tokenizing."""
+        waiting = len(self._queue) + self._held - own
+        if waiting >= self.limits.max_queue_size:
             raise QueueFull(
-                f"model '{self.name}' has {len(self._queue)} sentences queued; the limit is {self.limits.max_queue_size}",
+                f"model '{self.name}' has {waiting} sentences queued or being prepared; the limit is {self.limits.max_queue_size}",
                 retry_after_s=self.limits.retry_after_s,
             )
+
+    def admit(self, n: int) -> Admission:
+        """Admit a request (429 when the queue is full), holding ``n`` places for it while it is prepared."""
+        self.check_room()
+        return Admission(self, n)
 
     # -- the worker ----------------------------------------------------------------------
     def _report_depth(self) -> None:

@@ -2,9 +2,10 @@
 
 Embeddings (OpenAI's input forms), tokenization, pair similarity, rerank, and what is served
 (``info``). Every text goes through :meth:`EmbeddingService.texts` (the character limit) and
-:meth:`EmbeddingService.encode` (long inputs split, truncated or rejected; the model's batcher), which
-the index service uses too. Every problem is raised as a domain error (``thoughtvec.service.errors``)
-that names the field and the limit.
+:meth:`EmbeddingService.encode` (the request's characters and tokens in all; admission to the model's
+queue; long inputs split, truncated or rejected; the model's batcher), which the index service uses too;
+``/tokenize`` is bounded and admitted the same way (``thoughtvec.service.core.limits``). Every problem
+is raised as a domain error (``thoughtvec.service.errors``) that names the field and the limit.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from thoughtvec.service import __version__
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.core import guide
 from thoughtvec.service.core.batcher import LOOKAHEAD, OFFLOAD_CHARS, check_count
+from thoughtvec.service.core.limits import FLOAT_JSON_BYTES, TOKEN_JSON_BYTES, check_answer, check_chars, check_tokens, room
 from thoughtvec.service.core.longinput import pool, prepare
 from thoughtvec.service.core.metrics import Metrics
 from thoughtvec.service.core.planner import plan_batches
@@ -73,9 +75,12 @@ class EmbeddingService:
         """The request's truncation mode, else the server's."""
         return requested or self.settings.truncation
 
-    def texts(self, items: Sequence[Any], fields: Sequence[str], mode: Truncation | None = None) -> list[str]:
-        """Check each text: a string, not blank, within ``max_input_chars`` (cut only under truncation=truncate)."""
-        limit = self.settings.max_input_chars
+    def texts(
+        self, items: Sequence[Any], fields: Sequence[str], mode: Truncation | None = None, setting: str = "max_input_chars"
+    ) -> list[str]:
+        """Check each text: a string, not blank, within ``setting``'s characters (``max_input_chars``; a search
+        query's ``max_query_chars``), cut only under truncation=truncate."""
+        limit = getattr(self.settings, setting)
         mode = self.mode(mode)
         out = []
         for item, fld in zip(items, fields):
@@ -85,7 +90,7 @@ class EmbeddingService:
                 raise InvalidInput(f"{fld} is empty or only whitespace; send at least one visible character", field=fld)
             if len(item) > limit:
                 if mode != "truncate":  # splitting does not lift the character limit: it bounds the work
-                    raise InputTooLong(f"{fld} has {len(item)} characters; the limit is {limit} (max_input_chars)", field=fld)
+                    raise InputTooLong(f"{fld} has {len(item)} characters; the limit is {limit} ({setting})", field=fld)
                 item = item[:limit]
             out.append(item)
         return out
@@ -104,16 +109,18 @@ class EmbeddingService:
         with ``dimensions``, projected on the view's top principal axes (``Encoder.reduce``)."""
         enc, mode = model.encoder, self.mode(mode)
         enc.dimensions(view, dimensions)  # a 422 before any work
-        model.batcher.check_room()  # before tokenizing: under overload a 429 must be cheap
-        if sum(map(len, texts)) > OFFLOAD_CHARS:  # tokenizing and splitting long texts stays off the event loop
-            prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, mode)
-        else:
-            prep = prepare(enc, texts, fields, mode)
+        chars = check_chars(texts, fields, self.settings.max_request_chars)
+        with model.batcher.admit(room(texts, chars, enc.max_tokens)) as admission:  # before tokenizing: a 429 must be cheap
+            if chars > OFFLOAD_CHARS:  # tokenizing and splitting long texts stays off the event loop
+                prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, mode)
+            else:
+                prep = prepare(enc, texts, fields, mode)
+            check_tokens(map(len, prep.parts), [fields[i] for i in prep.owner], self.settings.max_request_tokens)
+            emb = await model.batcher.embed_ids(prep.parts, view, admission)
         if prep.truncated:  # text was dropped: say so where operators look, not only in the response
             log.info("%s: %d input(s) over %d tokens truncated (truncation=truncate)", model.name, prep.truncated, enc.max_tokens)
         if prep.split:
             log.debug("%s: %d input(s) over %d tokens split into sentences and pooled", model.name, prep.split, enc.max_tokens)
-        emb = await model.batcher.embed_ids(prep.parts, view)
         vecs = enc.reduce(pool(emb.vectors, prep, len(texts)), view, dimensions)
         tokens = sum(emb.tokens)
         self.metrics.embedded(model.name, len(texts), len(prep.parts), tokens, prep.split, prep.truncated)
@@ -160,6 +167,8 @@ class EmbeddingService:
         view = model.encoder.view(view)
         items, fields = read_input(raw_input, field, token_ids)
         check_count(len(items), self.settings.max_inputs, field)
+        dim = model.encoder.dimensions(view, dimensions) or model.encoder.dim(view)
+        check_answer(len(items) * dim * FLOAT_JSON_BYTES, self.settings.max_response_bytes, field, f"{len(items)} vectors of {dim} values")
         return await self.encode(model, view, self.texts(items, fields, truncation), fields, normalize, truncation, dimensions)
 
     # -- what is served, and how a text is seen ------------------------------------------
@@ -200,6 +209,10 @@ class EmbeddingService:
                 "truncation",
                 "max_inputs",
                 "max_input_chars",
+                "max_request_chars",
+                "max_request_tokens",
+                "max_query_chars",
+                "max_response_bytes",
                 "max_k",
                 "max_body_bytes",
                 "max_batch_size",
@@ -209,22 +222,42 @@ class EmbeddingService:
         }
         return Info("thoughtvec", __version__, reg.default_model, models, reg.aliases(), s.default_index, limits, self.devices())
 
-    def tokenize(
+    async def tokenize(
         self, raw_input: Any, model_name: str | None, field: str = "input", token_ids: bool = True, specials: bool = True
     ) -> Tokenization:
         """Each text's tokens as the model sees them, with their ids and which are out of the vocabulary
         (the input forms of :meth:`embeddings`); without ``specials``, the tokens framing each text are left out
-        (the limit still counts them)."""
+        (the limit still counts them). Bounded and admitted as :meth:`encode` is: the request's characters
+        before tokenizing, its tokens and the answer's size before the answer is built, the model's queue."""
         model = self.model(model_name)
         items, fields = read_input(raw_input, field, token_ids)
         check_count(len(items), self.settings.max_inputs, field)
-        spec = model.encoder.spec
+        texts = self.texts(items, fields, "truncate")
+        chars = check_chars(texts, fields, self.settings.max_request_chars)
+        with model.batcher.admit(room(texts, chars, model.encoder.max_tokens)):
+            if chars > OFFLOAD_CHARS:  # tokenizing long texts stays off the event loop
+                data = await asyncio.get_running_loop().run_in_executor(None, self._tokenized, model, texts, fields, specials, field)
+            else:
+                data = self._tokenized(model, texts, fields, specials, field)
+        return Tokenization(model.name, model.encoder.spec.max_input_tokens, data)
+
+    def _tokenized(self, model: Model, texts: list[str], fields: list[str], specials: bool, field: str) -> list[Tokenized]:
+        tokenizer, limit = model.encoder.tokenizer, model.encoder.spec.max_input_tokens
+        pieces: list[list[Any]] = []
+
+        def counts():  # texts are tokenized one by one, up to the first that takes the request over the limit
+            for text in texts:
+                pieces.append(tokenizer.pieces(text))
+                yield len(pieces[-1])
+
+        tokens = check_tokens(counts(), fields, self.settings.max_request_tokens)
+        size = tokens * TOKEN_JSON_BYTES + 2 * sum(len(p.text) for ps in pieces for p in ps) + sum(map(len, texts))
+        check_answer(size, self.settings.max_response_bytes, field, f"{tokens} tokens")
         data = []
-        for i, text in enumerate(self.texts(items, fields, "truncate")):
-            pieces = model.encoder.tokenizer.pieces(text)
-            toks = [Token(p.text, p.id, p.oov, p.special, p.start, p.stop) for p in pieces if specials or not p.special]
-            data.append(Tokenized(i, toks, [t.text for t in toks if t.oov], len(pieces) > spec.max_input_tokens, text))
-        return Tokenization(model.name, spec.max_input_tokens, data)
+        for i, (text, ps) in enumerate(zip(texts, pieces)):
+            toks = [Token(p.text, p.id, p.oov, p.special, p.start, p.stop) for p in ps if specials or not p.special]
+            data.append(Tokenized(i, toks, [t.text for t in toks if t.oov], len(ps) > limit, text))
+        return data
 
     # -- similarity ----------------------------------------------------------------------
     def _pairs(

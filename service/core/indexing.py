@@ -11,6 +11,8 @@ on first start. Store calls block (disk, FAISS, network): they run on the execut
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -20,6 +22,7 @@ import numpy as np
 
 from thoughtvec.service.core.batcher import check_count
 from thoughtvec.service.core.embedding import EmbeddingService
+from thoughtvec.service.core.limits import HIT_JSON_BYTES, check_answer, check_chars, room
 from thoughtvec.service.core.projection import pca_2d, project
 from thoughtvec.service.core.registry import Model
 from thoughtvec.service.core.results import (
@@ -160,6 +163,8 @@ class IndexService:
         if not 1 <= k <= self.settings.max_k:
             raise InvalidInput(f"k is {k}; it must be between 1 and {self.settings.max_k}", field="k")
         texts_or_vector = self._query(query, config.dim, name)
+        hits = len(texts_or_vector) * k  # the fewest bytes such an answer can have, before any search runs
+        check_answer(hits * HIT_JSON_BYTES, self.settings.max_response_bytes, "k", f"{len(texts_or_vector)} queries x k {k}")
         if isinstance(texts_or_vector, np.ndarray):
             if mode not in (None, "dense"):
                 raise InvalidInput(
@@ -172,9 +177,13 @@ class IndexService:
         mode = mode or config.mode
         self.store.check_mode(mode)
         fields = ["query"] if isinstance(query, str) else [f"query[{i}]" for i in range(len(texts_or_vector))]
-        texts = self.embedding.texts(texts_or_vector, fields, truncation)
-        if mode == "lexical":  # BM25 alone: no model runs
-            rows = await self._run(self.store.lexical_search, name, texts, k)
+        texts = self.embedding.texts(texts_or_vector, fields, truncation, setting="max_query_chars")
+        chars = check_chars(texts, fields, self.settings.max_request_chars)
+        if mode == "lexical":  # BM25 alone: no model runs, but the work is admitted to the index model's queue
+            model = self.embedding.registry.models.get(config.model)
+            held = model.batcher.admit(room(texts, chars, model.encoder.max_tokens)) if model is not None else contextlib.nullcontext()
+            with held:
+                rows = await self._run(self.store.lexical_search, name, texts, k)
             return self._result(name, config, mode, [[_hit(d, s) for d, s in row] for row in rows], Usage())
         model = self.index_model(name, config)
         enc = await self.embedding.encode(model, config.view, texts, fields, normalize=False, mode=truncation)
@@ -192,8 +201,11 @@ class IndexService:
         """A blocking store call, on the executor."""
         return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
-    @staticmethod
-    def _result(name: str, config: IndexConfig, mode: SearchMode, results: list[list[Hit]], usage: Usage) -> SearchResult:
+    def _result(self, name: str, config: IndexConfig, mode: SearchMode, results: list[list[Hit]], usage: Usage) -> SearchResult:
+        """The answer, within ``max_response_bytes`` with the hits' texts and metadata."""
+        hits = sum(map(len, results))
+        size = sum(len(h.text) + (len(json.dumps(h.metadata)) if h.metadata else 0) for row in results for h in row)
+        check_answer(hits * HIT_JSON_BYTES + size, self.settings.max_response_bytes, "k", f"{hits} hits with their text and metadata")
         return SearchResult(name, config.model, config.metric, mode, results, usage)
 
     def index_model(self, name: str, config: IndexConfig) -> Model:
@@ -298,7 +310,9 @@ class IndexService:
         if mode is not None and not k:
             raise InvalidInput("mode is the search's that marks the query's k best documents: send k too", field="mode")
         if query is not None:
-            self.embedding.texts([query], ["query"])  # a text (the search below would take a list as texts or a vector)
+            self.embedding.texts(
+                [query], ["query"], setting="max_query_chars"
+            )  # a text (the search below would take a list as texts or a vector)
         found = await self.search(query=query, index=name, k=k, mode=mode) if k else None
         hits = [h.id for h in found.results[0]] if found else None
         docs = await asyncio.get_running_loop().run_in_executor(None, self.store.documents, name, limit, (hits or []) + list(include))

@@ -1,7 +1,8 @@
 """The FastAPI app factory. ``create_app(settings)`` is all a server or a test needs.
 
 Middleware, outermost first: metrics (sees every answer, 401/413 included) → the request rules
-(CORS → body limit → API keys: ``service/http/rules.py``) → catch-all (an unexpected exception becomes
+(CORS → body limit → access by route and method: ``service/http/rules.py``, over the table
+``routes.ACCESS``) → catch-all (an unexpected exception becomes
 a JSON 500) → the embeddings fast path (a well-formed ``POST /v1/embeddings`` answered without
 FastAPI's routing: ``service/http/fastpath.py``; setting ``embeddings_fast_path``) → routes. Every
 request comes in this one way, through uvicorn (``server_config``). Start-up runs in the background
@@ -24,8 +25,8 @@ from thoughtvec.service.core.metrics import Metrics, MetricsMiddleware
 from thoughtvec.service.http.fastpath import PATH as EMBEDDINGS_PATH
 from thoughtvec.service.http.fastpath import EmbeddingsFastPath
 from thoughtvec.service.http.middleware import CatchAllMiddleware, install_error_handlers
-from thoughtvec.service.http.routes import ROUTERS
-from thoughtvec.service.http.rules import RequestRules
+from thoughtvec.service.http.routes import ACCESS, ROUTERS
+from thoughtvec.service.http.rules import RequestRules, routes_of
 from thoughtvec.service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -34,16 +35,8 @@ DESCRIPTION = """Sentence embeddings from skip-thought, mean-max AAE and inverti
 with dynamic batching, pair similarity and FAISS search.
 
 Errors are `{"error": {"code", "message", "field"}}`. With API keys configured, send
-`Authorization: Bearer <key>` on every route but `/health`."""
-
-
-def _routes(routes: list) -> list:
-    """Every route with a path, including those of included routers (FastAPI >= 0.165 wraps them)."""
-    out = []
-    for r in routes:
-        inner = getattr(r, "original_router", None)
-        out.extend(_routes(inner.routes) if inner is not None else [r] if hasattr(r, "path") else [])
-    return out
+`Authorization: Bearer <key>` on every route but `GET /health` and the playground page (`GET /`); index writes
+need an admin key where admin keys are configured."""
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -75,13 +68,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     install_error_handlers(app, settings)
-    metrics.routes_known([(r.path, m) for r in _routes(app.routes) for m in sorted(getattr(r, "methods", None) or ()) if m != "HEAD"])
+    metrics.routes_known([(r.path, m) for r in routes_of(app.routes) for m in sorted(getattr(r, "methods", None) or ()) if m != "HEAD"])
     # add_middleware wraps what is there: the last added is the outermost.
     if settings.embeddings_fast_path:
-        embeddings_route = next(r for r in _routes(app.routes) if getattr(r, "path", None) == EMBEDDINGS_PATH)
+        embeddings_route = next(r for r in routes_of(app.routes) if getattr(r, "path", None) == EMBEDDINGS_PATH)
         app.add_middleware(EmbeddingsFastPath, embedding=core.embedding, route=embeddings_route, retry_after_s=settings.retry_after_s)
     app.add_middleware(CatchAllMiddleware)
-    rules.install(app)  # outside everything that answers: no way in skips a rule
+    rules.install(app, ACCESS)  # outside everything that answers: no way in skips a rule
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
 

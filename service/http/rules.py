@@ -1,5 +1,5 @@
-"""The rules every request passes, whichever way it is answered: API keys, admin keys for index writes,
-the body limit and CORS. Each is defined here once.
+"""The rules every request passes, whichever way it is answered: who may call which route, the body limit
+and CORS. Each is defined here once.
 
 :meth:`RequestRules.install` puts them around the app as middleware, outside everything that answers
 a request (the embeddings fast path and the routes), so no way in can skip one. Outermost first:
@@ -8,30 +8,73 @@ a request (the embeddings fast path and the routes), so no way in can skip one. 
   CORS headers, so a page can read a 401 or a 413;
 * the body limit (``max_body_bytes``): 413 by ``Content-Length`` before reading, or while a chunked
   body streams in;
-* API keys (``api_keys``; admin keys are API keys too): 401 without a valid ``Authorization: Bearer``
-  key, on every path but :data:`OPEN_PATHS` and CORS preflights.
-
-Index writes also need an admin key when ``admin_keys`` is set (:meth:`RequestRules.require_admin`,
-a dependency of the write routes): 401 without a key, 403 with a key that is not an admin's.
+* access (``api_keys``, ``admin_keys``): each route and method is :class:`Access` ``open``, ``key`` or
+  ``admin`` in one table beside the routes (``thoughtvec.service.http.routes.ACCESS``). With API keys
+  set, a ``key`` or ``admin`` route answers 401 without a valid ``Authorization: Bearer`` key (admin
+  keys are API keys too); with admin keys set, an ``admin`` route answers 401 without a key and 403
+  with a key that is not an admin's. A request that matches no route (a 404 or 405 to come) needs a
+  key like any ``key`` route. The app does not start while a route it serves has no entry, or an
+  entry names no route: a route cannot be added open by accident.
 """
 
 from __future__ import annotations
 
 import hmac
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, get_route_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from thoughtvec.service.errors import BodyTooLarge, Forbidden, Unauthorized
+from thoughtvec.service.errors import BodyTooLarge, Forbidden, ThoughtvecError, Unauthorized
 from thoughtvec.service.http.middleware import domain_error
 from thoughtvec.service.settings import Settings
 
-OPEN_PATHS = frozenset({"/health", "/"})  # "/": the playground page holds no data; its calls send the key
 CORS_METHODS = ("GET", "POST", "DELETE")
 CORS_HEADERS = ("Authorization", "Content-Type")
+
+
+class Access(StrEnum):
+    """Who may call a route (with a method)."""
+
+    open = "open"  # anyone, with or without a key
+    key = "key"  # an API key, where api_keys are set
+    admin = "admin"  # an admin key, where admin_keys are set (else as ``key``)
+
+
+# (method, path as the route declares it) -> who may call it
+AccessTable = Mapping[tuple[str, str], Access]
+# (the route's path pattern, method -> who may call it), in the router's order
+Matcher = tuple[tuple[re.Pattern[str], dict[str, Access]], ...]
+
+
+def routes_of(routes: list) -> list:
+    """Every route with a path, including those of included routers (FastAPI >= 0.165 wraps them)."""
+    out = []
+    for r in routes:
+        inner = getattr(r, "original_router", None)
+        out.extend(routes_of(inner.routes) if inner is not None else [r] if hasattr(r, "path") else [])
+    return out
+
+
+def access_matcher(routes: list[BaseRoute], table: AccessTable) -> Matcher:
+    """Each route's methods with their access, in the router's order; ``ValueError`` naming every route and
+    method the table leaves out, and every entry that names no route."""
+    served = [(r, sorted(getattr(r, "methods", None) or ())) for r in routes_of(routes)]
+    pairs = {(m, r.path) for r, methods in served for m in methods}
+    missing, unknown = sorted(pairs - set(table)), sorted(set(table) - pairs)
+    if missing or unknown:
+        raise ValueError(
+            "the access table (thoughtvec.service.http.routes.ACCESS) must name every route and method served, and only those: "
+            f"not in it: {', '.join(f'{m} {p}' for m, p in missing) or 'none'}; "
+            f"in it but not served: {', '.join(f'{m} {p}' for m, p in unknown) or 'none'}"
+        )
+    return tuple((r.path_regex, {m: table[m, r.path] for m in methods}) for r, methods in served)
 
 
 @dataclass(frozen=True)
@@ -52,25 +95,17 @@ class RequestRules:
             tuple(settings.cors_origins),
         )
 
-    def install(self, app: FastAPI) -> None:
-        """Wrap ``app``'s middleware so far in the rules (``add_middleware``: the last added is the outermost)."""
-        if self.keys:
-            app.add_middleware(AuthMiddleware, keys=self.keys)
+    def install(self, app: FastAPI, table: AccessTable) -> None:
+        """Wrap ``app``'s middleware so far in the rules (``add_middleware``: the last added is the outermost);
+        ``table`` says who may call each of its routes (``ValueError`` where it does not name one)."""
+        matcher = access_matcher(app.routes, table)
+        if self.keys or self.admin_keys:
+            app.add_middleware(AccessMiddleware, matcher=matcher, keys=self.keys, admin_keys=self.admin_keys)
         app.add_middleware(BodyLimitMiddleware, limit=self.max_body_bytes)
         if self.cors_origins:
             app.add_middleware(
                 CORSMiddleware, allow_origins=list(self.cors_origins), allow_methods=list(CORS_METHODS), allow_headers=list(CORS_HEADERS)
             )
-
-    def require_admin(self, scope: Scope) -> None:
-        """Index writes: with admin keys configured, only they may write."""
-        if not self.admin_keys:
-            return
-        token = bearer_token(scope)
-        if token is None:
-            raise Unauthorized("index writes need an admin key: Authorization: Bearer <admin key>", field="Authorization")
-        if not key_matches(token, self.admin_keys):
-            raise Forbidden("this key may not write indexes; use an admin key", field="Authorization")
 
 
 class _BodyTooLargeHTTP(StarletteHTTPException):
@@ -110,21 +145,41 @@ class BodyLimitMiddleware:
         await self.app(scope, limited, send)
 
 
-class AuthMiddleware:
-    """Bearer API keys on every path but :data:`OPEN_PATHS` (and CORS preflights, which carry no key)."""
+class AccessMiddleware:
+    """Each request's route and method looked up in the access table (:func:`access_matcher`), its key checked."""
 
-    def __init__(self, app: ASGIApp, keys: tuple[bytes, ...]):
+    def __init__(self, app: ASGIApp, matcher: Matcher, keys: tuple[bytes, ...], admin_keys: tuple[bytes, ...]):
         self.app = app
+        self.matcher = matcher
         self.keys = keys
+        self.admin_keys = admin_keys
+
+    def access(self, scope: Scope) -> Access:
+        """The first route whose path and method match, as the router will pick it; none: a 404 or 405 to come."""
+        path, method = get_route_path(scope), scope["method"]
+        for pattern, methods in self.matcher:
+            if method in methods and pattern.match(path):
+                return methods[method]
+        return Access.key
+
+    def refusal(self, access: Access, token: bytes | None) -> ThoughtvecError | None:
+        if access is Access.open:
+            return None
+        if self.keys:  # API keys on: every route not open needs one (admin keys are among them)
+            if token is None:
+                return Unauthorized("missing Authorization: Bearer <key> header", field="Authorization")
+            if not key_matches(token, self.keys):
+                return Unauthorized("the API key is not valid", field="Authorization")
+        if access is Access.admin and self.admin_keys:
+            if token is None:
+                return Unauthorized("index writes need an admin key: Authorization: Bearer <admin key>", field="Authorization")
+            if not key_matches(token, self.admin_keys):
+                return Forbidden("this key may not write indexes; use an admin key", field="Authorization")
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or scope["method"] == "OPTIONS":
-            await self.app(scope, receive, send)
-            return
-        token = bearer_token(scope)
-        if token is None or not key_matches(token, self.keys):
-            problem = "missing Authorization: Bearer <key> header" if token is None else "the API key is not valid"
-            await domain_error(Unauthorized(problem, field="Authorization"))(scope, receive, send)
+        if scope["type"] == "http" and (problem := self.refusal(self.access(scope), bearer_token(scope))) is not None:
+            await domain_error(problem)(scope, receive, send)
             return
         await self.app(scope, receive, send)
 

@@ -1,7 +1,12 @@
 """One router per resource; each route validates, calls the service it needs
-(``thoughtvec.service.core``: the embedding service or the index service), serialises."""
+(``thoughtvec.service.core``: the embedding service or the index service), serialises.
+
+:data:`ACCESS` beside them says who may call each route with each method (``thoughtvec.service.http.rules``
+enforces it before anything answers). A route the table does not name keeps the app from starting.
+"""
 
 from thoughtvec.service.http.routes import docs, embeddings, indexes, info, models, ops, playground, rerank, search, similarity
+from thoughtvec.service.http.rules import Access, AccessTable
 
 ROUTERS = [
     ops.router,
@@ -15,3 +20,40 @@ ROUTERS = [
     search.router,
     indexes.router,
 ]
+
+OPEN, KEY, ADMIN = Access.open, Access.key, Access.admin
+
+# Who may call each route: (method, path as declared) -> open / an API key / an admin key.
+# fmt: off
+ACCESS: AccessTable = {
+    ("GET", "/health"): OPEN,  # liveness: probes carry no key
+    ("GET", "/"): OPEN,  # the playground page holds no data; its calls send the key
+    ("GET", "/ready"): KEY,
+    ("GET", "/metrics"): KEY,
+    ("GET", "/openapi.json"): KEY,
+    ("HEAD", "/openapi.json"): KEY,
+    ("GET", "/docs"): KEY,
+    ("GET", "/redoc"): KEY,
+    ("GET", "/docs-assets/{name}"): KEY,
+    ("GET", "/info"): KEY,
+    ("GET", "/v1/models"): KEY,
+    ("GET", "/v1/models/{name}"): KEY,
+    ("POST", "/"): KEY,  # TEI's embeddings at the base URL (huggingface_hub's InferenceClient)
+    ("POST", "/v1/embeddings"): KEY,
+    ("POST", "/embed"): KEY,
+    ("POST", "/tokenize"): KEY,
+    ("POST", "/v1/similarity"): KEY,
+    ("POST", "/v1/rerank"): KEY,
+    ("POST", "/rerank"): KEY,
+    ("POST", "/v2/rerank"): KEY,
+    ("POST", "/v1/search"): KEY,
+    ("GET", "/v1/indexes"): KEY,
+    ("GET", "/v1/indexes/{name}"): KEY,
+    ("POST", "/v1/indexes/{name}/map"): KEY,
+    ("POST", "/v1/indexes"): ADMIN,
+    ("DELETE", "/v1/indexes/{name}"): ADMIN,
+    ("POST", "/v1/indexes/{name}/documents"): ADMIN,
+    ("POST", "/v1/indexes/{name}/documents/delete"): ADMIN,
+    ("DELETE", "/v1/indexes/{name}/documents/{doc_id}"): ADMIN,
+}
+# fmt: on

@@ -11,7 +11,6 @@ from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.engine import Core
 from thoughtvec.service.core.indexing import IndexService
 from thoughtvec.service.http.middleware import json_bytes
-from thoughtvec.service.http.rules import RequestRules
 from thoughtvec.service.http.schemas import ErrorBody, Usage
 from thoughtvec.service.model_guide import default_model
 
@@ -32,14 +31,6 @@ async def get_indexes(request: Request) -> IndexService:
 CoreDep = Annotated[Core, Depends(get_core)]  # the whole service: readiness, metrics
 EmbeddingDep = Annotated[EmbeddingService, Depends(get_embedding)]  # models and what they compute
 IndexDep = Annotated[IndexService, Depends(get_indexes)]  # search and index management
-
-
-async def admin_only(request: Request) -> None:
-    rules: RequestRules = request.app.state.rules
-    rules.require_admin(request.scope)
-
-
-AdminDep = Depends(admin_only)
 
 
 def json_body(body: BaseModel, usage: Usage | None = None) -> Response:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from thoughtvec.service.http.routes.deps import ERRORS, WRITE_ERRORS, AdminDep, DocId, IndexDep, IndexName, NewIndexName, json_body
+from thoughtvec.service.http.routes.deps import ERRORS, WRITE_ERRORS, DocId, IndexDep, IndexName, NewIndexName, json_body
 from thoughtvec.service.http.schemas import (
     AddDocumentsRequest,
     AddDocumentsResponse,
@@ -24,7 +24,7 @@ async def list_indexes(indexes: IndexDep) -> IndexList:
     return IndexList.of(indexes.list_indexes())
 
 
-@router.post("", status_code=201, response_model=IndexStats, responses=WRITE_ERRORS, dependencies=[AdminDep])
+@router.post("", status_code=201, response_model=IndexStats, responses=WRITE_ERRORS)
 async def create_index(body: CreateIndexRequest, indexes: IndexDep) -> IndexStats:
     """A new empty index for one model and view, with a FAISS factory string, a metric and its default search `mode`."""
     return IndexStats.of(
@@ -46,14 +46,14 @@ async def index_stats(name: IndexName, indexes: IndexDep) -> IndexStats:
     return IndexStats.of(indexes.index_stats(name))
 
 
-@router.delete("/{name}", status_code=204, responses=WRITE_ERRORS, dependencies=[AdminDep])
+@router.delete("/{name}", status_code=204, responses=WRITE_ERRORS)
 async def drop_index(name: NewIndexName, indexes: IndexDep) -> Response:
     """Delete the index and its files."""
     await indexes.drop_index(name)
     return Response(status_code=204)
 
 
-@router.post("/{name}/documents", response_model=AddDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
+@router.post("/{name}/documents", response_model=AddDocumentsResponse, responses=WRITE_ERRORS)
 async def add_documents(name: NewIndexName, body: AddDocumentsRequest, indexes: IndexDep) -> Response:
     """Embed and add documents (`text`, optional `id` and `metadata`); durable once answered.
 
@@ -63,12 +63,12 @@ async def add_documents(name: NewIndexName, body: AddDocumentsRequest, indexes: 
     return json_body(answer, answer.usage)
 
 
-@router.post("/{name}/documents/delete", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
+@router.post("/{name}/documents/delete", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS)
 async def delete_documents(name: NewIndexName, body: DeleteDocumentsRequest, indexes: IndexDep) -> DeleteDocumentsResponse:
     """Delete documents by id; unknown ids are listed in `not_found`."""
     return DeleteDocumentsResponse.of(await indexes.delete_documents(name, body.ids))
 
 
-@router.delete("/{name}/documents/{doc_id}", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
+@router.delete("/{name}/documents/{doc_id}", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS)
 async def delete_document(name: NewIndexName, doc_id: DocId, indexes: IndexDep) -> DeleteDocumentsResponse:
     return DeleteDocumentsResponse.of(await indexes.delete_documents(name, [doc_id]))

@@ -26,5 +26,5 @@ async def tokenize(body: TokenizeForms, embedding: EmbeddingDep) -> TokenizeResp
     A body with `inputs` is TEI's: a list of `{id, text, special, start, stop}` per input.
     """
     if isinstance(body, TeiTokenizeRequest):
-        return TeiTokenizeResponse.of(embedding.tokenize(body.inputs, body.model, "inputs", False, body.add_special_tokens))
-    return TokenizeResponse.of(embedding.tokenize(body.input, body.model))
+        return TeiTokenizeResponse.of(await embedding.tokenize(body.inputs, body.model, "inputs", False, body.add_special_tokens))
+    return TokenizeResponse.of(await embedding.tokenize(body.input, body.model))

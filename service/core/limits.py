@@ -1,0 +1,56 @@
+"""What one request may ask of the server beyond its count of items (``max_inputs``) and each text's characters
+(``max_input_chars``, ``max_query_chars``): the characters of all its texts together (``max_request_chars``),
+their tokens (``max_request_tokens``) and the size of its answer (``max_response_bytes``).
+
+Each is checked before the work it bounds: characters before any tokenizing, tokens before the model runs
+(or ``/tokenize`` lists them), the answer's size before it is written. A request over one gets a 413
+``request_too_large`` that names the field and the limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from thoughtvec.service.errors import RequestTooLarge
+
+# Upper bounds of an answer's JSON, per item: what :func:`check_answer`'s callers multiply.
+FLOAT_JSON_BYTES = 25  # one vector value and its comma, as written (-0.012345678901234567,)
+TOKEN_JSON_BYTES = 100  # one /tokenize token, less its text: {"text":..,"id":..,"oov":..,"special":..,"start":..,"stop":..}
+HIT_JSON_BYTES = 160  # one search hit, less its text and metadata: {"id":..,"score":..,"ranks":{..}}
+
+
+def room(texts: Sequence[str], chars: int, max_tokens: int) -> int:
+    """The places in a model's queue a request holds while its ``texts`` (``chars`` characters in all) are
+    tokenized: one a text, or one for each ``max_tokens`` characters (the most model-sized parts they can make: a
+    token has a character at least, bar the few framing each part), whichever is more. A long text is as much
+    work as the parts it is split into, so a flood of long texts meets the queue limit as a flood of short ones does."""
+    return max(len(texts), -(-chars // max_tokens))
+
+
+def check_total(sizes: Iterable[int], fields: Sequence[str], limit: int, unit: str, setting: str) -> int:
+    """The sum of ``sizes``; :class:`RequestTooLarge` naming the field that takes it over ``limit``."""
+    total = 0
+    for size, fld in zip(sizes, fields):
+        total += size
+        if total > limit:
+            raise RequestTooLarge(f"{fld} brings the request to {total} {unit}; the limit is {limit} in all ({setting})", field=fld)
+    return total
+
+
+def check_chars(texts: Sequence[str], fields: Sequence[str], limit: int) -> int:
+    """All ``texts``' characters together, within ``max_request_chars``: checked before anything is tokenized."""
+    return check_total(map(len, texts), fields, limit, "characters", "max_request_chars")
+
+
+def check_tokens(counts: Iterable[int], fields: Sequence[str], limit: int) -> int:
+    """All tokens of a request together (``counts``: each part's), within ``max_request_tokens``."""
+    return check_total(counts, fields, limit, "tokens", "max_request_tokens")
+
+
+def check_answer(size: int, limit: int, field: str, what: str) -> None:
+    """An answer of about ``size`` bytes (``what``: what makes it that large), within ``max_response_bytes``."""
+    if size > limit:
+        raise RequestTooLarge(
+            f"the answer would have about {size} bytes ({what}); the limit is {limit} (max_response_bytes): ask for less {field}",
+            field=field,
+        )
