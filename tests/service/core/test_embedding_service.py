@@ -186,7 +186,7 @@ async def test_similarity_and_rerank_score_by_the_models_cosine(services):
 
 async def test_tokenize_shows_the_ids_the_model_gets(services):
     async with services() as (emb, _, fakes):
-        out = emb.tokenize([SENTENCES[0], LONG], "tiny")
+        out = await emb.tokenize([SENTENCES[0], LONG], "tiny")
         assert [t.id for t in out.data[0].tokens] == fakes["tiny"].token_ids(SENTENCES[0])
         assert (out.data[0].over_limit, out.data[1].over_limit, out.max_input_tokens) == (False, True, 32)
 
