@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from thoughtvec import paths
 from thoughtvec.bench.load import (
     RATIO_LEVELS,
     Flood,
@@ -198,7 +199,7 @@ class Server:
             "truncate",
             *flags,
         ]
-        self.proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[2], env=os.environ | {"PYTHONUNBUFFERED": "1"})
+        self.proc = subprocess.Popen(cmd, cwd=paths.REPO, env=os.environ | {"PYTHONUNBUFFERED": "1"})
         deadline = time.time() + 300
         while time.time() < deadline:
             if self.proc.poll() is not None:

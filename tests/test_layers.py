@@ -40,9 +40,10 @@ ALLOWED: dict[str, set[str]] = {
     f"{S}.core": _SERVICE_LOW | _RANKING | {f"{S}.index"},
     f"{S}.http": _SERVICE_LOW | _RANKING | {f"{S}.index", f"{S}.core"},
     f"{S}.cli": _SERVICE_LOW | _RANKING | {f"{S}.index", f"{S}.core", f"{S}.http"},
-    f"{TOP}.bench": _SERVICE_LOW | _RANKING | {f"{S}.index", f"{S}.core", f"{S}.cli"},
-    f"{TOP}.training": {f"{S}.bundle", f"{S}.core"} | _RANKING,
-    TOP: {f"{TOP}.training", f"{S}.cli", f"{TOP}.bench"},
+    f"{TOP}.bench": _SERVICE_LOW | _RANKING | {f"{S}.index", f"{S}.core", f"{S}.cli", f"{TOP}.paths"},
+    f"{TOP}.training": {f"{S}.bundle", f"{S}.core", f"{TOP}.paths"} | _RANKING,
+    f"{TOP}.paths": set(),  # the checkout's folders, named once
+    TOP: {f"{TOP}.training", f"{S}.cli", f"{TOP}.bench", f"{TOP}.paths"},
 }
 
 

@@ -24,9 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
+from thoughtvec import paths
+
 DEFAULT = "glove-6b-50d"
 CORPUS_W2V = "corpus-w2v"
-CORPUS_W2V_FILE = Path(__file__).resolve().parents[1] / "data" / "vectors" / "corpus-w2v.txt"
+CORPUS_W2V_FILE = paths.DATA / "vectors" / "corpus-w2v.txt"
 
 
 @dataclass

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from thoughtvec import paths
+
 __all__ = [
     "DatasetError",
     "Sentences",
@@ -127,7 +129,7 @@ def default_root() -> Path:
     env = os.environ.get("THOUGHTVEC_SENTEVAL")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "senteval"
+    return paths.SHARED_DATA / "senteval"
 
 
 # --------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from thoughtvec import paths
 from thoughtvec.training.evaluation import retrieval_report, runner
 from thoughtvec.training.evaluation.papers import CITATIONS, PUBLISHED
 from thoughtvec.training.evaluation.runner import SCHEMA
@@ -108,14 +109,11 @@ def quick_dev_macro(source, view: str, data_root: Path | None, seed: int = 1111,
     return dev_macro(flatten(runner.evaluate(source, [view], opts, log=lambda _: None)[0]))
 
 
-REPO = Path(__file__).resolve().parents[2]
-
-
 def bundle_bytes(record: dict) -> float:
     """The size on disk of the bundle a record evaluated (its files under ``source.path``, relative paths
     from the repository); infinite when the folder is not here."""
     where = record.get("source", {}).get("path")
-    path = REPO / where if where else None  # an absolute ``where`` stays itself
+    path = paths.REPO / where if where else None  # an absolute ``where`` stays itself
     files = [f for f in path.iterdir() if f.is_file()] if path is not None and path.is_dir() else []
     return float(sum(f.stat().st_size for f in files)) if files else float("inf")
 
