@@ -27,4 +27,6 @@ def pytest_configure(config):
             if not link.exists():
                 missing.append(str(source.relative_to(root)))
     if missing:
-        pytest.exit(f"not installed yet: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}; run `make install-dev`", returncode=4)
+        pytest.exit(
+            f"not installed yet: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}; run `make install-dev`", returncode=4
+        )
