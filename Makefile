@@ -46,7 +46,7 @@ install-browser:
 lint: install-dev
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy --config-file pyproject.toml -p thoughtvec
+	$(PY) -m mypy --config-file pyproject.toml -p thoughtvec -p thoughtvec.service -p thoughtvec.training -p thoughtvec.bench  # each: run from here, thoughtvec/ is this folder
 
 test: install-dev lint
 	$(PY) -m pytest -q
