@@ -203,10 +203,11 @@ def _command(args: argparse.Namespace, kind: str, target: str) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from thoughtvec.paths import REPO
     from thoughtvec.training.evaluation import retrieval_report
     from thoughtvec.training.evaluation.guide import write_guide
     from thoughtvec.training.evaluation.models_table import write_tables
-    from thoughtvec.training.evaluation.report import REPO, load_records, pick, write_report
+    from thoughtvec.training.evaluation.report import load_records, pick, write_report
 
     out = args.out or args.report.with_name("results.json")
     path, n = write_report(args.results_dir, args.report, out)
