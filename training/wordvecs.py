@@ -299,7 +299,7 @@ def load_word_vectors(source: str = DEFAULT, limit: int | None = None) -> WordVe
     return concatenate(loaded, source, [w for _, w in parts])
 
 
-def fixed_vocabulary(vectors: WordVectors, words: int, also: list[str] = ()):
+def fixed_vocabulary(vectors: WordVectors, words: int, also: Sequence[str] = ()):
     """Bundle vocabulary for families that read fixed pretrained vectors (AAE, invertible decoders).
 
     The ``words`` most frequent pretrained words, plus any word of ``also`` (e.g. the output
