@@ -417,9 +417,9 @@ def run(args: argparse.Namespace) -> int:
         if args.peer:
             from thoughtvec.bench import servers
 
-            servers.compare(
-                bundle, ["uvicorn", servers.peer_of(args)], args.seconds, args.repeats, sentences, args.encoding, args.server_flag
-            )
+            peer = servers.peer_of(args)  # a Peer whenever --peer is given
+            if peer is not None:
+                servers.compare(bundle, ["uvicorn", peer], args.seconds, args.repeats, sentences, args.encoding, args.server_flag)
             continue
         runs = [("batching on", list(args.server_flag))]
         if args.batching_off:

@@ -25,6 +25,10 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from thoughtvec.service.settings import Truncation
 
 BASELINE_NAMES = (
     "glove-avg",
@@ -143,7 +147,7 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, str]]:
     return [("bundle", b) for b in args.bundle] + [("baseline", b) for b in args.baseline] + ([("server", args.url)] if args.url else [])
 
 
-def _make_source(args: argparse.Namespace, kind: str, target: str, truncation: str = "truncate"):
+def _make_source(args: argparse.Namespace, kind: str, target: str, truncation: Truncation = "truncate"):
     from thoughtvec.training.evaluation import sources
 
     normalize = not args.raw
