@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from thoughtvec.service.settings import Truncation
+    from thoughtvec.service.core.encoder import Truncation  # the encoder's long-input modes
 
 BASELINE_NAMES = (
     "glove-avg",

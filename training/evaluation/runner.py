@@ -35,7 +35,7 @@ Log = Callable[[str], None]
 class RunOptions:
     tasks: list[EvalTask]
     protocol: Protocol
-    data_root: Path
+    data_root: Path | None  # None: datasets.default_root()
     check_counts: bool = True
     batch_size: int = 256
     plots_dir: Path | None = None  # write t-SNE plots of TREC / SUBJ here (None: no plots)
@@ -44,7 +44,7 @@ class RunOptions:
     threads: int | None = None  # BLAS threads for the classifiers (None: the library's default, all cores)
 
 
-def load_data(tasks: Sequence[EvalTask], root: Path, check_counts: bool = True) -> dict[str, datasets.Task]:
+def load_data(tasks: Sequence[EvalTask], root: Path | None, check_counts: bool = True) -> dict[str, datasets.Task]:
     """Each needed SentEval set once, sizes checked against PROVENANCE.md's counts."""
     out: dict[str, datasets.Task] = {}
     for t in tasks:

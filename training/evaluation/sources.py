@@ -25,7 +25,7 @@ import numpy as np
 from thoughtvec.service.bundle.postprocess import l2_normalize
 
 if TYPE_CHECKING:
-    from thoughtvec.service.settings import Truncation
+    from thoughtvec.service.core.encoder import Truncation  # the encoder's long-input modes
     from thoughtvec.training.wordvecs import WordVectors
 
 Progress = Callable[[int], None]  # called with the number of sentences just encoded
