@@ -10,16 +10,22 @@ PORT   ?= 8000
 
 .PHONY: serve test lint docs install-serve install-dev install-browser clean
 
+# Editable installs in setuptools' strict mode: build/__editable__.*/thoughtvec/ is a tree of links to the
+# source files under their import names (service/core/x.py appears as thoughtvec/service/core/x.py), so mypy,
+# import-graph tools and IDEs read `thoughtvec` as an ordinary package. A new module is linked by the next
+# `make install-dev` (every `make test` runs it; tests/conftest.py says so when a module is not linked yet).
+EDITABLE := --config-settings editable_mode=strict
+
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
 install-serve: $(PY)
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q $(EDITABLE) -e .
 
 # Also the openai npm client the tests drive (pinned by tests/clients/package-lock.json), where npm exists.
 install-dev: $(PY)
-	$(PY) -m pip install -q -e ".[train,dev,milvus,docs]"
+	$(PY) -m pip install -q $(EDITABLE) -e ".[train,dev,milvus,docs]"
 	if command -v npm >/dev/null; then npm ci --prefix tests/clients --no-audit --no-fund --silent || echo "npm ci failed: the npm client test will skip"; fi
 
 serve: install-serve
@@ -27,7 +33,7 @@ serve: install-serve
 
 # The docs site, strict (a broken link fails), offline, into build/site (gitignored): open build/site/index.html.
 docs: $(PY)
-	$(PY) -m pip install -q -e ".[docs]"
+	$(PY) -m pip install -q $(EDITABLE) -e ".[docs]"
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet  # without the theme's end-of-life banner
 	@echo "docs: build/site/index.html"
 
@@ -35,17 +41,15 @@ docs: $(PY)
 install-browser:
 	command -v chromedriver >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver; }
 
-# ruff (lint + format check) and mypy on service/, as configured in pyproject.toml; `make test` runs it first.
-# mypy reads packages by folder name, so it checks service/ through .typecheck/thoughtvec/service, a link
-# that gives the folder its installed name (thoughtvec.service).
+# ruff (lint + format check) and mypy on every package (service, training, bench, the command), as configured
+# in pyproject.toml; `make test` runs it first.
 lint: install-dev
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	mkdir -p .typecheck/thoughtvec && touch .typecheck/thoughtvec/__init__.py && ln -sfn ../../service .typecheck/thoughtvec/service
-	cd .typecheck && ../$(PY) -m mypy --config-file ../pyproject.toml thoughtvec/service
+	$(PY) -m mypy --config-file pyproject.toml -p thoughtvec -p thoughtvec.service -p thoughtvec.training -p thoughtvec.bench  # each: run from here, thoughtvec/ is this folder
 
 test: install-dev lint
 	$(PY) -m pytest -q
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .typecheck build *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from thoughtvec import paths
 from thoughtvec.bench.load import (
     RATIO_LEVELS,
     Flood,
@@ -198,7 +199,7 @@ class Server:
             "truncate",
             *flags,
         ]
-        self.proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[2], env=os.environ | {"PYTHONUNBUFFERED": "1"})
+        self.proc = subprocess.Popen(cmd, cwd=paths.REPO, env=os.environ | {"PYTHONUNBUFFERED": "1"})
         deadline = time.time() + 300
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -416,9 +417,9 @@ def run(args: argparse.Namespace) -> int:
         if args.peer:
             from thoughtvec.bench import servers
 
-            servers.compare(
-                bundle, ["uvicorn", servers.peer_of(args)], args.seconds, args.repeats, sentences, args.encoding, args.server_flag
-            )
+            peer = servers.peer_of(args)  # a Peer whenever --peer is given
+            if peer is not None:
+                servers.compare(bundle, ["uvicorn", peer], args.seconds, args.repeats, sentences, args.encoding, args.server_flag)
             continue
         runs = [("batching on", list(args.server_flag))]
         if args.batching_off:

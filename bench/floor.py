@@ -39,10 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+from thoughtvec import paths
 from thoughtvec.bench.bench import Flood, Load, LoadGenerator, Server, free_port, load_sentences, request_bodies
-
-ROOT = Path(__file__).resolve().parents[2]
-
 
 # -- the floor servers (each in a subprocess: ``python -m thoughtvec.bench.floor --serve KIND``) -----------
 
@@ -130,7 +128,7 @@ class FloorServer:
     def __init__(self, kind: str, response: Path):
         self.port = free_port()
         cmd = [sys.executable, "-m", "thoughtvec.bench.floor", "--serve", kind, "--port", str(self.port), "--response", str(response)]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT)
+        self.proc = subprocess.Popen(cmd, cwd=paths.REPO)
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
@@ -243,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--bundle", default=str(ROOT / "models" / "mean-max-aae"), help="bundle the real server serves (default mean-max-aae)")
+    p.add_argument("--bundle", default=str(paths.MODELS / "mean-max-aae"), help="bundle the real server serves (default mean-max-aae)")
     p.add_argument("--seconds", type=float, default=5.0, help="seconds per flood (default 5)")
     p.add_argument("--repeats", type=int, default=3, help="rounds (default 3)")
     p.add_argument("--serve", choices=KINDS, help=argparse.SUPPRESS)

@@ -16,3 +16,4 @@ def test_every_installed_package_is_in_the_docker_build_context():
     allowed = {line.strip() for line in (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()}
     missing = [p for p in packages if f"!{p}/" not in allowed]
     assert missing == [], f".dockerignore leaves out installed packages {missing}: add '!<name>/' lines"
+    assert {"!pyproject.toml", "!setup.py"} <= allowed, "pip install . reads pyproject.toml and setup.py (package discovery)"

@@ -54,9 +54,10 @@ ALLOWED: dict[str, set[str]] = {
     f"{S}.core": _SERVICE_LOW | _RANKING | _CONTRACT,
     f"{S}.http": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.index", f"{S}.core"},
     f"{S}.cli": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.core", f"{S}.http"},
-    f"{TOP}.bench": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.index", f"{S}.core", f"{S}.cli"},
-    f"{TOP}.training": {f"{S}.bundle", f"{S}.core", f"{S}.model_guide"} | _RANKING,
-    TOP: {f"{TOP}.training", f"{S}.cli", f"{TOP}.bench"},
+    f"{TOP}.bench": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.index", f"{S}.core", f"{S}.cli", f"{TOP}.paths"},
+    f"{TOP}.training": {f"{S}.bundle", f"{S}.core", f"{S}.model_guide", f"{TOP}.paths"} | _RANKING,
+    f"{TOP}.paths": set(),  # the checkout's folders, named once
+    TOP: {f"{TOP}.training", f"{S}.cli", f"{TOP}.bench", f"{TOP}.paths"},
 }
 
 

@@ -69,7 +69,8 @@ class TrainConfig:
         """A config as checkpoints and config.json store it, older ones included (they wrote 0 for "the family's"
         batch size, rate and clipping, and -1 for its early stopping: both read as unset)."""
         legacy = {"batch_size": 0, "lr": 0, "clip": 0, "early_stop": -1}
-        return cls(**{k: (None if k in legacy and v == legacy[k] else v) for k, v in data.items()})
+        values: dict[str, Any] = {k: (None if k in legacy and v == legacy[k] else v) for k, v in data.items()}
+        return cls(**values)
 
     def resolved(self, defaults: dict[str, Any]) -> TrainConfig:
         """This config with every unset family setting filled from ``defaults`` (the family's ``train_defaults``)."""

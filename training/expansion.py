@@ -106,13 +106,16 @@ def reexpand(bundle_dir: str | Path, out_dir: str | Path, opts: ExpansionOptions
     from thoughtvec.service.bundle.format import BUNDLE_FILE, load_bundle
 
     bundle = load_bundle(bundle_dir)
+    vocab_spec = bundle.spec.vocabulary
+    if vocab_spec is None or bundle.vocab is None:
+        raise ValueError(f"{bundle_dir}: no word vocabulary to expand (its tokenizer is {bundle.spec.tokenizer.kind})")
     model = onnx.load(bundle.onnx_path)
     inits = {i.name: i for i in model.graph.initializer}
 
     def find(name: str):  # float16 bundles store ``<name>__fp16`` and cast it in the graph
         return next((inits[n] for n in (name, f"{name}__fp16") if n in inits), None)
 
-    n_trained = bundle.spec.vocabulary.trained_size
+    n_trained = vocab_spec.trained_size
     vocab = Vocabulary(bundle.vocab.tokens[:n_trained])
     reports, extra, part = {}, None, 0
     while (trained := find(f"embs.{part}.trained")) is not None:
@@ -132,9 +135,9 @@ def reexpand(bundle_dir: str | Path, out_dir: str | Path, opts: ExpansionOptions
     spec["vocabulary"]["size"] = n_trained + len(extra)
     with atomic_dir(out_dir) as tmp:
         for f in bundle.path.iterdir():
-            if f.is_file() and f.name not in (BUNDLE_FILE, bundle.spec.onnx.file, bundle.spec.vocabulary.file):
+            if f.is_file() and f.name not in (BUNDLE_FILE, bundle.spec.onnx.file, vocab_spec.file):
                 shutil.copy2(f, tmp / f.name)
         onnx.save(model, tmp / bundle.spec.onnx.file)
-        Vocabulary(vocab.tokens + extra).save(tmp / bundle.spec.vocabulary.file)
+        Vocabulary(vocab.tokens + extra).save(tmp / vocab_spec.file)
         (tmp / BUNDLE_FILE).write_text(json.dumps(spec, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return reports

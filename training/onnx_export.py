@@ -35,7 +35,7 @@ def to_onnx(encoder: torch.nn.Module, output_names: list[str]) -> onnx.ModelProt
         torch.onnx.export(
             encoder,
             (ids, lengths),
-            buf,
+            buf,  # type: ignore[arg-type]  # torch annotates a path, but the TorchScript exporter writes to a file object too
             dynamo=False,
             input_names=["input_ids", "lengths"],
             output_names=output_names,

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
 
 from thoughtvec.service.bundle.atomic import atomic_write_bytes
 
@@ -59,8 +62,10 @@ def plot_loss_curve(log_path: str | Path, png_path: str | Path, title: str) -> b
     return True
 
 
-def plot_memory_attention(rows: list[tuple[list[str], object]], png_path: str | Path) -> None:
-    """Figure 2 of the mean-max AAE paper: per decoding step, attention to the mean and max slots."""
+def plot_memory_attention(rows: Sequence[tuple[list[str], np.ndarray]], png_path: str | Path) -> None:
+    """Figure 2 of the mean-max AAE paper: per decoding step, attention to the mean and max slots.
+
+    ``rows``: (tokens, weights (T, 2)) per sentence."""
     plt = _figure()
     fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 0.28 * max(len(t) for t, _ in rows) + 1.2))
     axes = axes if len(rows) > 1 else [axes]

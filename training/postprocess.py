@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +66,7 @@ class DevPairs:
 
         out = {}
         for name, key in DEV_TASKS:
-            dev = datasets.load_task(key, root, check_counts=check_counts).splits["dev"]
+            dev = datasets.load_task(key, root, check_counts=check_counts).pairs("dev")
             out[name] = (list(dev.first), list(dev.second), np.asarray(dev.scores, np.float64))
         return cls(out)
 
@@ -119,7 +120,7 @@ def choose(fit_on: np.ndarray, dev_raw: np.ndarray, dev: DevPairs, view: str,
     raw = dev.score(dict(zip(dev_texts, dev_raw)))
     grid = candidates(grid, fit_on.shape[1])
     maps = {c: pp.fit_many(fit_on, c, sorted({k for cc, k in grid if cc == c})) for c in {c for c, _ in grid}}
-    table = []
+    table: list[dict[str, Any]] = []  # a row: center (bool), k (int), then a dev score (float) per task
     for center, k in sorted(grid, key=lambda ck: (ck[1], ck[0])):  # simplest first
         scores = dev.score(dict(zip(dev_texts, maps[center][k].apply(dev_raw))))
         table.append({"center": center, "k": k, **scores})

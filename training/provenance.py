@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from thoughtvec.paths import REPO
 
 
 def git_commit(*paths: str) -> str | None:

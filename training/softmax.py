@@ -21,6 +21,8 @@ from torch import nn
 class OutputLayer(nn.Module):
     """Vocabulary matrix V (eq. 9) with exact or sampled softmax cross-entropy."""
 
+    noise: torch.Tensor  # (V,) buffer: the noise distribution Q of the sampled softmax
+
     def __init__(self, hidden: int, vocab_size: int, counts: np.ndarray, num_sampled: int = 0, alpha: float = 0.75, bias: bool = False):
         super().__init__()
         self.proj = nn.Linear(hidden, vocab_size, bias=bias)

@@ -153,6 +153,7 @@ class Trainer:
     # ---- setup ----------------------------------------------------------------------------
     def _setup(self) -> None:
         t, fam = self.tcfg, self.family
+        assert t.batch_size is not None and t.lr is not None, "TrainConfig.resolved() fills the family's settings"
         self.corpus = TokenCorpus.load(t.corpus, t.limit_sentences or None)
         self.prepared = Prepared.from_dict(self.ck["prepared"]) if self.ck else fam.prepare(self.mcfg, self.corpus)
         self.data = fam.id_corpus(self.mcfg, self.prepared, self.corpus)
@@ -174,7 +175,7 @@ class Trainer:
             torch.set_rng_state(self.ck["rng"]["torch"])
             if self.device.type == "cuda" and self.ck["rng"].get("cuda") is not None:
                 torch.cuda.set_rng_state(self.ck["rng"]["cuda"], self.device)  # negative sampling draws on the GPU
-        self.net = self.model
+        self.net: torch.nn.Module = self.model
         if self.dist.world > 1:
             self.net = torch.nn.parallel.DistributedDataParallel(self.model)
         self.steps_per_epoch = len(self._epoch_batches(0)) // self.dist.world
@@ -184,6 +185,7 @@ class Trainer:
 
     def _epoch_batches(self, epoch: int) -> list[np.ndarray]:
         rng = np.random.default_rng([self.tcfg.seed, epoch])
+        assert self.tcfg.batch_size is not None, "TrainConfig.resolved() fills the family's settings"
         return bucketed_batches(self.lengths, self.train_c, self.tcfg.batch_size, rng)
 
     # ---- persistence ----------------------------------------------------------------------
@@ -302,6 +304,7 @@ class Trainer:
 
     def _loop(self, stop: Stop) -> None:
         t, p, fam = self.tcfg, self.progress, self.family
+        assert t.clip is not None, "TrainConfig.resolved() fills the family's settings"
         bar = tqdm(
             total=self.total_steps,
             initial=p.step,

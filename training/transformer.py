@@ -20,7 +20,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import onnx
@@ -64,7 +64,8 @@ def load_sentence_transformer(folder: str | Path):
     kinds = [type(m).__name__ for m in st]
     if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
         raise ValueError(f"{folder}: modules {kinds}; a bundle takes Transformer, Pooling (mean) and optionally Normalize")
-    pool = st[1].get_config_dict()  # sentence-transformers 6: pooling_mode "mean"; older: pooling_mode_mean_tokens true
+    pooling: Any = st[1]  # the Pooling module, checked by name above: its class moved between versions
+    pool = pooling.get_config_dict()  # sentence-transformers 6: pooling_mode "mean"; older: pooling_mode_mean_tokens true
     modes = [pool["pooling_mode"]] if "pooling_mode" in pool else [k for k, v in pool.items() if k.startswith("pooling_mode") and v]
     if modes not in (["mean"], ["pooling_mode_mean_tokens"]) or not pool.get("include_prompt", True):
         raise ValueError(f"{folder}: pooling {modes}; only mean pooling over every token is exported")

@@ -24,9 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
+from thoughtvec import paths
+
 DEFAULT = "glove-6b-50d"
 CORPUS_W2V = "corpus-w2v"
-CORPUS_W2V_FILE = Path(__file__).resolve().parents[1] / "data" / "vectors" / "corpus-w2v.txt"
+CORPUS_W2V_FILE = paths.DATA / "vectors" / "corpus-w2v.txt"
 
 
 @dataclass
@@ -297,7 +299,7 @@ def load_word_vectors(source: str = DEFAULT, limit: int | None = None) -> WordVe
     return concatenate(loaded, source, [w for _, w in parts])
 
 
-def fixed_vocabulary(vectors: WordVectors, words: int, also: list[str] = ()):
+def fixed_vocabulary(vectors: WordVectors, words: int, also: Sequence[str] = ()):
     """Bundle vocabulary for families that read fixed pretrained vectors (AAE, invertible decoders).
 
     The ``words`` most frequent pretrained words, plus any word of ``also`` (e.g. the output

@@ -50,6 +50,17 @@ def test_cli_truncation_reaches_the_encoder_and_the_command(setup, tmp_path):
     assert rec["ranker"]["truncation"] == "truncate" and rec["command"].endswith(" --mode dense --truncation truncate --beir " + str(toy))
 
 
+def test_cli_fuses_a_bundle_with_bm25_beside_a_server(setup, tmp_path):
+    """--bundle and --url in hybrid mode: the bundle is fused with the in-process BM25, the server searches on its own."""
+    root, toy = setup
+    with live_server(settings_for(root / "models", root / "indexes")) as (url, _app):
+        args = ["eval", "--retrieval", "--beir", str(toy), "--bundle", str(root / "models" / "tiny"), "--url", url, "--mode", "hybrid",
+                "--results-dir", str(tmp_path / "results"), "--report", str(tmp_path / "RESULTS.md")]  # fmt: skip
+        assert main(args) == 0
+    records = [json.loads(p.read_text()) for p in (tmp_path / "results" / "retrieval").glob("*.json")]
+    assert sorted((r["kind"], r["mode"]) for r in records) == [("bundle", "hybrid"), ("server", "hybrid")]
+
+
 def test_cli_names_a_missing_folder(tmp_path, capsys):
     assert main(["eval", "--retrieval", "--lexical", "--beir", str(tmp_path / "nowhere"), "--results-dir", str(tmp_path)]) == 2
     assert "corpus.jsonl: not found" in capsys.readouterr().err

@@ -1,9 +1,11 @@
 """Vocabulary expansion (§2.2): the least-squares map recovers words it never saw."""
 
 import numpy as np
+import pytest
 
+from thoughtvec.paths import MODELS
 from thoughtvec.service.bundle.vocab import Vocabulary
-from thoughtvec.training.expansion import ExpansionOptions, expand
+from thoughtvec.training.expansion import ExpansionOptions, expand, reexpand
 from thoughtvec.training.wordvecs import WordVectors
 
 
@@ -33,3 +35,12 @@ def test_text_vector_file(tmp_path):
     wv = load_word_vectors(str(p))
     assert wv.words == ["the", "cat", "dog"] and wv.dim == 2
     np.testing.assert_allclose(wv.vectors[0], [0.1, 0.2])
+
+
+def test_reexpand_refuses_a_bundle_without_a_word_vocabulary(tmp_path):
+    bundle = MODELS / "all-minilm-l6-v2"  # hf-tokenizers: its tokenizer file holds the vocabulary
+    if not (bundle / "model.onnx").exists():
+        pytest.skip("the MiniLM bundle is not in this checkout")
+    with pytest.raises(ValueError, match="no word vocabulary to expand"):
+        reexpand(bundle, tmp_path / "x", ExpansionOptions(WordVectors(["a", "b"], np.eye(2, dtype=np.float32), "synthetic"), words=2))
+    assert not (tmp_path / "x").exists()

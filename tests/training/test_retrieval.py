@@ -162,3 +162,16 @@ def test_retrieval_check_reports_every_pooling_and_the_coverage(toy):
     for how in ("mean-unit", "mean-raw", "token-weighted", "max", "truncate", "title", "max-sim", "by query words"):
         assert f" {how} " in text, how
     assert "no-such-view" not in text
+
+
+def test_retrieval_check_reads_the_coverage_of_a_bundle_with_its_own_tokenizer():
+    from thoughtvec.paths import MODELS
+    from thoughtvec.training.evaluation import retrieval_check
+
+    bundle = MODELS / "all-minilm-l6-v2"  # hf-tokenizers: no word vocabulary, no expansion
+    if not (bundle / "model.onnx").exists():
+        pytest.skip("the MiniLM bundle is not in this checkout")
+    enc = Encoder.load(bundle, providers=["CPUExecutionProvider"])
+    unk, expanded = retrieval_check.coverage(enc, ["a dog ran", "a dog 🙂"])  # 🙂 is [UNK] in its WordPiece vocabulary
+    assert unk == pytest.approx(1 / 6) and expanded == 0.0
+    assert retrieval_check.fully_known(enc, ["a dog ran", "a dog 🙂"]).tolist() == [True, False]

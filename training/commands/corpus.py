@@ -7,13 +7,14 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_OUT = REPO / "data" / "corpus"
-DEFAULT_SAMPLE = REPO / "service" / "data" / "search_sample.tsv.gz"
+from thoughtvec import paths
+
+DEFAULT_OUT = paths.DATA / "corpus"
+DEFAULT_SAMPLE = paths.REPO / "service" / "index" / "data" / "search_sample.tsv.gz"  # the server's package data
 
 
 def _default_senteval() -> str:
-    return os.environ.get("THOUGHTVEC_SENTEVAL") or str(REPO.parent / "shared" / "data" / "senteval")
+    return os.environ.get("THOUGHTVEC_SENTEVAL") or str(paths.SHARED_DATA / "senteval")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -25,6 +25,10 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from thoughtvec.service.core.encoder import Truncation  # the encoder's long-input modes
 
 BASELINE_NAMES = (
     "glove-avg",
@@ -143,7 +147,7 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, str]]:
     return [("bundle", b) for b in args.bundle] + [("baseline", b) for b in args.baseline] + ([("server", args.url)] if args.url else [])
 
 
-def _make_source(args: argparse.Namespace, kind: str, target: str, truncation: str = "truncate"):
+def _make_source(args: argparse.Namespace, kind: str, target: str, truncation: Truncation = "truncate"):
     from thoughtvec.training.evaluation import sources
 
     normalize = not args.raw
@@ -203,10 +207,11 @@ def _command(args: argparse.Namespace, kind: str, target: str) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from thoughtvec.paths import REPO
     from thoughtvec.training.evaluation import retrieval_report
     from thoughtvec.training.evaluation.guide import write_guide
     from thoughtvec.training.evaluation.models_table import write_tables
-    from thoughtvec.training.evaluation.report import REPO, load_records, pick, write_report
+    from thoughtvec.training.evaluation.report import load_records, pick, write_report
 
     out = args.out or args.report.with_name("results.json")
     path, n = write_report(args.results_dir, args.report, out)

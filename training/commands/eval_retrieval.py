@@ -74,7 +74,10 @@ def _run(args: argparse.Namespace, make_source: Callable) -> list[str]:
     task = beir.load(args.beir)
     _log(f"{task.name}: {len(task.doc_ids)} documents, {len(task.query_ids)} judged queries")
     modes = args.mode or ["dense"]
-    lexical = rankers.LexicalRanker(task) if args.lexical or {"hybrid", "lexical"} & set(modes) and not args.url else None
+    # BM25 in-process: scored alone (a server scores its own), and fused with each in-process source in hybrid mode
+    local = bool(args.bundle or args.baseline)
+    wanted = args.lexical or ("lexical" in modes and not args.url) or ("hybrid" in modes and local)
+    lexical = rankers.LexicalRanker(task) if wanted else None
     out: list[str] = []
 
     def score(ranker, kind: str, target: str) -> None:
@@ -93,7 +96,11 @@ def _run(args: argparse.Namespace, make_source: Callable) -> list[str]:
         progress = _progress_bar(len(task.doc_ids), source.name)
         for dense in rankers.DenseRanker.for_views(source, views, task, batch_size=args.batch_size, progress=progress):
             for mode in (m for m in modes if m != "lexical"):
-                score(dense if mode == "dense" else rankers.HybridRanker(dense, lexical), kind, target)
+                if mode == "dense":
+                    score(dense, kind, target)
+                else:
+                    assert lexical is not None, "built above for every in-process source in hybrid mode"
+                    score(rankers.HybridRanker(dense, lexical), kind, target)
     if args.url:
         server = rankers.ServerRanker(args.url, task, index=args.index, model=args.model, view=(args.view or [None])[0],
                                       mode=args.mode[0] if args.mode else None, api_key=args.api_key,

@@ -57,8 +57,8 @@ def _load_config(args: argparse.Namespace):
     if args.config:
         import tomllib
 
-        with open(args.config, "rb") as f:
-            data = tomllib.load(f)
+        with open(args.config, "rb") as fh:
+            data = tomllib.load(fh)
         model = dict(data.pop("model", {}))
         valid = {f.name for f in dataclasses.fields(TrainConfig)} - {"model"}
         unknown = sorted(set(data) - valid)

@@ -44,7 +44,8 @@ def dump_kjv(program: Path, data_dir: Path) -> list[str]:
 def kjv_chapters(lines: list[str]) -> Iterator[RawDocument]:
     """One document per chapter; verse references dropped, verses run together (a sentence may
     span verses, so Punkt splits the chapter as one paragraph)."""
-    key, verses = None, []
+    key = ("", "")  # (book, chapter) of ``verses``
+    verses: list[str] = []
     for line in lines:
         m = _VERSE.match(line)
         if not m:

@@ -17,8 +17,9 @@ import struct
 import warnings
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from thoughtvec.training.corpus.text import RawDocument, is_heading, paragraphs, read_text, strip_gutenberg
 
@@ -35,7 +36,7 @@ def _r_object(data: bytes):
         return rdata.conversion.convert(rdata.parser.parse_data(data))
 
 
-def read_lazyload(prefix: Path) -> dict[str, object]:
+def read_lazyload(prefix: Path) -> dict[str, Any]:  # R values: their Python types follow the file
     """The objects of an R lazy-load database (``prefix.rdx`` index + ``prefix.rdb`` blobs).
 
     Each blob is a 4-byte big-endian length then the compressed serialization: zlib when the
@@ -44,7 +45,7 @@ def read_lazyload(prefix: Path) -> dict[str, object]:
     index = _r_object(_decompress_any(prefix.with_suffix(".rdx").read_bytes()))
     blob = prefix.with_suffix(".rdb").read_bytes()
     codec = int(index["compressed"][0])
-    out = {}
+    out: dict[str, Any] = {}
     for name, (offset, length) in index["variables"].items():
         chunk = blob[int(offset) : int(offset) + int(length)]
         (size,) = struct.unpack(">I", chunk[:4])
@@ -52,7 +53,8 @@ def read_lazyload(prefix: Path) -> dict[str, object]:
             data = zlib.decompress(chunk[4:])
         else:
             kind, body = chunk[4:5], chunk[5:]
-            data = {b"Z": lzma.decompress, b"2": bz2.decompress, b"0": bytes}[kind](body)
+            decompress: dict[bytes, Callable[[bytes], bytes]] = {b"Z": lzma.decompress, b"2": bz2.decompress, b"0": bytes}
+            data = decompress[kind](body)
         if len(data) != size:
             raise ValueError(f"{prefix}.rdb: object {name!r} is {len(data)} bytes, index says {size}")
         out[str(name)] = _r_object(data)
@@ -69,7 +71,7 @@ def _decompress_any(data: bytes) -> bytes:
     return data
 
 
-def read_rda(path: Path) -> dict[str, object]:
+def read_rda(path: Path) -> dict[str, Any]:
     import rdata
 
     with warnings.catch_warnings():
@@ -85,7 +87,8 @@ _CHAPTER = re.compile(r"^\s*chapter\s+([0-9]+|[ivxlc]+|[a-z]+(?:[- ][a-z]+)?)\.?
 
 def novel_chapters(title: str, lines: Iterable[str]) -> Iterator[RawDocument]:
     """One document per chapter; the title page before the first chapter heading is skipped."""
-    chapter, block = 0, None
+    chapter = 0
+    block: list[str] | None = None  # the current chapter's lines; None before the first heading
     for line in lines:
         if _CHAPTER.match(line):
             if block is not None:
@@ -199,7 +202,8 @@ def poem_documents(title: str, text: str, sonnets: bool) -> Iterator[RawDocument
     if not sonnets:
         yield RawDocument(title, [p for p in paragraphs(lines[start:]) if not is_heading(p)])
         return
-    number, current = 0, []
+    number = 0
+    current: list[str] = []
     for line in lines[start:] + ["I"]:  # a sentinel heading flushes the last sonnet
         if _ROMAN_LINE.match(line):
             if number and paragraphs(current):

@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from thoughtvec import paths
 from thoughtvec.training.evaluation.datasets import DatasetError
 
 
@@ -37,7 +38,7 @@ def default_root() -> Path:
     env = os.environ.get("THOUGHTVEC_BEIR")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "retrieval" / "scifact-dev"
+    return paths.SHARED_DATA / "retrieval" / "scifact-dev"
 
 
 def _jsonl(path: Path, fields: tuple[str, ...]) -> list[dict]:

@@ -144,10 +144,12 @@ def nested_cv(D: Design, y: np.ndarray, P: Protocol, progress=None) -> Selection
     y = np.asarray(y)
     n_cls = int(y.max()) + 1
     outer = list(StratifiedKFold(n_splits=P.folds, shuffle=True, random_state=P.seed).split(np.zeros(len(y)), y))
-    chosen, devs = [], []
+    chosen: list[float] = []
+    devs: list[float] = []
     for i, (tr, _) in enumerate(outer):
         C, dev = _cv_select(D, y, tr, P, P.inner_folds, n_cls)
-        chosen.append(C), devs.append(dev)
+        chosen.append(C)
+        devs.append(dev)
         if progress:
             progress(f"fold {i + 1}/{len(outer)}: C={C:g} inner acc {100 * dev:.2f}")
     F = _final(D, y, [tr for tr, _ in outer], chosen, P, n_cls)
@@ -174,6 +176,23 @@ def dev_select(D: Design, y: np.ndarray, train: np.ndarray, dev: np.ndarray, tes
     return Selection(_accuracy(F, 0, test, y), accs[best], [P.grid[best]], predictions=_predict(F, 0, test))
 
 
+@dataclass
+class _BestSoFar:
+    """Per C of the relatedness grid: the best dev Pearson so far, the checks since it, and the model and
+    test predictions at it (``None`` until the first check)."""
+
+    r: np.ndarray  # (k,) float
+    since: np.ndarray  # (k,) int
+    iter: np.ndarray  # (k,) int: solver iteration of the best
+    theta: list[np.ndarray | None]  # (d, c) each
+    bias: list[np.ndarray | None]  # (c,) each
+    test: list[np.ndarray | None]  # (n_test,) expected scores each
+
+    @classmethod
+    def empty(cls, k: int) -> _BestSoFar:
+        return cls(np.full(k, -np.inf), np.zeros(k, int), np.zeros(k, int), [None] * k, [None] * k, [None] * k)
+
+
 def soft_label_regression(D: Design, scores: np.ndarray, lo: int, hi: int, train: np.ndarray, dev: np.ndarray,
                           test: np.ndarray, P: Protocol) -> Selection:  # fmt: skip
     """SICK-R/STS-B: softmax regression on soft labels over lo..hi, one model per C, each stopped
@@ -184,33 +203,34 @@ def soft_label_regression(D: Design, scores: np.ndarray, lo: int, hi: int, train
     scores = np.asarray(scores, np.float64)
     T = soft_labels(np.clip(scores, lo, hi), lo, hi)
     k = len(P.relatedness_grid)
-    best = {"r": np.full(k, -np.inf), "since": np.zeros(k, int), "theta": [None] * k, "bias": [None] * k,
-            "test": [None] * k, "iter": np.zeros(k, int)}  # fmt: skip
+    best = _BestSoFar.empty(k)
 
     def monitor(it, idx, theta, bias, Z):
         p = _softmax(Z)
         stop = np.zeros(len(idx), bool)
         for a, j in enumerate(idx):
             r = _pearson(expected_score(p[dev, a], lo), scores[dev])
-            if r > best["r"][j]:
-                best["r"][j], best["since"][j], best["iter"][j] = r, 0, it
-                best["theta"][j], best["bias"][j] = theta[a].copy(), bias[a].copy()
-                best["test"][j] = expected_score(p[test, a], lo)
+            if r > best.r[j]:
+                best.r[j], best.since[j], best.iter[j] = r, 0, it
+                best.theta[j], best.bias[j] = theta[a].copy(), bias[a].copy()
+                best.test[j] = expected_score(p[test, a], lo)
             else:
-                best["since"][j] += 1
-                stop[a] = best["since"][j] >= P.patience
+                best.since[j] += 1
+                stop[a] = best.since[j] >= P.patience
         return stop
 
     W = np.zeros((k, D.n))
     W[:, train] = 1.0
     fit(D, T, W, list(P.relatedness_grid), max_iter=P.max_iter, tol=P.tol * 0.01, monitor=monitor)
-    j = int(np.argmax(best["r"]))
-    yhat = best["test"][j]
+    j = int(np.argmax(best.r))
+    yhat = best.test[j]
+    if yhat is None:
+        raise RuntimeError(f"the solver never checked C={P.relatedness_grid[j]:g} on dev (max_iter {P.max_iter})")
     gold = scores[test]
     metrics = {"pearson": _pearson(yhat, gold), "spearman": _spearman(yhat, gold),
-               "mse": float(np.mean((yhat - gold) ** 2)), "stopped_at": int(best["iter"][j])}  # fmt: skip
-    return Selection(metrics["pearson"], float(best["r"][j]), [P.relatedness_grid[j]], predictions=yhat,
-                     extra=metrics | {"theta": best["theta"][j], "bias": best["bias"][j]})  # fmt: skip
+               "mse": float(np.mean((yhat - gold) ** 2)), "stopped_at": int(best.iter[j])}  # fmt: skip
+    return Selection(metrics["pearson"], float(best.r[j]), [P.relatedness_grid[j]], predictions=yhat,
+                     extra=metrics | {"theta": best.theta[j], "bias": best.bias[j]})  # fmt: skip
 
 
 def _softmax(Z: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@ layout, sizes and quirks are in that folder's ``PROVENANCE.md``. Every reader re
 exactly as the files have them (SentEval's PTB/Moses tokenisation is kept; our tokenizer reads it).
 
     >>> task = load_task("MR", default_root())          # doctest: +SKIP
-    >>> split = task.splits["all"]; split.sentences[0], split.labels[0]
+    >>> split = task.single("all"); split.sentences[0], split.labels[0]
 
 Differences from SentEval's own loaders, on purpose:
 - CR and MPQA have a few empty lines, which SentEval keeps as empty sentences (CR's N=3775);
@@ -18,9 +18,11 @@ Differences from SentEval's own loaders, on purpose:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from thoughtvec import paths
 
 __all__ = [
     "DatasetError",
@@ -108,9 +110,23 @@ class Task:
     """
 
     name: str
-    splits: dict[str, Sentences | Pairs]
+    splits: Mapping[str, Sentences | Pairs]
     classes: tuple[str, ...] = ()
     score_range: tuple[float, float] | None = None
+
+    def single(self, split: str) -> Sentences:
+        """The split ``split`` of a single-sentence task."""
+        s = self.splits[split]
+        if not isinstance(s, Sentences):
+            raise TypeError(f"{self.name} {split!r} holds sentence pairs, not single sentences")
+        return s
+
+    def pairs(self, split: str) -> Pairs:
+        """The split ``split`` of a sentence-pair task."""
+        s = self.splits[split]
+        if not isinstance(s, Pairs):
+            raise TypeError(f"{self.name} {split!r} holds single sentences, not sentence pairs")
+        return s
 
     def sentences(self) -> Iterator[str]:
         """Every sentence of every split (both sides of a pair)."""
@@ -127,7 +143,7 @@ def default_root() -> Path:
     env = os.environ.get("THOUGHTVEC_SENTEVAL")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "senteval"
+    return paths.SHARED_DATA / "senteval"
 
 
 # --------------------------------------------------------------------------------------------
@@ -146,8 +162,8 @@ def _lines(root: Path, rel: str, encoding: str = "utf-8", header: bool = False) 
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise DatasetError(f"{path} line {line}: not {encoding} text ({e.reason})") from None
+        lineno = data[: e.start].count(b"\n") + 1
+        raise DatasetError(f"{path} line {lineno}: not {encoding} text ({e.reason})") from None
     # split on "\n" only: str.splitlines() would also split inside a sentence at \x85 or \u2028
     lines = text.split("\n")
     if lines and lines[-1] == "":

@@ -33,7 +33,7 @@ def measure(bundle: Path, view: str | None, sizes: tuple[int, ...], test_size: i
     name = enc.view(view)
     axes = enc.spec.views[name].axes
     dev = DevPairs.load(data_root, check_counts)
-    test = datasets.load_task("STSBenchmark", data_root, check_counts=check_counts).splits["test"]
+    test = datasets.load_task("STSBenchmark", data_root, check_counts=check_counts).pairs("test")
     texts = list(dict.fromkeys([*dev.sentences(), *test.first, *test.second]))
     full = dict(zip(texts, enc.encode(texts, name, normalize=False)))
     dim = enc.dim(name)

@@ -30,7 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from thoughtvec.training.evaluation.report import IMPORTED_FAMILY, REPO, bundle_bytes, dev_macro, flatten
+from thoughtvec.paths import REPO
+from thoughtvec.training.evaluation.report import IMPORTED_FAMILY, bundle_bytes, dev_macro, flatten
 from thoughtvec.training.evaluation.retrieval import slug as retrieval_slug
 from thoughtvec.training.postprocess import MIN_GAIN
 

@@ -102,7 +102,7 @@ def _training_cells(path: Path) -> tuple[str, str]:
 
 def bundles_table(records: list[dict], retrieval: Sequence[dict] = ()) -> str:
     """One row per evaluated bundle: family, default view, training, size, dev and test scores."""
-    from thoughtvec.training.evaluation.report import REPO
+    from thoughtvec.paths import REPO
 
     ours = [r for r in pick(records) if r["kind"] == "bundle"]
     ch = dev_choices(ours)

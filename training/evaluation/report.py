@@ -8,11 +8,12 @@ then macro averages, wall times with the exact commands, the protocol and the da
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from thoughtvec import paths
 from thoughtvec.training.evaluation import retrieval_report, runner
 from thoughtvec.training.evaluation.papers import CITATIONS, PUBLISHED
 from thoughtvec.training.evaluation.runner import SCHEMA
@@ -78,10 +79,10 @@ def flatten(rec: dict) -> dict[str, float]:
     return out
 
 
-def macro(scores: dict[str, float], tasks: Sequence[str]) -> float | None:
+def macro(scores: Mapping[str, float | None], tasks: Sequence[str]) -> float | None:
     """Mean accuracy over ``tasks``, or None when one is missing."""
-    vals = [scores.get(t) for t in tasks]
-    return None if any(v is None for v in vals) else float(np.mean(vals))
+    vals = [v for t in tasks if (v := scores.get(t)) is not None]
+    return None if len(vals) < len(tasks) else float(np.mean(vals))
 
 
 def dev_macro(scores: dict[str, float], tasks: Sequence[str] = MACRO_TASKS) -> float | None:
@@ -91,8 +92,8 @@ def dev_macro(scores: dict[str, float], tasks: Sequence[str] = MACRO_TASKS) -> f
 
 def dev_cosine(scores: dict[str, float]) -> float | None:
     """Mean cosine Spearman on the SICK-R and STS-B dev pairs: what the default model is chosen by."""
-    vals = [scores.get("SICK-R-cos.dev_spearman"), scores.get("STS-B-cos.dev_spearman")]
-    return None if any(v is None for v in vals) else float(np.mean(vals))
+    vals = [v for k in ("SICK-R-cos.dev_spearman", "STS-B-cos.dev_spearman") if (v := scores.get(k)) is not None]
+    return None if len(vals) < 2 else float(np.mean(vals))
 
 
 def quick_dev_macro(source, view: str, data_root: Path | None, seed: int = 1111, check_counts: bool = True) -> float | None:
@@ -108,14 +109,11 @@ def quick_dev_macro(source, view: str, data_root: Path | None, seed: int = 1111,
     return dev_macro(flatten(runner.evaluate(source, [view], opts, log=lambda _: None)[0]))
 
 
-REPO = Path(__file__).resolve().parents[2]
-
-
 def bundle_bytes(record: dict) -> float:
     """The size on disk of the bundle a record evaluated (its files under ``source.path``, relative paths
     from the repository); infinite when the folder is not here."""
     where = record.get("source", {}).get("path")
-    path = REPO / where if where else None  # an absolute ``where`` stays itself
+    path = paths.REPO / where if where else None  # an absolute ``where`` stays itself
     files = [f for f in path.iterdir() if f.is_file()] if path is not None and path.is_dir() else []
     return float(sum(f.stat().st_size for f in files)) if files else float("inf")
 
@@ -131,24 +129,31 @@ def dev_choices(ours: list[dict]) -> dict:
     (family ``transformer``) too: the server's default model is this one (the model guide's ``default_models``)."""
     bundles = [r for r in ours if r["kind"] == "bundle"]
     out: dict = {"views": {}}
+
+    def cosine(r: dict) -> float:  # for the records below that have one
+        return v if (v := dev_cosine(flatten(r))) is not None else float("-inf")
+
+    def macro_of(r: dict) -> float:
+        return v if (v := dev_macro(flatten(r))) is not None else float("-inf")
+
     # a bundle's default view as its newest record saw it (a later `thoughtvec postprocess` may change it)
     newest = {r["name"]: r for r in sorted(bundles, key=lambda r: r.get("created", ""))}
     default_of = {n: r.get("source", {}).get("default_view") for n, r in newest.items()}
     default_views = [r for r in bundles if r["view"] == default_of[r["name"]] and dev_cosine(flatten(r)) is not None]
     if default_views:
-        top = max(dev_cosine(flatten(r)) for r in default_views)
-        tied = [r for r in default_views if dev_cosine(flatten(r)) >= top - MIN_GAIN]
-        best = min(tied, key=lambda r: (bundle_bytes(r), -dev_cosine(flatten(r))))
+        top = max(cosine(r) for r in default_views)
+        tied = [r for r in default_views if cosine(r) >= top - MIN_GAIN]
+        best = min(tied, key=lambda r: (bundle_bytes(r), -cosine(r)))
         out["default_model"] = {"name": best["name"], "view": best["view"], "dev_cosine": dev_cosine(flatten(best)),
                                 "tied": [{"name": r["name"], "dev_cosine": dev_cosine(flatten(r)), "bytes": bundle_bytes(r)}
-                                         for r in sorted(tied, key=lambda r: -dev_cosine(flatten(r))) if r is not best]}  # fmt: skip
+                                         for r in sorted(tied, key=lambda r: -cosine(r)) if r is not best]}  # fmt: skip
     for name in dict.fromkeys(r["name"] for r in bundles):
         rs = [r for r in bundles if r["name"] == name]
         by_macro = [r for r in rs if dev_macro(flatten(r)) is not None]
         by_cos = [r for r in rs if dev_cosine(flatten(r)) is not None]
         out["views"][name] = {
-            "macro": max(by_macro, key=lambda r: dev_macro(flatten(r)))["view"] if by_macro else None,
-            "cosine": max(by_cos, key=lambda r: dev_cosine(flatten(r)))["view"] if by_cos else None,
+            "macro": max(by_macro, key=macro_of)["view"] if by_macro else None,
+            "cosine": max(by_cos, key=cosine)["view"] if by_cos else None,
         }
     return out
 
@@ -245,7 +250,7 @@ def _times(records: list[dict]) -> list[str]:
 
 
 def _protocol(records: list[dict]) -> list[str]:
-    seen = {}
+    seen: dict[str, dict] = {}
     for r in records:
         seen.setdefault(r["mode"], r)
     out = []

@@ -25,21 +25,33 @@ from typing import get_args
 import numpy as np
 
 from thoughtvec.service.bundle.postprocess import l2_normalize
-from thoughtvec.service.bundle.tokenizer import tokenize
+from thoughtvec.service.bundle.tokenization import Piece
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.service.core.longinput import Pooling, Prepared, pool, prepare
 from thoughtvec.service.core.planner import plan_batches
 from thoughtvec.training.evaluation import beir, retrieval
 from thoughtvec.training.evaluation.rankers import top_k
 
-POOLINGS = get_args(Pooling)
+POOLINGS: tuple[Pooling, ...] = get_args(Pooling)
+
+
+def _tokens(enc: Encoder, text: str) -> list[Piece]:
+    """The tokens of ``text`` as the bundle's tokenizer reads it, without the specials that frame it."""
+    return [p for p in enc.tokenizer.pieces(text) if not p.special]
+
+
+def _trained_size(enc: Encoder) -> int | None:
+    """Ids at or above this come from vocabulary expansion; ``None`` for a bundle with its own tokenizer
+    (hf-tokenizers: no word vocabulary, nothing expanded)."""
+    return None if enc.spec.vocabulary is None else enc.spec.vocabulary.trained_size
 
 
 def coverage(enc: Encoder, texts: list[str]) -> tuple[float, float]:
-    """Shares of tokens that are ``<unk>`` and that come from vocabulary expansion."""
-    ids = np.array([i for t in texts for i in enc.vocab.ids(tokenize(t, lowercase=enc.spec.tokenizer.lowercase))])
-    trained = enc.spec.vocabulary.trained_size
-    return float((ids == 1).mean()), float((ids >= trained).mean()) if trained else 0.0
+    """Shares of tokens that are unknown (``<unk>``) and that come from vocabulary expansion."""
+    tokens = [p for t in texts for p in _tokens(enc, t)]
+    ids, unknown = np.array([p.id for p in tokens]), np.array([p.oov for p in tokens])
+    trained = _trained_size(enc)
+    return float(unknown.mean()), float((ids >= trained).mean()) if trained else 0.0
 
 
 def run_parts(enc: Encoder, prep: Prepared, views: list[str]) -> dict[str, np.ndarray]:
@@ -65,9 +77,8 @@ def scores_of(sims: np.ndarray, task: beir.RetrievalTask, queries: np.ndarray | 
 
 def fully_known(enc: Encoder, texts: list[str]) -> np.ndarray:
     """Which texts have every token among the words the model was trained on (no ``<unk>``, no expansion)."""
-    trained = enc.spec.vocabulary.trained_size or len(enc.vocab)
-    ids = (enc.vocab.ids(tokenize(t, lowercase=enc.spec.tokenizer.lowercase)) for t in texts)
-    return np.array([all(1 < i < trained for i in row) for row in ids])
+    trained = _trained_size(enc)
+    return np.array([all(not p.oov and (trained is None or 1 < p.id < trained) for p in _tokens(enc, t)) for t in texts])
 
 
 def hubness(sims: np.ndarray) -> tuple[int, float]:
@@ -94,7 +105,7 @@ def check(bundle: str, views: list[str] | None, task: beir.RetrievalTask, out=pr
     known = fully_known(enc, task.query_texts)
     for v in views:
         q = queries[v]
-        rows = {p: l2_normalize(pool(parts[v], split, n, p)) for p in POOLINGS}  # type: ignore[arg-type]
+        rows: dict[str, np.ndarray] = {p: l2_normalize(pool(parts[v], split, n, p)) for p in POOLINGS}
         rows |= {"truncate": l2_normalize(cuts[v]), "title": l2_normalize(heads[v])}
         for how, docs in rows.items():
             sims = q @ docs.T

@@ -74,7 +74,7 @@ def fusion_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Calla
         )
     _table(out, f"fusion (method, lexical weight, rrf k, depth) of {dense.name} / {dense.view} with BM25", results)
     m, w, k, depth = max(results, key=lambda key: results[key]["ndcg@10"])
-    return Fusion(m, w, 60 if k == "-" else k, depth)
+    return Fusion(m, w, 60 if isinstance(k, str) else k, depth)  # "-": min-max fusion has no rrf k
 
 
 def _table(out: Callable[[str], None], title: str, results: dict, top: int = 12) -> None:

@@ -35,7 +35,7 @@ Log = Callable[[str], None]
 class RunOptions:
     tasks: list[EvalTask]
     protocol: Protocol
-    data_root: Path
+    data_root: Path | None  # None: datasets.default_root()
     check_counts: bool = True
     batch_size: int = 256
     plots_dir: Path | None = None  # write t-SNE plots of TREC / SUBJ here (None: no plots)
@@ -44,7 +44,7 @@ class RunOptions:
     threads: int | None = None  # BLAS threads for the classifiers (None: the library's default, all cores)
 
 
-def load_data(tasks: Sequence[EvalTask], root: Path, check_counts: bool = True) -> dict[str, datasets.Task]:
+def load_data(tasks: Sequence[EvalTask], root: Path | None, check_counts: bool = True) -> dict[str, datasets.Task]:
     """Each needed SentEval set once, sizes checked against PROVENANCE.md's counts."""
     out: dict[str, datasets.Task] = {}
     for t in tasks:
@@ -95,7 +95,7 @@ def _evaluate_view(source: Source, view: str, vectors: np.ndarray, index: dict[s
         results[task.name] = task.run(data[task.dataset], ctx)
         task_times[task.name] = round(time.perf_counter() - ts, 2)
         log(f"  [{source.name}/{view}] {task.name}: {_headline(results[task.name])} ({task_times[task.name]:.1f}s)")
-    plots = _plots(source.name, source.kind, view, data, ctx, opts) if opts.plots_dir else {}
+    plots = _plots(source.name, source.kind, view, data, ctx, opts, opts.plots_dir) if opts.plots_dir else {}
     return {
         "schema": SCHEMA, "name": source.name, "kind": source.kind, "view": view, "dim": int(vectors.shape[1]),
         "mode": opts.protocol.mode, "protocol": opts.protocol.as_dict(), "normalize": source.normalize,
@@ -129,18 +129,18 @@ def _progress_bar(total: int, name: str):
     return update
 
 
-def _plots(name: str, kind: str, view: str, data: dict, ctx: Context, opts: RunOptions) -> dict:
+def _plots(name: str, kind: str, view: str, data: dict, ctx: Context, opts: RunOptions, plots_dir: Path) -> dict:
     """t-SNE of TREC and SUBJ vectors coloured by label (skip-thought Figure 2), if those sets were loaded."""
     from thoughtvec.training.evaluation.plots import tsne_panels
 
     panels = []
     for key, split in (("TREC", "train"), ("SUBJ", "all")):
         if key in data:
-            s = data[key].splits[split]
+            s = data[key].single(split)
             panels.append((f"{key} ({split})", ctx.of(s.sentences), np.asarray(s.labels), data[key].classes))
     if not panels:
         return {}
-    path = opts.plots_dir / f"{slug(name, view, opts.protocol.mode, kind)}-tsne.png"
+    path = plots_dir / f"{slug(name, view, opts.protocol.mode, kind)}-tsne.png"
     tsne_panels(panels, path, f"{name} / {view}: t-SNE coloured by label", seed=opts.protocol.seed, sample=1000)
     return {"tsne": path.name}
 
@@ -211,7 +211,7 @@ def _card_note(bundle_dir: Path, info: dict) -> None:
 
 def versions() -> dict:
     """Versions that can change a number: Python, the numeric stack, ONNX Runtime, this repo's commit."""
-    out = {"python": platform.python_version()}
+    out: dict[str, str | None] = {"python": platform.python_version()}
     for pkg in ("numpy", "scipy", "scikit-learn", "onnxruntime", "sentence-transformers", "transformers", "torch"):
         try:
             out[pkg] = metadata.version(pkg)

@@ -25,6 +25,7 @@ import numpy as np
 from thoughtvec.service.bundle.postprocess import l2_normalize
 
 if TYPE_CHECKING:
+    from thoughtvec.service.core.encoder import Truncation  # the encoder's long-input modes
     from thoughtvec.training.wordvecs import WordVectors
 
 Progress = Callable[[int], None]  # called with the number of sentences just encoded
@@ -69,7 +70,7 @@ class BundleSource:
 
     kind = "bundle"
 
-    def __init__(self, path: str | os.PathLike, normalize: bool = True, threads: int | None = None, truncation: str = "truncate"):
+    def __init__(self, path: str | os.PathLike, normalize: bool = True, threads: int | None = None, truncation: Truncation = "truncate"):
         from thoughtvec.service.core.encoder import Encoder
 
         self.path = Path(path)
@@ -206,8 +207,7 @@ class GloveAverage:
 
         out = np.zeros((len(texts), self.wv.dim), np.float32)
         for i, t in enumerate(texts):
-            ids = [self.wv.index.get(w) for w in tokenize(t, lowercase=True)]
-            ids = [j for j in ids if j is not None]
+            ids = [j for w in tokenize(t, lowercase=True) if (j := self.wv.index.get(w)) is not None]
             if ids:
                 w = self.weights[ids][:, None] if self.weights is not None else None
                 out[i] = (self.wv.vectors[ids] * w).sum(0) / len(ids) if w is not None else self.wv.vectors[ids].mean(0)
@@ -290,7 +290,10 @@ class MiniLM:
         self.name = "minilm"
         self.normalize = normalize
         dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.views = {"mean": int(dim())}
+        size = dim()
+        if size is None:
+            raise RuntimeError("the MiniLM baseline's model does not report its dimension")
+        self.views = {"mean": int(size)}
 
     def encode(self, texts: Sequence[str], view: str | None = None) -> np.ndarray:
         out = self.model.encode(list(texts), batch_size=64, convert_to_numpy=True, show_progress_bar=False)

@@ -76,7 +76,7 @@ def _labels(*splits) -> np.ndarray:
 # -- task families ---------------------------------------------------------------------------
 def binary_cv(task: Task, ctx: Context) -> dict:
     """MR, CR, SUBJ, MPQA: nested k-fold cross-validation (skip-thought §3.5)."""
-    split = task.splits["all"]
+    split = task.single("all")
     D = ctx.single(task.name, [split])
     sel = nested_cv(D, np.asarray(split.labels), ctx.protocol, progress=lambda m: ctx.log(f"{task.name} {m}"))
     return {"acc": 100 * sel.test, "dev_acc": 100 * sel.dev, "C": sel.C, "n": len(split)}
@@ -84,7 +84,7 @@ def binary_cv(task: Task, ctx: Context) -> dict:
 
 def trec(task: Task, ctx: Context) -> dict:
     """TREC: C by k-fold on train, test accuracy on the 500 test questions."""
-    tr, te = task.splits["train"], task.splits["test"]
+    tr, te = task.single("train"), task.single("test")
     D = ctx.single(task.name, [tr, te])
     rows = _ranges(len(tr), len(te))
     sel = kfold_then_test(D, _labels(tr, te), rows[0], rows[1], ctx.protocol)
@@ -93,16 +93,16 @@ def trec(task: Task, ctx: Context) -> dict:
 
 def sst2(task: Task, ctx: Context) -> dict:
     """SST-2: train, choose C on dev, test."""
-    tr, dv, te = (task.splits[s] for s in ("train", "dev", "test"))
+    tr, dv, te = (task.single(s) for s in ("train", "dev", "test"))
     D = ctx.single(task.name, [tr, dv, te])
-    rows = _ranges(len(tr), len(dv), len(te))
-    sel = dev_select(D, _labels(tr, dv, te), *rows, ctx.protocol)
+    train, dev, test = _ranges(len(tr), len(dv), len(te))
+    sel = dev_select(D, _labels(tr, dv, te), train, dev, test, ctx.protocol)
     return {"acc": 100 * sel.test, "dev_acc": 100 * sel.dev, "C": sel.C, "n_train": len(tr), "n_test": len(te)}
 
 
 def mrpc(task: Task, ctx: Context) -> dict:
     """MRPC: features [|u − v|, u ⊙ v], C by k-fold on train; accuracy and F1 (paraphrase = positive)."""
-    tr, te = task.splits["train"], task.splits["test"]
+    tr, te = task.pairs("train"), task.pairs("test")
     D = ctx.pairs(task.name, [tr, te])
     rows = _ranges(len(tr), len(te))
     y = _labels(tr, te)
@@ -113,21 +113,25 @@ def mrpc(task: Task, ctx: Context) -> dict:
 
 def sick_entailment(task: Task, ctx: Context) -> dict:
     """SICK-E: pair features, 3 classes, train / dev / test."""
-    tr, dv, te = (task.splits[s] for s in ("train", "dev", "test"))
+    tr, dv, te = (task.pairs(s) for s in ("train", "dev", "test"))
     D = ctx.pairs("SICK", [tr, dv, te])
-    sel = dev_select(D, _labels(tr, dv, te), *_ranges(len(tr), len(dv), len(te)), ctx.protocol)
+    train, dev, test = _ranges(len(tr), len(dv), len(te))
+    sel = dev_select(D, _labels(tr, dv, te), train, dev, test, ctx.protocol)
     return {"acc": 100 * sel.test, "dev_acc": 100 * sel.dev, "C": sel.C, "n_test": len(te)}
 
 
 def relatedness(task: Task, ctx: Context) -> dict:
     """SICK-R / STS-B supervised: Tai et al.'s soft-label regression on pair features,
     early stopping on dev Pearson; Pearson, Spearman and MSE on test."""
-    tr, dv, te = (task.splits[s] for s in ("train", "dev", "test"))
+    tr, dv, te = (task.pairs(s) for s in ("train", "dev", "test"))
+    if task.score_range is None:
+        raise ValueError(f"{task.name} has no score range: not a relatedness task")
     key = "SICK" if task.name.startswith("SICK") else task.name
     D = ctx.pairs(key, [tr, dv, te])
     lo, hi = (int(round(x)) for x in task.score_range)
     scores = np.concatenate([np.asarray(s.scores) for s in (tr, dv, te)])
-    sel = soft_label_regression(D, scores, lo, hi, *_ranges(len(tr), len(dv), len(te)), ctx.protocol)
+    train, dev, test = _ranges(len(tr), len(dv), len(te))
+    sel = soft_label_regression(D, scores, lo, hi, train, dev, test, ctx.protocol)
     if ctx.keep_head and key == "SICK":
         ctx.head = {"theta": sel.extra["theta"], "bias": sel.extra["bias"], "mean": D.mean, "scale": D.scale,
                     "dev_pearson": sel.dev}  # fmt: skip
@@ -138,7 +142,7 @@ def relatedness(task: Task, ctx: Context) -> dict:
 def cosine(task: Task, ctx: Context) -> dict:
     """SICK-R / STS-B unsupervised: cosine of the two vectors on the test pairs, and on the dev
     pairs (``dev_pearson``, ``dev_spearman``): choices between models and views are made on dev."""
-    dv, te = task.splits["dev"], task.splits["test"]
+    dv, te = task.pairs("dev"), task.pairs("test")
     dev = cosine_correlation(ctx.of(dv.first), ctx.of(dv.second), np.asarray(dv.scores))
     return (cosine_correlation(ctx.of(te.first), ctx.of(te.second), np.asarray(te.scores))
             | {f"dev_{k}": v for k, v in dev.items()} | {"n_test": len(te), "n_dev": len(dv)})  # fmt: skip

@@ -95,6 +95,8 @@ class FeedForward(nn.Module):
 
 
 class FixedWords(nn.Module):
+    table: torch.Tensor  # (V, d_w) buffer
+    pe: torch.Tensor  # (max_positions, d_w) buffer
     """Pretrained vectors (not trained) + sinusoidal positions; ``</S>`` gets a trained vector."""
 
     def __init__(self, table: torch.Tensor, max_positions: int = 1024):
@@ -151,6 +153,8 @@ class AAEDecoder(nn.Module):
 
 
 class MeanMaxAAE(TrainModel):
+    to_out: torch.Tensor  # (V_in,) buffer: input id → output id
+
     def __init__(self, cfg: AAEConfig, table: np.ndarray, out_counts: np.ndarray, out_of_input: np.ndarray):
         super().__init__()
         self.cfg = cfg

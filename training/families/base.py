@@ -67,6 +67,7 @@ class Family(ABC):
     needs_neighbours: ClassVar[tuple[int, int]] = (0, 0)  # (before, after) sentences a centre needs
     train_defaults: ClassVar[dict[str, Any]] = {"batch_size": 128, "lr": 1e-3, "clip": 10.0}
     stop_metric: ClassVar[str] = ""  # validation metric (higher is better) for --early-stop
+    export_only: ClassVar[dict[str, tuple[str, ...]]] = {}  # variant -> the trained variants it is built from
 
     # ---- config -------------------------------------------------------------------------
     def config(self, variant: str, overrides: dict[str, Any] | None = None):

@@ -53,8 +53,9 @@ class Coupling(nn.Module):
     def __init__(self, d: int, hidden: int):
         super().__init__()
         self.d = d
-        self.m = nn.Sequential(nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, d))
-        for lin in (self.m[0], self.m[2]):
+        first, last = nn.Linear(d, hidden), nn.Linear(hidden, d)
+        self.m = nn.Sequential(first, nn.ReLU(), last)
+        for lin in (first, last):
             nn.init.orthogonal_(lin.weight)
             nn.init.zeros_(lin.bias)
 
@@ -92,6 +93,8 @@ class InvertibleDecoder(nn.Module):
 
 
 class FixedVectors(nn.Module):
+    table: torch.Tensor  # (V, dim_w) buffer
+
     def __init__(self, table: np.ndarray):
         super().__init__()
         self.register_buffer("table", torch.from_numpy(table))  # (V, dim_w), not trained
@@ -101,6 +104,8 @@ class FixedVectors(nn.Module):
 
 
 class InvertibleModel(TrainModel):
+    noise: torch.Tensor  # (V,) buffer: the negative-sampling distribution
+
     def __init__(self, cfg: InvertibleConfig, table: np.ndarray, noise: np.ndarray):
         super().__init__()
         self.cfg = cfg
@@ -128,6 +133,11 @@ class InvertibleModel(TrainModel):
 
 class InvertibleExport(ExportEncoder):
     """All six views in one graph; the top principal components are constants (B, ·) → (B, ·)."""
+
+    pc_en: torch.Tensor  # (2d,) buffers: the top principal component removed from each view
+    pc_de: torch.Tensor
+    pc_de_sif: torch.Tensor
+    sif: torch.Tensor  # (V,) buffer
 
     def __init__(self, model: InvertibleModel, words: nn.Module, sif: torch.Tensor):
         """``words``: the lookup the graph reads (the trained table, or more words of the same vectors);

@@ -110,11 +110,13 @@ class ExpandedEmbedding(nn.Module):
         self.n_trained = int(trained.shape[0])
         self.source = source  # (Vx, Ds), possibly shared with another part
         self.mapping = None if mapping is None else nn.Parameter(mapping.detach().clone(), requires_grad=False)  # (Ds, E)
+        if (source is None) != (mapping is None):
+            raise ValueError("pretrained source vectors need their mapping, and a mapping its source")
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         known = ids < self.n_trained
         a = F.embedding(torch.where(known, ids, torch.zeros_like(ids)), self.trained)  # (B, T, E)
-        if self.source is None:
+        if self.source is None or self.mapping is None:  # not expanded (the constructor took neither)
             return a
         b = F.embedding((ids - self.n_trained).clamp(min=0), self.source) @ self.mapping  # (B, T, E)
         return torch.where(known.unsqueeze(-1), a, b)
