@@ -116,7 +116,8 @@ LOAD_PID=$!
 sleep 5
 PID=$("$DOCKER" inspect -f '{{.State.Pid}}' "$A")
 log "kill -9 of replica thoughtvec (127.0.0.1:$REPLICA_A_PORT, server pid $PID) under load"
-date +%s.%N >"$RUN/killed"
+stamp() { date +%s.%N >"$1.tmp" && mv "$1.tmp" "$1"; }  # whole, as the client may read it any time
+stamp "$RUN/killed"
 kill -KILL "$PID"
 t=$SECONDS
 deadline=$((SECONDS + 600))
@@ -129,7 +130,7 @@ until [[ $("$DOCKER" inspect -f '{{.State.Health.Status}}' "$A") == healthy ]]; 
   ((SECONDS < deadline)) || die "the restarted replica was not healthy in 600 s"
   sleep 0.5
 done
-date +%s.%N >"$RUN/healthy"
+stamp "$RUN/healthy"
 log "healthy again (/ready 200) $((SECONDS - t)) s after the kill; load runs until it has answered 10 requests"
 wait "$LOAD_PID" || { LOAD_PID=""; cat "$RUN/load.log"; die "load"; }
 LOAD_PID=""

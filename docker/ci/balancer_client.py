@@ -110,6 +110,14 @@ def setup(port: int, state: Path) -> None:
     state.write_text(json.dumps({"acked": [d["id"] for d in docs], "texts": {d["id"]: d["text"] for d in docs}}))
 
 
+def mark(path: Path | None) -> float | None:
+    """The time written in a mark file (balancer-run.sh moves it in whole), or None before it is there."""
+    try:
+        return float(path.read_text()) if path else None
+    except (OSError, ValueError):
+        return None
+
+
 class Load:
     """Three request loops through the balancer; each answer is appended to ``records``."""
 
@@ -121,6 +129,7 @@ class Load:
         self.stop = threading.Event()
         self.acked: dict[str, str] = {}
         self.next_doc = 1000
+        self.crashed: list[str] = []
 
     def record(self, route: str, t0: float, code: int, answer: dict, upstream: str) -> None:
         with self.lock:
@@ -138,14 +147,21 @@ class Load:
     def done(self) -> bool:
         if self.stop.is_set() or time.monotonic() > self.deadline:
             return True
-        if not self.healthy_mark.exists():
+        back = mark(self.healthy_mark)
+        if back is None:
             return False
-        back = float(self.healthy_mark.read_text())
         with self.lock:
             served = sum(1 for r in self.records if r["t"] > back and r["upstream"].split(",")[-1].strip() == self.watch)
         return served >= self.after
 
     def loop(self, route: str) -> None:
+        try:
+            self._loop(route)
+        except Exception as e:  # a loop that stops early must fail the run, not shrink it
+            self.crashed.append(f"{route}: {type(e).__name__}: {e}")
+            raise
+
+    def _loop(self, route: str) -> None:
         n = 0
         while not self.done():
             n += 1
@@ -181,8 +197,11 @@ def load(args: argparse.Namespace) -> None:
     if time.monotonic() > run.deadline:
         raise Check(f"the killed replica {args.watch} did not serve {args.after} requests within {args.max_seconds:.0f} s")
 
-    killed = float(args.kill_mark.read_text()) if args.kill_mark.exists() else None
-    back = float(args.healthy_mark.read_text())
+    if run.crashed:
+        raise Check(f"request loops stopped early: {run.crashed}")
+    killed, back = mark(args.kill_mark), mark(args.healthy_mark)
+    if killed is None or back is None:
+        raise Check(f"no kill or no recovery recorded ({args.kill_mark}, {args.healthy_mark})")
     rec = sorted(run.records, key=lambda r: r["t"])
     by = Counter((r["route"], r["code"]) for r in rec)
     retried = [r for r in rec if "," in r["upstream"]]
@@ -190,25 +209,24 @@ def load(args: argparse.Namespace) -> None:
     print(f"  retried by nginx on the other replica (two upstream addresses): {len(retried)}")
     for r in retried[:8]:
         print(f"    {r['route']:10s} +{r['t'] - killed:6.2f} s  {r['code']}  {r['upstream']}")
-    if killed is not None:
-        answered = [r for r in rec if r["t"] > killed and r["upstream"].split(",")[-1].strip() == args.watch]
-        first_any = answered[0]["t"] - killed if answered else None
-        first_ok = next((r["t"] - killed for r in answered if r["code"] == 200), None)
-        print(f"  replica {args.watch} killed at +0 s; healthy again (/ready 200) at +{back - killed:.1f} s")
-        print(
-            f"  its first answer through nginx at +{first_any:.1f} s, its first 200 at +{first_ok:.1f} s"
-            if first_ok is not None
-            else "  no 200 from it"
-        )
-        print(
-            f"  its answers after the kill (503 = warming up; retried on the other replica where nginx may): {Counter(r['code'] for r in answered)}"
-        )
-        during = [r for r in rec if killed <= r["t"] <= back]
-        print(f"  while it was down or loading: {len(during)} requests, by status {dict(Counter(r['code'] for r in during))}")
+    answered = [r for r in rec if r["t"] > killed and r["upstream"].split(",")[-1].strip() == args.watch]
+    first_any = answered[0]["t"] - killed if answered else None
+    first_ok = next((r["t"] - killed for r in answered if r["code"] == 200), None)
+    print(f"  replica {args.watch} killed at +0 s; healthy again (/ready 200) at +{back - killed:.1f} s")
+    print(
+        f"  its first answer through nginx at +{first_any:.1f} s, its first 200 at +{first_ok:.1f} s"
+        if first_ok is not None
+        else "  no 200 from it"
+    )
+    print(
+        f"  its answers after the kill (503 = warming up; retried on the other replica where nginx may): {Counter(r['code'] for r in answered)}"
+    )
+    during = [r for r in rec if killed <= r["t"] <= back]
+    print(f"  while it was down or loading: {len(during)} requests, by status {dict(Counter(r['code'] for r in during))}")
     bad_reads = [r for r in rec if r["route"] in READS and r["code"] != 200]
     bad_writes = [r for r in rec if r["route"] == "add" and r["code"] != 200]
     for r in (bad_reads + bad_writes)[:10]:
-        print(f"    {r['route']:10s} +{r['t'] - (killed or r['t']):6.2f} s  {r['code']}  {r['upstream']}  {r['error']}")
+        print(f"    {r['route']:10s} +{r['t'] - killed:6.2f} s  {r['code']}  {r['upstream']}  {r['error']}")
     print(f"  writes: {len(run.acked)} acknowledged, {len(bad_writes)} not")
     state["acked"] += sorted(run.acked)
     state["texts"].update(run.acked)
