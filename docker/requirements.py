@@ -2,6 +2,7 @@
 
     python requirements.py pyproject.toml          # CPU image: [project].dependencies as they are
     python requirements.py pyproject.toml --gpu    # GPU image: onnxruntime and faiss-cpu swapped for the `gpu` extra
+    python requirements.py pyproject.toml --extra milvus   # one extra's own (docker/milvus/compose.yml)
 
 The images install these first (a cached layer that changes only with pyproject.toml), then the
 project itself with ``--no-deps``. The swap exists because onnxruntime and onnxruntime-gpu both
@@ -41,12 +42,24 @@ def requirements(pyproject: Path, gpu: bool) -> list[str]:
     return [extra[GPU_SWAPS[_name(r)]] if _name(r) in GPU_SWAPS else r for r in deps]
 
 
+def extra(pyproject: Path, name: str) -> list[str]:
+    """The requirements of the optional-dependency group ``name``."""
+    groups = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    if name not in groups:
+        raise SystemExit(f"{pyproject}: no extra {name!r} (there are {sorted(groups)})")
+    return list(groups[name])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("pyproject", type=Path)
     parser.add_argument("--gpu", action="store_true", help="swap in the gpu extra's onnxruntime-gpu and faiss-gpu-cu12")
+    parser.add_argument("--extra", help="print this extra's requirements instead of the serving install's")
     args = parser.parse_args()
-    print("\n".join(requirements(args.pyproject, args.gpu)))
+    if args.extra:
+        print("\n".join(extra(args.pyproject, args.extra)))
+    else:
+        print("\n".join(requirements(args.pyproject, args.gpu)))
 
 
 if __name__ == "__main__":
