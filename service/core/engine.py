@@ -12,6 +12,7 @@ import logging
 
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.encoder import available_providers
+from thoughtvec.service.core.generation import GenerationService
 from thoughtvec.service.core.indexing import IndexService
 from thoughtvec.service.core.metrics import Metrics
 from thoughtvec.service.index.indexes import gpu_count
@@ -26,6 +27,7 @@ class Core:
         self.metrics = metrics or Metrics()
         self.embedding = EmbeddingService(settings, self.metrics, self.devices)
         self.indexes = IndexService(settings, self.embedding)
+        self.generation = GenerationService(self.embedding, settings.ort_threads or None)  # the decoders: POST /v1/generate
         self._tasks: list[asyncio.Task] = []
 
     async def start(self) -> None:

@@ -183,6 +183,13 @@ class SkipThoughtFamily(Family):
     def max_input_tokens(self, cfg: SkipThoughtConfig) -> int:
         return 128
 
+    def export_decoder(self, cfgs, models, prepared):
+        """§3.6: the previous- and next-sentence decoders, conditioned on the vector of the first part (combine-skip: uni)."""
+        from thoughtvec.training.decoders import skipthought_decoder
+
+        cfg, model = cfgs[0], models[0]
+        return skipthought_decoder(cfg, model, "bi" if cfg.bidirectional else "uni", len(prepared.vocab))
+
     def describe(self, cfgs, variant) -> str:
         dims = " ⊕ ".join(f"{'bi' if c.bidirectional else 'uni'} {c.hidden}-d" for c in cfgs)
         return f"Skip-thought vectors ({variant}, {dims}) trained on the thoughtvec default corpus"

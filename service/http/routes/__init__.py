@@ -1,7 +1,7 @@
 """One router per resource; each route validates, calls the service it needs
 (``thoughtvec.service.core``: the embedding service or the index service), serialises."""
 
-from thoughtvec.service.http.routes import docs, embeddings, indexes, info, models, ops, playground, rerank, search, similarity
+from thoughtvec.service.http.routes import docs, embeddings, generate, indexes, info, models, ops, playground, rerank, search, similarity
 
 ROUTERS = [
     ops.router,
@@ -14,4 +14,5 @@ ROUTERS = [
     rerank.router,
     search.router,
     indexes.router,
+    generate.router,
 ]
