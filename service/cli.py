@@ -60,6 +60,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lst.add_argument("--milvus-uri", default=None, help="with --index-backend milvus; default: the serve setting milvus_uri")
     lst.set_defaults(func=cmd_index_list)
 
+    from thoughtvec.service import generate_cli
+
+    generate_cli.register(subparsers)
+
 
 def quiet_faiss() -> None:
     # "could not load AVX2 ..." is noise; faiss-cpu logs as faiss.loader, faiss-gpu-cu12 as faiss._loader
