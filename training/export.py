@@ -21,6 +21,7 @@ from thoughtvec.service.bundle.atomic import atomic_dir, atomic_write_text
 from thoughtvec.service.bundle.format import BUNDLE_FILE, BundleSpec, OnnxSpec, VocabularySpec, write_bundle
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.training.data import corpus_documents
+from thoughtvec.training.decoders import compact
 from thoughtvec.training.families import get_family
 from thoughtvec.training.families.base import Prepared
 from thoughtvec.training.onnx_export import OPSET, PADDING_TOL, PARITY_TOL, parity, round_to_fp16, store_weights_fp16, to_onnx
@@ -143,7 +144,8 @@ def export(checkpoints: list[str | Path], variant: str, opts: ExportOptions) -> 
     if opts.fp16:
         proto = store_weights_fp16(proto)
     dec = family.export_decoder(cfgs, models, prepared)  # the same run's decoders, beside the encoder
-    if dec is not None and opts.fp16:
+    if dec is not None and opts.fp16:  # compact: word tables as int8 rows, the rest fp16 (what the check compares with)
+        compact(dec.step)
         round_to_fp16(dec.step)
     spec = BundleSpec(
         name=opts.name or variant,

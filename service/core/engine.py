@@ -1,4 +1,5 @@
-"""The service without HTTP: an embedding service and an index service over it, started and stopped together.
+"""The service without HTTP: an embedding service, an index service and a generation service over it (the bundles'
+decoders: ``core.generation``), started and stopped together.
 
 :class:`Core` is what the app holds. Routes call the service they need (``core.embedding`` for models,
 embeddings, similarity, rerank, tokenize and info; ``core.indexes`` for search and index management),

@@ -124,3 +124,19 @@ def test_aae_step_and_greedy_decode_match_torch(aae):
     np.testing.assert_allclose(got[:, 1:], want[:, 1:], rtol=1e-4, atol=1e-4)
     ref = reference_greedy(lambda p, c: aae_reference_logits(model, prepared, p, c), ct, 15)
     assert [d.ids for d in dec.sample("reconstruct", cond, 15)] == ref
+
+
+def test_the_compact_export_stores_word_tables_as_int8_rows(tmp_path_factory):
+    import onnx
+
+    from tests.decoder_bundles import decoder_models
+
+    models = decoder_models(tmp_path_factory)
+    for name in ("uni-skip", "mean-max-aae"):
+        b = load_bundle(models / name)
+        assert b.spec.decoder is not None and b.spec.decoder.weights_dtype == "float16"
+        graph = onnx.load(str(b.file(b.spec.decoder.file))).graph
+        int8 = [t for t in graph.initializer if t.data_type == onnx.TensorProto.INT8]
+        assert len(int8) == 2 and {t.dims[0] for t in int8} == {b.spec.decoder.vocab_size}  # input and output word tables
+        checks = b.spec.training["export_checks"]["decoder"]  # ONNX against the same int8/fp16 weights in torch
+        assert checks["step_max_rel_err"] <= STEP_PARITY_TOL and checks["greedy_decodes_equal"] > 0
