@@ -140,3 +140,4 @@ def test_the_compact_export_stores_word_tables_as_int8_rows(tmp_path_factory):
         assert len(int8) == 2 and {t.dims[0] for t in int8} == {b.spec.decoder.vocab_size}  # input and output word tables
         checks = b.spec.training["export_checks"]["decoder"]  # ONNX against the same int8/fp16 weights in torch
         assert checks["step_max_rel_err"] <= STEP_PARITY_TOL and checks["greedy_decodes_equal"] > 0
+        assert "Decoders (`decoder.onnx`" in (b.path / "MODEL_CARD.md").read_text()  # the card says what was checked
