@@ -36,7 +36,8 @@ from thoughtvec.service.errors import InvalidInput
 Decoding = Literal["greedy", "beam", "sample"]
 Source = str | Sequence[float]
 UNIT_TOL = 1e-3  # a vector this close to unit length came from normalize: true
-MAX_TEMPERATURE = 100.0
+MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 100.0  # below: the scaled logits overflow; above: every word alike
+MAX_NORM_RATIO = 1000.0  # a vector may be this many times the decoder's typical length (vector_norm)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +170,10 @@ class GenerationService:
             raise InvalidInput(f"max_tokens is {tokens}; it must be from 1 to {limit} (max_generate_tokens)", field="max_tokens")
         if not 1 <= width <= s.max_beam_width:
             raise InvalidInput(f"beam_width is {width}; it must be from 1 to {s.max_beam_width} (max_beam_width)", field="beam_width")
-        if not (0 < temperature <= MAX_TEMPERATURE) or math.isnan(temperature):
-            raise InvalidInput(f"temperature is {temperature}; it must be above 0 and at most {MAX_TEMPERATURE:g}", field="temperature")
+        if not (MIN_TEMPERATURE <= temperature <= MAX_TEMPERATURE) or math.isnan(temperature):
+            raise InvalidInput(
+                f"temperature is {temperature}; it must be from {MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g}", field="temperature"
+            )
         if seed is not None and not 0 <= seed < 2**63:
             raise InvalidInput(f"seed is {seed}; it must be from 0 to 2^63 - 1", field="seed")
         if count != 1 and decoding != "sample":
@@ -232,7 +235,13 @@ class GenerationService:
             )
         if not np.isfinite(x).all():
             raise InvalidInput(f"{fld} has a value that is not a finite number", field=fld)
-        norm = float(np.linalg.norm(x))
+        with np.errstate(over="ignore"):  # an overflowing length is inf, refused below
+            norm = float(np.linalg.norm(x))
+        limit = MAX_NORM_RATIO * dec.spec.vector_norm
+        if not norm <= limit:  # far outside what the decoder was trained on: its logits would overflow
+            raise InvalidInput(
+                f"{fld} has length {norm:.4g}; the limit is {limit:.4g} ({MAX_NORM_RATIO:g} x the typical length)", field=fld
+            )
         if abs(norm - 1.0) < UNIT_TOL:  # normalize: true: back to the length the decoder was trained on
             x = x * dec.spec.vector_norm
         return x

@@ -37,7 +37,7 @@ class GenerateRequest(StrictBody):
         "greedy", description="greedy, beam search (`beam_width`), or sampling (`temperature`, `seed`)"
     )
     beam_width: int = Field(4, description="beam: prefixes kept at each step (at most the max_beam_width setting)")
-    temperature: float = Field(1.0, description="sample: logits divided by this before the softmax (above 0)")
+    temperature: float = Field(1.0, description="sample: logits divided by this before the softmax (0.01 to 100)")
     seed: int | None = Field(None, description="sample: the generator's seed (the answer says the one used)")
     count: int = Field(1, description="sample: sentences drawn from the one vector")
     max_tokens: int | None = Field(None, description="words per sentence (at most max_generate_tokens); default: the longest trained on")

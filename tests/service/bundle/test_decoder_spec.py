@@ -59,3 +59,18 @@ def test_a_bad_decoder_is_named(bundle, decoder, field, words):
     with pytest.raises(BundleError) as e:
         load_bundle(bundle)
     assert e.value.field.startswith(field) and words in str(e.value)
+
+
+def test_after_post_processing_the_decoder_reads_the_raw_twin(bundle):
+    """``thoughtvec postprocess`` maps a view and keeps its output unmapped as ``<view>-raw``: the decoder reads that."""
+    from thoughtvec.service.bundle.format import parse_spec
+
+    meta = json.loads((bundle / "bundle.json").read_text())
+    mean = meta["views"]["mean"]
+    pp = {"file": "postprocess.npz", "key": "mean", "center": True, "components": 1}
+    meta["views"] = {"mean": {**mean, "postprocess": pp}, "mean-raw": mean, "meanmax": meta["views"]["meanmax"]}
+    meta["decoder"] = DECODER
+    assert parse_spec(meta, "b").decoder_view == "mean-raw"
+    del meta["views"]["mean-raw"]
+    with pytest.raises(BundleError, match="decoder.output 'mean' is not the output of a view without post-processing"):
+        parse_spec(meta, "b")

@@ -151,8 +151,10 @@ def test_sampling_is_seeded(run):
         (dict(plus=OTHER), "minus", "plus and minus"),
         (dict(to=[0.5] * 3), "to", "3 numbers; model 'uni-skip' decodes vectors of its view 'uni'"),
         (dict(to=[float("nan")] * 24), "to", "finite"),
+        (dict(plus=[1e300] * 24, minus=[0.0] * 24), "plus", "x the typical length"),
         (dict(to=["a"] * 24), "to", "a text or a list of numbers"),
-        (dict(decoding="sample", temperature=0.0), "temperature", "above 0"),
+        (dict(decoding="sample", temperature=0.0), "temperature", "from 0.01 to 100"),
+        (dict(decoding="sample", temperature=1e-30), "temperature", "from 0.01 to 100"),
         (dict(model="mean-max-aae", story=2), "story", "reconstruct"),
     ],
 )
