@@ -120,6 +120,8 @@ class GenerationService:
         count: int = 1,
         max_tokens: int | None = None,
     ) -> Generation:
+        if input is None:
+            raise InvalidInput("input is missing: send a text or a vector", field="input")
         m = self.embedding.model(model)
         dec = await self.decoder(m)
         task = self._task(dec, task)

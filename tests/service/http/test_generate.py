@@ -60,6 +60,9 @@ def test_needs_an_api_key(client):
         ({"input": "hello .", "decoding": "beam", "beam_width": 100}, "beam_width", "max_beam_width"),
         ({"input": "hello .", "task": "summarise"}, "task", ""),
         ({"input": [1.0, 2.0]}, "input", "2 numbers"),
+        ({"input": None}, "input", "send a text or a vector"),
+        ({"input": {"text": "hello ."}}, "input", "a text or a list of numbers"),
+        ({"input": "hello .", "plus": 3, "minus": "a ."}, "plus", "a text or a list of numbers"),
         ({"input": "hello .", "unknown": 1}, "unknown", ""),
     ],
 )
