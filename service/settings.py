@@ -138,6 +138,16 @@ class Settings(BaseSettings):
         description="text over the bundle's max_input_tokens: `split` into sentences (windows for a sentence still too long), embed each, pool (mean of unit vectors); `truncate` to the limit; or `reject` (413). Requests may override it (`truncation` field). Over max_input_chars: 413 unless `truncate`",
     )
     max_k: int = Field(1000, ge=1, description="largest k a search may ask for")
+    max_generate_tokens: int = Field(
+        64, ge=1, le=1024, description="words a generated sentence may have (`max_tokens` of `POST /v1/generate`)"
+    )
+    max_beam_width: int = Field(8, ge=1, le=64, description="largest `beam_width` of `POST /v1/generate`")
+    max_generate_count: int = Field(
+        16,
+        ge=1,
+        le=256,
+        description="sentences one `POST /v1/generate` decodes: samples (`count`), story sentences (`story`) or points on a path (`steps`)",
+    )
     max_body_bytes: int = Field(16 * 2**20, ge=1024, description="largest request body in bytes (413 beyond)")
     max_metadata_bytes: int = Field(4096, ge=0, description="UTF-8 JSON size of one document's metadata")
     max_metadata_depth: int = Field(16, ge=1, le=64, description="nesting levels of one document's metadata (the object itself is 1)")

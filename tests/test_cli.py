@@ -12,7 +12,7 @@ from thoughtvec.cli import build_parser
 
 SUBCOMMANDS = [
     ["corpus", "build"], ["corpus", "sample"], ["train"], ["export"], ["eval"], ["postprocess"], ["quantize"],
-    ["serve"], ["index", "build"], ["index", "list"], ["bench"],
+    ["serve"], ["index", "build"], ["index", "list"], ["generate"], ["bench"],
 ]  # fmt: skip
 
 

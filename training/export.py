@@ -21,6 +21,7 @@ from thoughtvec.service.bundle.atomic import atomic_dir, atomic_write_text
 from thoughtvec.service.bundle.format import BUNDLE_FILE, BundleSpec, OnnxSpec, VocabularySpec, write_bundle
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.training.data import corpus_documents
+from thoughtvec.training.decoders import compact
 from thoughtvec.training.families import get_family
 from thoughtvec.training.families.base import Prepared
 from thoughtvec.training.onnx_export import OPSET, PADDING_TOL, PARITY_TOL, parity, round_to_fp16, store_weights_fp16, to_onnx
@@ -95,6 +96,29 @@ def _check(enc_torch, encoder: Encoder, sentences: list[str]) -> dict:
     return {"parity_max_rel_err": par, "padding_max_abs_diff": pad, "sentences": len(sentences)}
 
 
+def _add_decoder(path: Path, spec: BundleSpec, dec, encoder: Encoder, sentences: list[str], fp16: bool) -> tuple[BundleSpec, dict]:
+    """Write the decoder graph (and its words) into the staged bundle, name it in ``spec``, and check the served
+    decoder against torch on the vectors of ``sentences``: each greedy step's logits and the decoded words."""
+    from thoughtvec.service.bundle.format import load_bundle
+    from thoughtvec.service.bundle.vocab import Vocabulary
+    from thoughtvec.service.core.decoding import Decoder
+    from thoughtvec.training.decoders import DECODER_VOCAB, check_decoder, decoder_to_onnx
+
+    view = next(n for n, v in spec.views.items() if v.output == dec.output and v.postprocess is None)
+    vectors = encoder.run_ids([encoder.fit(encoder.token_ids(s), "truncate") for s in sentences], view)  # raw, (n, dim)
+    proto = decoder_to_onnx(dec, spec.views[view].dim, OPSET)
+    if fp16:
+        proto = store_weights_fp16(proto)
+    dspec = dec.spec(OPSET, "float16" if fp16 else "float32", float(np.linalg.norm(vectors, axis=1).mean()))
+    (path / dspec.file).write_bytes(proto.SerializeToString())
+    if dec.words is not None:
+        Vocabulary(dec.words).save(path / DECODER_VOCAB)
+    spec = spec.model_copy(update={"decoder": dspec})
+    atomic_write_text(path / BUNDLE_FILE, spec.model_dump_json(indent=2) + "\n")
+    decoder = Decoder(load_bundle(path))
+    return spec, check_decoder(dec, decoder, vectors[:16], max_tokens=min(20, dspec.max_tokens))
+
+
 def export(checkpoints: list[str | Path], variant: str, opts: ExportOptions) -> Path:
     t0 = time.time()
     paths = [Path(p) for p in checkpoints]
@@ -119,6 +143,10 @@ def export(checkpoints: list[str | Path], variant: str, opts: ExportOptions) -> 
     proto = to_onnx(enc, [v.output for v in enc.views.values()])
     if opts.fp16:
         proto = store_weights_fp16(proto)
+    dec = family.export_decoder(cfgs, models, prepared)  # the same run's decoders, beside the encoder
+    if dec is not None and opts.fp16:  # compact: word tables as int8 rows, the rest fp16 (what the check compares with)
+        compact(dec.step)
+        round_to_fp16(dec.step)
     spec = BundleSpec(
         name=opts.name or variant,
         family=family.name,
@@ -136,7 +164,10 @@ def export(checkpoints: list[str | Path], variant: str, opts: ExportOptions) -> 
     try:
         bundle = write_bundle(staging / "bundle", spec, vocab, proto.SerializeToString())
         encoder = Encoder(bundle, providers=["CPUExecutionProvider"])
-        checks = _check(enc, encoder, sample_sentences(corpus, opts.check_sentences, seed=1))
+        sentences = sample_sentences(corpus, opts.check_sentences, seed=1)
+        checks = _check(enc, encoder, sentences)
+        if dec is not None:
+            spec, checks["decoder"] = _add_decoder(bundle.path, spec, dec, encoder, sentences, opts.fp16)
         log.info("checks passed: %s", checks)
         spec = spec.model_copy(update={"training": {**spec.training, "export_checks": checks}})
         atomic_write_text(bundle.path / BUNDLE_FILE, spec.model_dump_json(indent=2) + "\n")

@@ -186,6 +186,11 @@ def write_model_card(bundle: Bundle, encoder: Encoder, family, cfgs, cks, report
               "| view | ONNX vs torch, max relative error | padding invariance, max abs diff |", "|---|---:|---:|"]  # fmt: skip
     for n in spec.views:
         lines.append(f"| `{n}` | {checks['parity_max_rel_err'][n]:.2e} | {checks['padding_max_abs_diff'][n]:.2e} |")
+    if spec.decoder is not None and "decoder" in checks:
+        d, c = spec.decoder, checks["decoder"]
+        lines += ["", f"Decoders (`{d.file}`: {d.description}; tasks {', '.join(d.tasks)}): a greedy decode of each task from "
+                  f"{c['greedy_decodes_equal'] // len(d.tasks)} corpus sentences' vectors picks the same words in ONNX Runtime as in "
+                  f"torch; logits relative error {c['step_max_rel_err']:.2e} at the first step, {c['decode_max_rel_err']:.2e} at any step."]  # fmt: skip
     lines += ["", "## Nearest neighbours", "",
               f"Like the skip-thought paper's Table 2: each query is a random corpus sentence; its neighbour is the most "
               f"cosine-similar other sentence among {sample:,} random corpus sentences, encoded by this bundle's ONNX graph.", ""]  # fmt: skip

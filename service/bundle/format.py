@@ -11,6 +11,8 @@ A bundle is a folder::
       relatedness.npz optional SICK-R head (evaluation), see thoughtvec.service.bundle.heads
       postprocess.npz optional per-view mean / principal components, and principal axes for ``dimensions``,
                       see thoughtvec.service.bundle.postprocess
+      decoder.onnx    optional: the decoders trained with the encoder, one decoding step per run (DecoderSpec),
+                      run by thoughtvec.service.core.decoding
 
 Loading validates everything and fails with a :class:`BundleError` that names the bundle, the
 field and what was expected. ``bundle.json`` is written and read through :class:`BundleSpec`, so a
@@ -124,6 +126,46 @@ class ViewSpec(_Strict):
         return self
 
 
+DECODER_TASKS: Final = ("next", "previous", "reconstruct")
+DecoderTask = Literal["next", "previous", "reconstruct"]
+
+
+class DecoderSpec(_Strict):
+    """The decoders trained with the encoder, as one ONNX graph that runs one decoding step.
+
+    ``recurrent`` (skip-thought's conditional GRUs, eq. 5-9): inputs ``task`` (B,) int64 (an index into ``tasks``),
+    ``token`` (B,) int64 (the previous word; ``<pad>`` = the zero start vector), ``state`` (B, state_dim) and
+    ``condition`` (B, dim); outputs ``logits`` (B, vocab_size) and ``state_out`` (B, state_dim); the first state
+    is zeros. ``attention`` (the AAE's decoder, eq. 15-21; one task): inputs ``tokens`` (B, T) int64 (the words so
+    far, ``<pad>`` first) and ``condition``; output ``logits`` (B, vocab_size) for the word after the last.
+    Logit ids are the lines of ``vocabulary`` (``<pad>`` 0, ``<unk>`` 1, ``<eos>`` 2: the end of a sentence)."""
+
+    file: str = "decoder.onnx"
+    kind: Literal["recurrent", "attention"]
+    tasks: tuple[DecoderTask, ...] = Field(min_length=1, description="what each value of the graph's task input decodes")
+    output: str = Field(min_length=1, description="the encoder graph output the decoders read, as it is (a view without post-processing)")
+    vocabulary: str = Field("vocab.txt", description="the words of the logits, one a line; may be the bundle's own vocab.txt")
+    vocab_size: int = Field(gt=3, description="logits per step: the first vocab_size lines of vocabulary")
+    state_dim: int = Field(0, ge=0, description="recurrent: the size of the state carried between steps")
+    max_tokens: int = Field(gt=0, description="the longest sentence trained on, <eos> included")
+    vector_norm: float = Field(
+        gt=0, description="mean L2 norm of the view's raw vectors on the export's check sentences: a unit vector is rescaled to it"
+    )
+    weights_dtype: Literal["float32", "float16"] = "float32"
+    opset: int = Field(ge=13)
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _state(self) -> DecoderSpec:
+        if (self.kind == "recurrent") != (self.state_dim > 0):
+            raise ValueError("a recurrent decoder carries a state (state_dim > 0); an attention decoder carries none")
+        if self.kind == "attention" and len(self.tasks) != 1:
+            raise ValueError("an attention decoder has one task (its graph takes no task input)")
+        if len(set(self.tasks)) != len(self.tasks):
+            raise ValueError(f"tasks {list(self.tasks)} name a task twice")
+        return self
+
+
 class HeadSpec(_Strict):
     file: str
     view: str
@@ -146,6 +188,7 @@ class BundleSpec(_Strict):
     views: dict[str, ViewSpec] = Field(min_length=1)
     default_view: str
     heads: dict[str, HeadSpec] = Field(default_factory=dict)
+    decoder: DecoderSpec | None = None  # bundles written before decoders were exported have none
     # Provenance written by training: corpus and its stats, steps, wall time, final loss, git
     # commit, date, the training config. Free-form, shown by /v1/models and the model card.
     training: dict[str, Any] = Field(default_factory=dict)
@@ -159,10 +202,23 @@ class BundleSpec(_Strict):
         for name, head in self.heads.items():
             if head.view not in self.views:
                 raise ValueError(f"heads.{name}.view '{head.view}' is not one of the views {sorted(self.views)}")
+        if self.decoder is not None:
+            d = self.decoder
+            if self.decoder_view is None:
+                raise ValueError(f"decoder.output '{d.output}' is not the output of a view without post-processing")
+            if self.vocabulary is None:
+                raise ValueError("a decoder needs a basic-ptb-v1 bundle (its words are a vocabulary file)")
         outputs = [(v.output, v.postprocess) for v in self.views.values()]  # a view = an output and what is done to it
         if len(set(outputs)) != len(outputs):
             raise ValueError(f"two views are the same ONNX output with the same post-processing: {[o for o, _ in outputs]}")
         return self
+
+    @property
+    def decoder_view(self) -> str | None:
+        """The view whose vectors the decoder reads: its output, not post-processed (``None`` without a decoder)."""
+        if self.decoder is None:
+            return None
+        return next((n for n, v in self.views.items() if v.output == self.decoder.output and v.postprocess is None), None)
 
 
 class Bundle:
@@ -239,6 +295,7 @@ def load_bundle(path: str | Path) -> Bundle:
         + [(f"heads.{k}.file", h.file) for k, h in spec.heads.items()]
         + [(f"views.{k}.postprocess.file", v.postprocess.file) for k, v in spec.views.items() if v.postprocess]
         + [(f"views.{k}.axes.file", v.axes.file) for k, v in spec.views.items() if v.axes]
+        + ([("decoder.file", spec.decoder.file), ("decoder.vocabulary", spec.decoder.vocabulary)] if spec.decoder else [])
     ):
         if Path(name).name != name:
             raise BundleError(where, field, f"must be a file name inside the bundle, got {name!r}")

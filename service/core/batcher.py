@@ -31,10 +31,10 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -43,6 +43,7 @@ from thoughtvec.service.errors import InvalidInput, NotReady, QueueFull, TooMany
 from thoughtvec.service.settings import Truncation
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # The worker looks at this many batches' worth of the oldest sentences at once: enough to
 # group similar lengths, few enough that nobody waits behind a long backlog out of order.
@@ -251,6 +252,16 @@ class Batcher:
         self._arrived.set()
         vectors = await job.future
         return Embedded(vectors, [len(s) for s in ids])
+
+    async def run_alone(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the model's one ONNX thread, between its batches (never beside one): work that is not
+        a batch of sentences (a decoder's steps), admitted as a request is (a full queue: 429)."""
+        if self._death is not None or (self._task is not None and self._task.done()):
+            raise WorkerDead(f"the batcher of model '{self.name}' is not running", field="model")
+        if self._task is None:
+            raise NotReady(f"model '{self.name}' is not started")
+        self.check_room()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     def check_room(self, own: int = 0) -> None:
         """Raise :class:`QueueFull` (429) when ``max_queue_size`` sentences wait, queued or held by admitted requests

@@ -1,4 +1,5 @@
-"""The service without HTTP: an embedding service and an index service over it, started and stopped together.
+"""The service without HTTP: an embedding service, an index service and a generation service over it (the bundles'
+decoders: ``core.generation``), started and stopped together.
 
 :class:`Core` is what the app holds. Routes call the service they need (``core.embedding`` for models,
 embeddings, similarity, rerank, tokenize and info; ``core.indexes`` for search and index management),
@@ -12,6 +13,7 @@ import logging
 
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.encoder import available_providers
+from thoughtvec.service.core.generation import GenerationService
 from thoughtvec.service.core.indexing import IndexService
 from thoughtvec.service.core.metrics import Metrics
 from thoughtvec.service.settings import Settings
@@ -25,6 +27,7 @@ class Core:
         self.metrics = metrics or Metrics()
         self.embedding = EmbeddingService(settings, self.metrics, self.devices)
         self.indexes = IndexService(settings, self.embedding)
+        self.generation = GenerationService(self.embedding, settings.ort_threads or None)  # the decoders: POST /v1/generate
         self._tasks: list[asyncio.Task] = []
 
     async def start(self) -> None:

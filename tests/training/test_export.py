@@ -167,3 +167,11 @@ def test_expansion_check_scores_a_source_on_dev_and_leaves_the_bundle(bundles, t
     assert s["r2"] > 0.999 and s["fit cosine"] > 0.999 and 0 <= s["expanded"] < 0.5
     assert s["view"] == "uni" and -1 <= s["cosine dev"] <= 1 and 40 <= s["macro dev"] <= 100
     assert b.onnx_path.read_bytes() == before
+
+
+def test_decoders_go_beside_the_encoder(bundles):
+    """uni-skip and bi-skip carry their next/previous decoders (conditioned on their own vector); combine-skip none
+    (its uni-skip part's bundle has the same ones)."""
+    assert load_bundle(bundles / "uni-skip").spec.decoder.output == "uni"
+    assert load_bundle(bundles / "bi-skip").spec.decoder.output == "bi"
+    assert load_bundle(bundles / "combine-skip").spec.decoder is None

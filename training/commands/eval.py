@@ -102,6 +102,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--save-head", action="store_true", help="save the SICK-R regressor of the best view into the bundle as its relatedness head"
     )
+    gen = p.add_argument_group("decoders (--generation)")
+    gen.add_argument(
+        "--generation",
+        action="store_true",
+        help="score each --bundle's decoders on its training run's held-out sentences (AAE reconstruction exact match and "
+        "BLEU; skip-thought next/previous BLEU and perplexity) against copy and unigram baselines; prints a table (--out: JSON)",
+    )
+    gen.add_argument("--sentences", type=int, default=500, help="--generation: held-out sentences scored per task")
     p.add_argument("--no-plots", action="store_true", help="skip the t-SNE plots (always skipped with --quick)")
     p.add_argument("--results-dir", type=Path, default=Path("docs/results"), help="one JSON per source and view (and the plots)")
     p.add_argument("--report", type=Path, default=Path("docs/RESULTS.md"), help="the Markdown report, regenerated from --results-dir")
@@ -113,6 +121,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.action == "report":
         return _report(args)
+    if args.generation:
+        return _generation(args)
     if args.retrieval:
         from thoughtvec.training.commands.eval_retrieval import run_retrieval
 
@@ -140,6 +150,35 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_report:
         _report(args)
     print("eval: " + "; ".join(summaries))
+    return 0
+
+
+def _generation(args: argparse.Namespace) -> int:
+    """``--generation``: each bundle's decoders on held-out sentences (``thoughtvec.training.evaluation.generation``)."""
+    import json
+
+    from thoughtvec.service.bundle.errors import BundleError
+    from thoughtvec.training.evaluation.generation import evaluate_generation, table
+
+    if not args.bundle:
+        print("thoughtvec eval --generation: name the bundles: --bundle PATH", file=sys.stderr)
+        return 2
+    results = []
+    for path in args.bundle:
+        try:
+            r = evaluate_generation(path, sentences=args.sentences)
+        except (ValueError, FileNotFoundError, BundleError) as e:
+            print(f"thoughtvec eval --generation: {e}", file=sys.stderr)
+            return 2
+        print(
+            f"{r['bundle']} ({r['held_out_sentences']} held-out sentences; `{shlex.join(['thoughtvec', 'eval', '--generation', '--bundle', path, '--sentences', str(args.sentences)])}`)\n\n{table(r)}\n"
+        )
+        for task, t in r["tasks"].items():
+            for ex in t["examples"]:
+                print(f"  {task}: {ex['input']!r} -> {ex['generated']!r} (reference {ex['reference']!r})")
+        results.append(r)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0
 
 

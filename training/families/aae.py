@@ -145,7 +145,10 @@ class AAEDecoder(nn.Module):
 
     def forward(self, prev_ids: torch.Tensor, lengths: torch.Tensor, memory: torch.Tensor, weights: list | None = None) -> torch.Tensor:
         y = self.words(prev_ids)  # (B, T, d_w): x_{t-1}, a zero start vector at t = 1
-        mask = length_mask(lengths, prev_ids.shape[1])
+        return self.states(y, length_mask(lengths, prev_ids.shape[1]), memory, weights)
+
+    def states(self, y: torch.Tensor, mask: torch.Tensor, memory: torch.Tensor, weights: list | None = None) -> torch.Tensor:
+        """Embedded inputs y (B, T, d_w), valid positions (B, T), memory (B, slots, d_m) → states (B, T, d_m)."""
         a = self.ln1(self.drop(self.self_att(y, y, mask, causal=True)))  # eq. 15-16
         mem_mask = torch.ones(memory.shape[:2], dtype=torch.bool, device=memory.device)
         az = self.ln2(self.drop(self.mem_att(a, memory, mem_mask, weights=weights)) + a)  # eq. 17-18
@@ -254,6 +257,12 @@ class AAEFamily(Family):
         if sum(b.numel() for b in factored.buffers()) < table.size:  # lossless, and smaller: GloVe ⊕ spaCy
             words.lookup = factored
         return AAEExport(model.encoder, cfg.pooling, cfg.d_model), prepared.vocab, {"_model": model, "_prepared": prepared}
+
+    def export_decoder(self, cfgs, models, prepared):
+        """The decoder that reconstructs a sentence from its pooled memory (eq. 15-21)."""
+        from thoughtvec.training.decoders import aae_decoder
+
+        return aae_decoder(cfgs[0], models[0], prepared)
 
     def describe(self, cfgs, variant) -> str:
         c = cfgs[0]

@@ -113,6 +113,11 @@ class Family(ABC):
         """The ONNX-ready encoder for ``variant``, the bundle vocabulary and a report dict for the
         model card. ``models`` has one entry per checkpoint given (combine-skip takes two)."""
 
+    def export_decoder(self, cfgs: list, models: list[TrainModel], prepared: Prepared):
+        """The decoders trained with the encoder, as ``thoughtvec.training.decoders.DecoderExport`` (one ONNX
+        decoding-step graph in the bundle), or ``None`` when the family's decoder does not generate sentences."""
+        return None
+
     def max_input_tokens(self, cfg) -> int:
         return 128
 

@@ -342,6 +342,11 @@ class InvertibleFamily(Family):
         }
         return enc, vocab, report
 
+    def export_decoder(self, cfgs, models, prepared):
+        """None: this decoder maps a sentence vector to one point in word-vector space (a bag of words, scored
+        against every word), not to a sequence of words, so it generates no sentence; bundles carry none."""
+        return None
+
     def describe(self, cfgs, variant) -> str:
         c = cfgs[0]
         kind = "bijection+linear" if c.decoder == "bijection" else "linear"

@@ -185,6 +185,17 @@ class SkipThoughtFamily(Family):
     def max_input_tokens(self, cfg: SkipThoughtConfig) -> int:
         return 128
 
+    def export_decoder(self, cfgs, models, prepared):
+        """§3.6: the previous- and next-sentence decoders, conditioned on the sentence vector. combine-skip gets none:
+        the bundle of its uni-skip part, exported from the same checkpoint, carries the same decoders, and with them
+        combine-skip would pass the bundle size budget."""
+        from thoughtvec.training.decoders import skipthought_decoder
+
+        if len(cfgs) > 1:
+            return None
+        cfg, model = cfgs[0], models[0]
+        return skipthought_decoder(cfg, model, "bi" if cfg.bidirectional else "uni", len(prepared.vocab))
+
     def describe(self, cfgs, variant) -> str:
         dims = " ⊕ ".join(f"{'bi' if c.bidirectional else 'uni'} {c.hidden}-d" for c in cfgs)
         return f"Skip-thought vectors ({variant}, {dims}) trained on the thoughtvec default corpus"

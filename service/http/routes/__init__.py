@@ -5,7 +5,7 @@
 enforces it before anything answers). A route the table does not name keeps the app from starting.
 """
 
-from thoughtvec.service.http.routes import docs, embeddings, indexes, info, models, ops, playground, rerank, search, similarity
+from thoughtvec.service.http.routes import docs, embeddings, generate, indexes, info, models, ops, playground, rerank, search, similarity
 from thoughtvec.service.http.rules import Access, AccessTable
 
 ROUTERS = [
@@ -19,6 +19,7 @@ ROUTERS = [
     rerank.router,
     search.router,
     indexes.router,
+    generate.router,
 ]
 
 OPEN, KEY, ADMIN = Access.open, Access.key, Access.admin
@@ -47,6 +48,7 @@ ACCESS: AccessTable = {
     ("POST", "/rerank"): KEY,
     ("POST", "/v2/rerank"): KEY,
     ("POST", "/v1/search"): KEY,
+    ("POST", "/v1/generate"): KEY,
     ("GET", "/v1/indexes"): KEY,
     ("GET", "/v1/indexes/{name}"): KEY,
     ("POST", "/v1/indexes/{name}/map"): KEY,

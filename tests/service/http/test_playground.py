@@ -103,3 +103,50 @@ def test_playground_in_a_real_browser(search_models_dir, tmp_path):
             assert not browser.find_element(By.ID, "search-error").text
     finally:
         browser.quit()
+
+
+def test_generate_in_a_real_browser(tmp_path_factory, tmp_path):
+    """The Generate section shows what POST /v1/generate answers: a story, a path with its points, and the 422
+    of a model without a decoder."""
+    from tests.decoder_bundles import decoder_models
+
+    models = decoder_models(tmp_path_factory)
+    browser = _browser()
+    import httpx
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    settings = settings_for(models, tmp_path / "idx", default_model="uni-skip")
+    first, second = "anna walked into the garden .", "the coat was old and small ."
+    try:
+        with live_server(settings) as (base, _):
+            story = httpx.post(base + "/v1/generate", json={"model": "uni-skip", "input": first, "story": 3}).json()
+            path = httpx.post(base + "/v1/generate", json={"model": "mean-max-aae", "input": first, "to": second, "steps": 4}).json()
+            browser.get(base + "/")
+            wait = WebDriverWait(browser, 15)
+            wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#gen-model option"))
+            assert Select(browser.find_element(By.ID, "gen-model")).first_selected_option.text == "uni-skip"  # the default model
+            for el, value in (("gen-a", first), ("gen-b", second)):
+                box = browser.find_element(By.ID, el)
+                box.clear()
+                box.send_keys(value)
+            browser.find_element(By.ID, "gen-btn").click()
+            rows = wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#gen-out li.gen"))
+            assert [r.text for r in rows] == [d["text"] for d in story["data"]]
+            assert "task next" in browser.find_element(By.ID, "gen-info").text
+            Select(browser.find_element(By.ID, "gen-model")).select_by_visible_text("mean-max-aae")
+            Select(browser.find_element(By.ID, "gen-mode")).select_by_value("path")
+            n = browser.find_element(By.ID, "gen-n")
+            n.clear()
+            n.send_keys("4")
+            browser.find_element(By.ID, "gen-btn").click()
+            wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#gen-out li.gen")) == 4)
+            rows = browser.find_elements(By.CSS_SELECTOR, "#gen-out li.gen")
+            assert [r.text for r in rows] == [f"t {d['t']:.2f}{d['text']}" for d in path["data"]]
+            Select(browser.find_element(By.ID, "gen-model")).select_by_visible_text("tiny")
+            browser.find_element(By.ID, "gen-btn").click()
+            wait.until(ec.text_to_be_present_in_element((By.ID, "gen-error"), "422 model"))
+            assert "mean-max-aae" in browser.find_element(By.ID, "gen-error").text
+    finally:
+        browser.quit()
