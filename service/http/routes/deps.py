@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request, Response
 from pydantic import BaseModel
+from starlette.convertors import Convertor, register_url_convertor
 
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.engine import Core
@@ -46,6 +47,22 @@ def json_body(body: BaseModel, usage: Usage | None = None) -> Response:
     """``body`` (a response schema, already validated by its construction) written with the standard ``json``
     module, as the routes always have (floats as Python writes them), with the usage headers when it has usage."""
     return Response(json_bytes(body.model_dump()), media_type="application/json", headers=usage.headers() if usage else None)
+
+
+class DocIdConvertor(Convertor[str]):
+    """A document id in a path: one segment, but not ``delete``, which is ``…/documents/delete``'s (POST): so
+    ``DELETE …/documents/delete`` is a 405 naming POST, as the schema says, not the deletion of a document."""
+
+    regex = "(?!delete/?$)[^/]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("doc_id", DocIdConvertor())
 
 
 # Path parameters with the values "Try it out" fills in (the default index; the index the examples create).

@@ -69,6 +69,8 @@ async def delete_documents(name: NewIndexName, body: DeleteDocumentsRequest, ind
     return DeleteDocumentsResponse.of(await indexes.delete_documents(name, body.ids))
 
 
-@router.delete("/{name}/documents/{doc_id}", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
+@router.delete("/{name}/documents/{doc_id:doc_id}", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
 async def delete_document(name: NewIndexName, doc_id: DocId, indexes: IndexDep) -> DeleteDocumentsResponse:
+    """Delete one document. Its path is any id but `delete` (`…/documents/delete` is the route above: a document
+    with that id is deleted there, by `{"ids": ["delete"]}`)."""
     return DeleteDocumentsResponse.of(await indexes.delete_documents(name, [doc_id]))
