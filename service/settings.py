@@ -67,6 +67,20 @@ RETRIEVAL_MODEL_PREFERENCE = (
     "uni-skip",
 )
 
+# The model names OpenAI's and Cohere's clients send (their defaults and the names their docs show); by default each
+# is an alias of the model chosen for retrieval (model_aliases `name=retrieval`).
+OPENAI_MODEL_NAMES = ("text-embedding-ada-002", "text-embedding-3-small", "text-embedding-3-large")
+COHERE_MODEL_NAMES = (
+    "rerank-v3.5",
+    "rerank-english-v3.0",
+    "rerank-multilingual-v3.0",
+    "embed-v4.0",
+    "embed-english-v3.0",
+    "embed-multilingual-v3.0",
+    "embed-english-light-v3.0",
+    "embed-multilingual-light-v3.0",
+)
+
 # The bundles whose hybrid search (BM25 fused with their dense ranking by thoughtvec.service.index.fusion.Fusion's
 # defaults) beats BM25 alone in nDCG@10 on the same dev set (docs/search.md, *Default search*): a new index over
 # one of them searches in mode "hybrid" unless told otherwise, over any other in mode "lexical" (BM25 alone), and
@@ -97,7 +111,7 @@ class Settings(BaseSettings):
         description="model used when a request names none; unset = first of model_preference that is loaded, else the first bundle by name",
     )
     model_aliases: CsvList = Field(
-        ["text-embedding-ada-002=retrieval", "text-embedding-3-small=retrieval", "text-embedding-3-large=retrieval"],
+        [f"{name}=retrieval" for name in (*OPENAI_MODEL_NAMES, *COHERE_MODEL_NAMES)],
         description="comma-separated `alias=bundle` names a request's `model` may use (`=default`: the default model; `=retrieval`: the served bundle best for retrieval on dev, else the default model); listed in /v1/models. Empty: only bundle names",
     )
     model_preference: CsvList = Field(

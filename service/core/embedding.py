@@ -37,7 +37,7 @@ from thoughtvec.service.core.results import (
     Tokenized,
 )
 from thoughtvec.service.core.token_ids import read_input
-from thoughtvec.service.errors import InputTooLong, InvalidInput, QueueFull
+from thoughtvec.service.errors import EmptyInput, InputTooLong, InvalidInput, QueueFull
 from thoughtvec.service.settings import Settings, Truncation
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ class EmbeddingService:
             if not isinstance(item, str):
                 raise InvalidInput(f"{fld} must be a string, got {type(item).__name__}", field=fld)
             if not item.strip():
-                raise InvalidInput(f"{fld} is empty or only whitespace; send at least one visible character", field=fld)
+                raise EmptyInput(f"{fld} is empty or only whitespace; send at least one visible character", field=fld)
             if len(item) > limit:
                 if mode != "truncate":  # splitting does not lift the character limit: it bounds the work
                     raise InputTooLong(f"{fld} has {len(item)} characters; the limit is {limit} (max_input_chars)", field=fld)
@@ -209,7 +209,7 @@ class EmbeddingService:
 
     # -- similarity ----------------------------------------------------------------------
     def _pairs(
-        self, pairs: list[Any] | None, source: Any, targets: list[Any] | None
+        self, pairs: list[Any] | None, source: Any, targets: list[Any] | None, names: tuple[str, str] = ("source", "targets")
     ) -> tuple[list[tuple[Any, Any]], list[tuple[str, str]]]:
         """The pairs and the field name of each side, from either request form."""
         if pairs is not None and (source is not None or targets is not None):
@@ -220,10 +220,11 @@ class EmbeddingService:
                 if not isinstance(p, list) or len(p) != 2:
                     raise InvalidInput(f"pairs[{i}] must be a list of two texts", field=f"pairs[{i}]")
             return [(p[0], p[1]) for p in pairs], [(f"pairs[{i}][0]", f"pairs[{i}][1]") for i in range(len(pairs))]
+        src, tgt = names
         if source is None or targets is None:
-            raise InvalidInput("send pairs ([[a, b], ...]) or source and targets", field="source" if source is None else "targets")
-        check_count(len(targets), self.settings.max_inputs, "targets")
-        return [(source, t) for t in targets], [("source", f"targets[{i}]") for i in range(len(targets))]
+            raise InvalidInput(f"send pairs ([[a, b], ...]) or {src} and {tgt}", field=src if source is None else tgt)
+        check_count(len(targets), self.settings.max_inputs, tgt)
+        return [(source, t) for t in targets], [(src, f"{tgt}[{i}]") for i in range(len(targets))]
 
     async def similarity(
         self,
@@ -234,11 +235,13 @@ class EmbeddingService:
         model: str | None = None,
         view: str | None = None,
         truncation: Truncation | None = None,
+        names: tuple[str, str] = ("source", "targets"),
     ) -> Similarity:
-        """Cosine (and relatedness) for ``pairs``, or for ``source`` against each of ``targets``."""
+        """Cosine (and relatedness) for ``pairs``, or for ``source`` against each of ``targets`` (``names``: what the
+        request calls those two, for its errors)."""
         m = self.model(model)
         view = m.encoder.view(view)
-        texts, fields = self._pairs(pairs, source, targets)
+        texts, fields = self._pairs(pairs, source, targets, names)
         data, enc = await self.score(m, view, texts, fields, truncation)
         return Similarity(m.name, view, data, enc.usage)
 

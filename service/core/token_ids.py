@@ -67,6 +67,14 @@ def read_input(raw: Any, field: str = "input", token_ids: bool = True) -> tuple[
     if token_ids and _is_ids(raw):
         return [decode(raw, field)], [field]
     fields = [f"{field}[{i}]" for i in range(len(raw))]
+    if not token_ids:  # TEI's token-id form: ids of the model's own vocabulary, which this route does not take
+        for x, f in [(raw, field)] if _is_ids(raw) else zip(raw, fields):
+            if _is_ids(x):
+                raise InvalidInput(
+                    f"{f} is a list of token ids; send the text here (the ids of a model's vocabulary are not taken; "
+                    f"/v1/embeddings takes OpenAI's cl100k ids)",
+                    field=f,
+                )
     return [decode(x, f) if token_ids and _is_ids(x) else x for x, f in zip(raw, fields)], fields
 
 

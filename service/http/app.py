@@ -34,7 +34,8 @@ log = logging.getLogger(__name__)
 DESCRIPTION = """Sentence embeddings from skip-thought, mean-max AAE and invertible-decoder bundles,
 with dynamic batching, pair similarity and FAISS search.
 
-Errors are `{"error": {"code", "message", "field"}}`. With API keys configured, send
+Errors are `{"error": {"code", "message", "field"}}`; TEI's routes answer TEI's `{"error", "error_type"}`
+and Cohere's rerank Cohere's `{"message"}`. With API keys configured, send
 `Authorization: Bearer <key>` on every route but `/health`."""
 
 

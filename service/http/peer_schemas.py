@@ -27,7 +27,8 @@ from thoughtvec.service.http.schemas import NULL, TEXT, TEXTS, Int, RerankReques
 from thoughtvec.service.settings import Truncation
 
 TEI_FORM, OUR_FORM = "TEI's form", "this API's form"  # the tags of a two-form body (errors name fields without them)
-FORM_TAGS = (TEI_FORM, OUR_FORM)
+SIMILARITY_FORM = "TEI's similarity"  # POST / with inputs {source_sentence, sentences}
+FORM_TAGS = (TEI_FORM, OUR_FORM, SIMILARITY_FORM)
 Inputs = Annotated[str | list[Any], WithJsonSchema({"anyOf": [TEXT, TEXTS]})]
 
 
@@ -45,13 +46,10 @@ def form(field: str):
     return Discriminator(tag)
 
 
-class TeiBody(StrictBody):
-    """What every TEI body may carry besides its own fields."""
-
+class TeiPrompt(StrictBody):
     prompt_name: Annotated[str | None, WithJsonSchema({"anyOf": [{"type": "string", "maxLength": 0}, NULL]})] = Field(
         None, description="null or empty: the served bundles define no prompts (a prompt's name is a 422)"
     )
-    model: str | None = Field(None, description="bundle or alias (an extension: TEI serves one model); default: the default model")
 
     @field_validator("prompt_name")
     @classmethod
@@ -61,8 +59,8 @@ class TeiBody(StrictBody):
         return None
 
 
-class TeiOptions(TeiBody):
-    """TEI's fields about long inputs, as its clients send them."""
+class TeiLongInputs(TeiPrompt):
+    """TEI's fields about long inputs, as its clients send them (and the prompt's name, which comes with them)."""
 
     truncate: bool | None = Field(
         None,
@@ -74,6 +72,21 @@ class TeiOptions(TeiBody):
     @property
     def truncation(self) -> Truncation | None:
         return None if self.truncate is None else "truncate" if self.truncate else "reject"
+
+
+MODEL = Field(None, description="bundle or alias (an extension: TEI serves one model); default: the default model")
+
+
+class TeiBody(TeiPrompt):
+    """What every TEI body may carry besides its own fields."""
+
+    model: str | None = MODEL
+
+
+class TeiOptions(TeiLongInputs):
+    """A TEI body with TEI's fields about long inputs."""
+
+    model: str | None = MODEL
 
 
 # -- TEI: embed -------------------------------------------------------------------------------
@@ -88,6 +101,31 @@ class TeiEmbedRequest(TeiOptions):
 
 class TeiEmbedResponse(RootModel[list[list[float]]]):
     """One vector per input, in order (a list of one for a single string)."""
+
+
+# -- TEI: similarity (and huggingface_hub's sentence_similarity, which posts it to the base URL) --------------------
+class TeiSimilarityInputs(StrictBody):
+    source_sentence: Annotated[Any, WithJsonSchema(TEXT)] = Field(description="the text every sentence is compared with")
+    sentences: Annotated[list[Any], WithJsonSchema(TEXTS)] = Field(description="texts compared with the source sentence")
+
+
+class TeiSimilarityRequest(StrictBody):
+    model_config = examples(
+        {"inputs": {"source_sentence": "the cat sat on the mat .", "sentences": ["a cat is sitting .", "stocks fell sharply ."]}}
+    )
+    inputs: TeiSimilarityInputs
+    parameters: TeiLongInputs | None = Field(None, description="TEI's `truncate`, `truncation_direction`, `prompt_name`")
+    model: str | None = MODEL
+
+
+class TeiSimilarityResponse(RootModel[list[float]]):
+    """The cosine similarity of the source sentence with each sentence, in order."""
+
+
+EmbedForms = Annotated[
+    Annotated[TeiSimilarityRequest, Tag(SIMILARITY_FORM)] | Annotated[TeiEmbedRequest, Tag(TEI_FORM)],
+    Discriminator(lambda body: SIMILARITY_FORM if isinstance(body, dict) and isinstance(body.get("inputs"), dict) else TEI_FORM),
+]
 
 
 # -- TEI: rerank ------------------------------------------------------------------------------
@@ -194,3 +232,20 @@ class CohereRerankResponse(BaseModel):
             results=[CohereResult(index=x.index, relevance_score=unit_score(x.score)) for x in r.results],
             meta={"api_version": {"version": "2"}, "tokens": {"input_tokens": r.usage.tokens}},
         )
+
+
+# -- errors, in each API's shape (``middleware.STATUS`` maps each error to a status per API) -------------------
+class TeiErrorBody(BaseModel):
+    """TEI's error: the message and TEI's error type."""
+
+    error: str = Field(description="what went wrong, naming the field and the limit")
+    error_type: Literal["Empty", "Validation", "Tokenizer", "Overloaded", "Unhealthy", "Backend"] = Field(
+        description="Empty (400: nothing to embed), Validation (413: too long or too many; 422: an invalid field; "
+        "4xx: keys, unknown names), Overloaded (429), Unhealthy (503), Backend (500)"
+    )
+
+
+class CohereErrorBody(BaseModel):
+    """Cohere's error: the message."""
+
+    message: str = Field(description="what went wrong, naming the field and the limit")

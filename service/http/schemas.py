@@ -160,7 +160,7 @@ class SimilarityRequest(StrictBody):
     truncation: Truncation | None = TRUNCATION
 
 
-# -- rerank (infinity's and Cohere's shape) --------------------------------------------------
+# -- rerank (Cohere v1's shape, which infinity takes too) --------------------------------------------------
 class RerankRequest(StrictBody):
     model_config = examples(
         {
@@ -179,10 +179,14 @@ class RerankRequest(StrictBody):
     truncation: Truncation | None = TRUNCATION
 
 
+class RerankDocument(BaseModel):
+    text: str
+
+
 class RerankResult(BaseModel):
     index: int = Field(description="position in `documents`")
     relevance_score: float = Field(description="cosine similarity in [-1, 1], the same score as /v1/similarity")
-    document: str | None = absent_if_none(description="the document, when `return_documents` is true")
+    document: RerankDocument | None = absent_if_none(description="`{text}`, as Cohere v1 gives it, when `return_documents` is true")
 
 
 class RerankResponse(BaseModel):
@@ -195,7 +199,12 @@ class RerankResponse(BaseModel):
     def of(cls, r: core.Reranked) -> RerankResponse:
         return cls(
             model=r.model,
-            results=[RerankResult(index=x.index, relevance_score=x.score, document=x.document) for x in r.results],
+            results=[
+                RerankResult(
+                    index=x.index, relevance_score=x.score, document=None if x.document is None else RerankDocument(text=x.document)
+                )
+                for x in r.results
+            ],
             usage=Usage.of(r.usage),
         )
 
@@ -251,6 +260,9 @@ class InfoModel(BaseModel):
     dev: DevFigures | None = DEV
 
 
+TEI_INFO = "TEI's /info field (huggingface_hub's get_endpoint_info reads them): "
+
+
 class InfoResponse(BaseModel):
     name: str
     version: str
@@ -260,6 +272,20 @@ class InfoResponse(BaseModel):
     default_index: str
     limits: dict[str, Any]
     devices: dict[str, Any]
+    # TEI's fields, about the default model (the one a TEI client gets) and the limits
+    model_id: str | None = Field(description=TEI_INFO + "the default model")
+    model_sha: None = Field(None, description=TEI_INFO + "null (a bundle has no Hub revision)")
+    model_dtype: Literal["float32"] = Field("float32", description=TEI_INFO + "the ONNX graphs' float type")
+    model_type: dict[str, dict[str, str]] = Field(description=TEI_INFO + "`{embedding: {pooling}}`, pooling named by the bundle's family")
+    max_concurrent_requests: int = Field(description=TEI_INFO + "sentences a model may hold waiting (max_queue_size)")
+    max_input_length: int | None = Field(description=TEI_INFO + "the default model's max_input_tokens")
+    max_batch_tokens: int = Field(description=TEI_INFO + "padded tokens per ONNX run")
+    max_batch_requests: int = Field(description=TEI_INFO + "sentences per ONNX run (max_batch_size)")
+    max_client_batch_size: int = Field(description=TEI_INFO + "inputs per request (max_inputs)")
+    auto_truncate: bool = Field(description=TEI_INFO + "a text over the token limit is embedded (split or cut), not refused")
+    tokenization_workers: int = Field(1, description=TEI_INFO + "threads that tokenize")
+    sha: None = Field(None, description=TEI_INFO + "null")
+    docker_label: None = Field(None, description=TEI_INFO + "null")
 
     @classmethod
     def of(cls, i: core.Info) -> InfoResponse:
@@ -277,6 +303,7 @@ class InfoResponse(BaseModel):
             )
             for m in i.models
         ]
+        default = next((m for m in i.models if m.id == i.default_model), None)
         return cls(
             name=i.name,
             version=i.version,
@@ -286,6 +313,14 @@ class InfoResponse(BaseModel):
             default_index=i.default_index,
             limits=i.limits,
             devices=i.devices,
+            model_id=i.default_model,
+            model_type={"embedding": {"pooling": default.family if default else "unknown"}},
+            max_concurrent_requests=i.limits["max_queue_size"],
+            max_input_length=default.max_input_tokens if default else None,
+            max_batch_tokens=i.limits["max_batch_tokens"],
+            max_batch_requests=i.limits["max_batch_size"],
+            max_client_batch_size=i.limits["max_inputs"],
+            auto_truncate=i.limits["truncation"] != "reject",
         )
 
 

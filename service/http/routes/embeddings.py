@@ -14,8 +14,9 @@ from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.results import Encoded
 from thoughtvec.service.errors import ThoughtvecError
 from thoughtvec.service.http.middleware import unless_disconnected
-from thoughtvec.service.http.peer_schemas import TeiEmbedRequest, TeiEmbedResponse
-from thoughtvec.service.http.routes.deps import ERRORS, EmbeddingDep
+from thoughtvec.service.http.peer_schemas import EmbedForms, TeiEmbedRequest, TeiEmbedResponse, TeiSimilarityRequest, TeiSimilarityResponse
+from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep
+from thoughtvec.service.http.routes.similarity import tei_similarity
 from thoughtvec.service.http.schemas import EmbeddingsRequest, EmbeddingsResponse, Usage
 
 router = APIRouter(tags=["embeddings"])
@@ -66,8 +67,7 @@ async def create_embeddings(body: EmbeddingsRequest, request: Request, embedding
     return await answer(embedding, body, partial(unless_disconnected, request))
 
 
-@router.post("/embed", response_model=TeiEmbedResponse, responses=ERRORS)
-@router.post("/", response_model=TeiEmbedResponse, responses=ERRORS, include_in_schema=False)  # huggingface_hub's base_url
+@router.post("/embed", response_model=TeiEmbedResponse, responses=TEI_ERRORS)
 async def embed(body: TeiEmbedRequest, request: Request, embedding: EmbeddingDep) -> Response:
     """TEI's embeddings: a list of vectors, one per input (L2-normalised unless `normalize` is false).
 
@@ -82,3 +82,12 @@ async def embed(body: TeiEmbedRequest, request: Request, embedding: EmbeddingDep
         ),
     )
     return Response(render_list(enc), media_type="application/json", headers=Usage.of(enc.usage).headers())
+
+
+@router.post("/", response_model=TeiEmbedResponse | TeiSimilarityResponse, responses=TEI_ERRORS, include_in_schema=False)
+async def base_url(body: EmbedForms, request: Request, embedding: EmbeddingDep) -> Response:
+    """Where ``huggingface_hub.InferenceClient(base_url=...)`` posts: ``feature_extraction`` sends `/embed`'s body,
+    ``sentence_similarity`` `/similarity`'s (``inputs: {source_sentence, sentences}``)."""
+    if isinstance(body, TeiSimilarityRequest):
+        return await tei_similarity(body, request, embedding)
+    return await embed(body, request, embedding)

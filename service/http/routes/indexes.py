@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from thoughtvec.service.http.routes.deps import ERRORS, WRITE_ERRORS, AdminDep, DocId, IndexDep, IndexName, NewIndexName, json_body
+from thoughtvec.service.http.routes.deps import (
+    ERRORS,
+    WRITE_ERRORS,
+    AdminDep,
+    DocId,
+    DocumentRoute,
+    IndexDep,
+    IndexName,
+    NewIndexName,
+    json_body,
+)
 from thoughtvec.service.http.schemas import (
     AddDocumentsRequest,
     AddDocumentsResponse,
@@ -69,8 +79,18 @@ async def delete_documents(name: NewIndexName, body: DeleteDocumentsRequest, ind
     return DeleteDocumentsResponse.of(await indexes.delete_documents(name, body.ids))
 
 
-@router.delete("/{name}/documents/{doc_id:doc_id}", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS, dependencies=[AdminDep])
 async def delete_document(name: NewIndexName, doc_id: DocId, indexes: IndexDep) -> DeleteDocumentsResponse:
     """Delete one document. Its path is any id but `delete` (`…/documents/delete` is the route above: a document
     with that id is deleted there, by `{"ids": ["delete"]}`)."""
     return DeleteDocumentsResponse.of(await indexes.delete_documents(name, [doc_id]))
+
+
+router.add_api_route(
+    "/{name}/documents/{doc_id}",
+    delete_document,
+    methods=["DELETE"],
+    response_model=DeleteDocumentsResponse,
+    responses=WRITE_ERRORS,
+    dependencies=[AdminDep],
+    route_class_override=DocumentRoute,  # its id is never "delete"
+)

@@ -41,8 +41,9 @@ def test_retrieval_aliases_name_the_first_served_of_the_retrieval_preference(mod
     assert reg.get("openai").name == "tiny"  # none of the preference served: the default model
 
 
-def test_openai_names_default_to_the_retrieval_rule():
-    from thoughtvec.service.settings import Settings
+def test_openai_and_cohere_names_default_to_the_retrieval_rule():
+    from thoughtvec.service.settings import COHERE_MODEL_NAMES, OPENAI_MODEL_NAMES, Settings
 
-    assert Settings().aliases == {n: "retrieval" for n in ("text-embedding-ada-002", "text-embedding-3-small", "text-embedding-3-large")}
+    assert "text-embedding-3-small" in OPENAI_MODEL_NAMES and "rerank-v3.5" in COHERE_MODEL_NAMES
+    assert Settings().aliases == {n: "retrieval" for n in (*OPENAI_MODEL_NAMES, *COHERE_MODEL_NAMES)}
     assert RETRIEVAL_MODEL_PREFERENCE  # the order itself is checked against the records (tests/test_committed_bundles.py)
