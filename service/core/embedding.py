@@ -36,7 +36,7 @@ from thoughtvec.service.core.results import (
     Tokenization,
     Tokenized,
 )
-from thoughtvec.service.core.token_ids import read_input
+from thoughtvec.service.core.token_ids import is_ids, read_input
 from thoughtvec.service.errors import EmptyInput, InputTooLong, InvalidInput, QueueFull
 from thoughtvec.service.settings import Settings, Truncation
 
@@ -160,6 +160,41 @@ class EmbeddingService:
         return await self.encode(model, view, self.texts(items, fields, truncation), fields, normalize, truncation, dimensions)
 
     # -- what is served, and how a text is seen ------------------------------------------
+    async def embed_token_ids(
+        self,
+        raw_input: Any,
+        model_name: str | None,
+        normalize: bool,
+        dimensions: int | None = None,
+        truncation: Truncation | None = None,
+        field: str = "inputs",
+    ) -> Encoded:
+        """TEI's token-id inputs: a list of the model's own ids (as TEI's /tokenize gives them, specials included), or a
+        list of such lists, embedded as they are. A list over the token limit is cut with ``truncation=truncate``,
+        else a 413 (ids have no sentences to split at)."""
+        model = self.model(model_name)
+        enc, view = model.encoder, model.encoder.view(None)
+        lists, fields = ([raw_input], [field]) if is_ids(raw_input) else (raw_input, [f"{field}[{i}]" for i in range(len(raw_input))])
+        check_count(len(lists), self.settings.max_inputs, field)
+        enc.dimensions(view, dimensions)  # a 422 before any work
+        cut = self.mode(truncation) == "truncate"
+        parts = []
+        for ids, fld in zip(lists, fields):
+            if not is_ids(ids):
+                raise InvalidInput(f"{fld} must be a list of token ids, as every input is here", field=fld)
+            ids = [int(i) for i in ids]
+            j = next((j for j, i in enumerate(ids) if not 0 <= i < enc.vocab_size), None)
+            if j is not None:
+                raise InvalidInput(
+                    f"{fld}[{j}] is {ids[j]}; model '{model.name}' has token ids 0..{enc.vocab_size - 1}", field=f"{fld}[{j}]"
+                )
+            parts.append(enc.fit(ids, "truncate" if cut else "reject", field=fld))
+        truncated = sum(len(p) < len(ids) for p, ids in zip(parts, lists))
+        emb = await model.batcher.embed_ids(parts, view)
+        vecs, tokens = enc.reduce(emb.vectors, view, dimensions), sum(emb.tokens)
+        self.metrics.embedded(model.name, len(parts), len(parts), tokens, 0, truncated)
+        return Encoded(model.name, view, l2_normalize(vecs) if normalize else vecs, tokens, 0, truncated)
+
     def info(self) -> Info:
         """Models, aliases, limits, version and devices in one answer (TEI's and infinity's /info)."""
         reg, s = self.registry, self.settings

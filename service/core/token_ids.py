@@ -42,7 +42,8 @@ def _is_id(i: Any) -> bool:
     return (isinstance(i, int) and not isinstance(i, bool)) or (isinstance(i, float) and i.is_integer())
 
 
-def _is_ids(x: Any) -> bool:
+def is_ids(x: Any) -> bool:
+    """A non-empty list of token ids (integers, 5.0 as 5)."""
     return isinstance(x, list) and bool(x) and all(_is_id(i) for i in x)
 
 
@@ -64,18 +65,14 @@ def read_input(raw: Any, field: str = "input", token_ids: bool = True) -> tuple[
     forms) token ids or lists of them; without, a list of ids stays a list of items that are not strings."""
     if isinstance(raw, str):
         return [raw], [field]
-    if token_ids and _is_ids(raw):
+    if token_ids and is_ids(raw):
         return [decode(raw, field)], [field]
     fields = [f"{field}[{i}]" for i in range(len(raw))]
     if not token_ids:  # TEI's token-id form: ids of the model's own vocabulary, which this route does not take
-        for x, f in [(raw, field)] if _is_ids(raw) else zip(raw, fields):
-            if _is_ids(x):
-                raise InvalidInput(
-                    f"{f} is a list of token ids; send the text here (the ids of a model's vocabulary are not taken; "
-                    f"/v1/embeddings takes OpenAI's cl100k ids)",
-                    field=f,
-                )
-    return [decode(x, f) if token_ids and _is_ids(x) else x for x, f in zip(raw, fields)], fields
+        for x, f in [(raw, field)] if is_ids(raw) else zip(raw, fields):
+            if is_ids(x):
+                raise InvalidInput(f"{f} is a list of token ids; send texts (/embed takes ids too, when every input is ids)", field=f)
+    return [decode(x, f) if token_ids and is_ids(x) else x for x, f in zip(raw, fields)], fields
 
 
 def tiktoken_source() -> str:

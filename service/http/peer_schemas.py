@@ -30,6 +30,10 @@ TEI_FORM, OUR_FORM = "TEI's form", "this API's form"  # the tags of a two-form b
 SIMILARITY_FORM = "TEI's similarity"  # POST / with inputs {source_sentence, sentences}
 FORM_TAGS = (TEI_FORM, OUR_FORM, SIMILARITY_FORM)
 Inputs = Annotated[str | list[Any], WithJsonSchema({"anyOf": [TEXT, TEXTS]})]
+MODEL_IDS = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1}  # the model's own token ids
+EmbedInputs = Annotated[
+    str | list[Any], WithJsonSchema({"anyOf": [TEXT, TEXTS, MODEL_IDS, {"type": "array", "items": MODEL_IDS, "minItems": 1}]})
+]
 
 
 def unit_score(cosine: float) -> float:
@@ -94,7 +98,10 @@ class TeiEmbedRequest(TeiOptions):
     model_config = examples(
         {"inputs": ["The cat sat on the mat.", "A dog ran in the park."]}, {"inputs": "one sentence .", "dimensions": 64}
     )
-    inputs: Inputs = Field(description="a string or a list of strings")
+    inputs: EmbedInputs = Field(
+        description="a string or a list of strings; or the model's own token ids (as `/tokenize` gives them, specials included), "
+        "a list of them or a list of such lists"
+    )
     normalize: bool = Field(True, description="L2-normalise the vectors")
     dimensions: Int | None = Field(None, description="fewer dimensions, as `/v1/embeddings` takes them (8 up to the view's)")
 

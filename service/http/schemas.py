@@ -374,6 +374,12 @@ class SearchRequest(StrictBody):
         {"query": "the king rode into battle .", "k": 3},
         {"index": "default", "query": ["love and marriage", "a storm at sea"], "k": 2},
         {"query": "the king rode into battle .", "k": 3, "mode": "lexical"},
+        allOf=[  # a vector query is searched by vector only
+            {
+                "if": {"required": ["query"], "properties": {"query": {"type": "array", "items": {"type": "number"}}}},
+                "then": {"properties": {"mode": {"enum": ["dense", None]}}},
+            }
+        ],
     )
     index: str | None = Field(None, description="index name; default: the server's default index")
     query: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, TEXTS, {"type": "array", "items": {"type": "number"}, "minItems": 1}]})] = Field(
@@ -484,7 +490,7 @@ class MapRequest(StrictBody):
     )
     k: Int = Field(
         0, description="with a query: its k best documents, by the search /v1/search makes, are drawn first and listed in `hits` (0..limit)",
-        json_schema_extra={"minimum": 0},
+        json_schema_extra={"minimum": 0, "x-maximum": "max_k"},
     )  # fmt: skip
     mode: SearchMode | None = Field(None, description="that search's mode (with k); default: the index's `mode`")
     include: list[str] = Field([], description="ids drawn first whatever their place (e.g. a search's results); unknown ids are skipped")

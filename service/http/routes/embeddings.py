@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request, Response
 
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.results import Encoded
+from thoughtvec.service.core.token_ids import is_ids
 from thoughtvec.service.errors import ThoughtvecError
 from thoughtvec.service.http.middleware import unless_disconnected
 from thoughtvec.service.http.peer_schemas import EmbedForms, TeiEmbedRequest, TeiEmbedResponse, TeiSimilarityRequest, TeiSimilarityResponse
@@ -71,16 +72,16 @@ async def create_embeddings(body: EmbeddingsRequest, request: Request, embedding
 async def embed(body: TeiEmbedRequest, request: Request, embedding: EmbeddingDep) -> Response:
     """TEI's embeddings: a list of vectors, one per input (L2-normalised unless `normalize` is false).
 
-    `inputs` is a string or a list of strings (not token ids). `truncate`: `true` cuts a long text at the token
+    `inputs` is a string or a list of strings, or the model's own token ids (a list, or a list of lists), as TEI's
+    `/tokenize` gives them: embedded as they are (a list over the token limit is cut with `truncate: true`, else 413). `truncate`: `true` cuts a long text at the token
     limit, `false` answers 413, absent follows the server's `truncation` setting. `POST /` answers the same:
     `huggingface_hub.InferenceClient(base_url=...).feature_extraction` posts there.
     """
-    enc = await unless_disconnected(
-        request,
-        embedding.embeddings(
-            body.inputs, body.model, None, body.normalize, body.dimensions, body.truncation, field="inputs", token_ids=False
-        ),
-    )
+    if is_ids(body.inputs) or (isinstance(body.inputs, list) and all(is_ids(x) for x in body.inputs) and body.inputs):
+        work = embedding.embed_token_ids(body.inputs, body.model, body.normalize, body.dimensions, body.truncation)
+    else:
+        work = embedding.embeddings(body.inputs, body.model, None, body.normalize, body.dimensions, body.truncation, "inputs", False)
+    enc = await unless_disconnected(request, work)
     return Response(render_list(enc), media_type="application/json", headers=Usage.of(enc.usage).headers())
 
 

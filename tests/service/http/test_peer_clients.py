@@ -99,9 +99,6 @@ def test_huggingface_hub_prompt_name_and_truncation_direction(server):
     with pytest.raises(hub.errors.HfHubHTTPError) as named:
         client.feature_extraction("the cat sat", prompt_name="query")
     assert named.value.response.status_code == 422 and "define no prompts" in str(named.value)
-    for ids, field in (([101, 1996, 102], "inputs"), ([[101, 1996, 102]], "inputs[0]")):  # TEI's token-id form
-        r = httpx.post(server + "/embed", json={"inputs": ids})
-        assert r.status_code == 422 and r.json()["error"].startswith(f"{field} is a list of token ids; send the text"), r.text
     with pytest.raises(hub.errors.HfHubHTTPError) as left:
         client.feature_extraction("the cat sat", truncation_direction="left")
     assert left.value.response.status_code == 422 and "truncation_direction" in str(left.value)
@@ -141,3 +138,21 @@ def test_malformed_http_is_uvicorns_plain_400_and_the_connection_closes(server, 
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400 ") and b"content-type: text/plain" in head.lower() and b"connection: close" in head.lower()
     assert body == b"Invalid HTTP request received."
+
+
+def test_tei_token_id_inputs_are_the_models_own_ids(server):
+    """TEI's /embed takes the model's ids as its /tokenize gives them: the same vectors as the texts."""
+    texts = ["the cat sat on the table .", "a dog ran in the city"]
+    ids = [[t["id"] for t in toks] for toks in httpx.post(server + "/tokenize", json={"inputs": texts}).json()]
+    by_text = httpx.post(server + "/embed", json={"inputs": texts}).json()
+    np.testing.assert_allclose(httpx.post(server + "/embed", json={"inputs": ids}).json(), by_text, atol=1e-6)
+    np.testing.assert_allclose(httpx.post(server + "/embed", json={"inputs": ids[0]}).json(), by_text[:1], atol=1e-6)
+    bad = httpx.post(server + "/embed", json={"inputs": [ids[0], [1, 10**6]]})
+    assert bad.status_code == 422 and bad.json()["error"].startswith("inputs[1][1] is 1000000; model 'tiny' has token ids 0..")
+    mixed = httpx.post(server + "/embed", json={"inputs": ["the cat", ids[0]]})
+    assert mixed.status_code == 422 and mixed.json()["error"].startswith("inputs[1] is a list of token ids")
+    long = [ids[0][0]] * 40  # over tiny's 32 tokens
+    refused = httpx.post(server + "/embed", json={"inputs": [long]})
+    assert refused.status_code == 413 and refused.json()["error_type"] == "Validation"
+    cut = httpx.post(server + "/embed", json={"inputs": [long], "truncate": True})
+    assert cut.status_code == 200 and cut.headers["x-truncated-inputs"] == "1"

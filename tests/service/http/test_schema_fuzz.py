@@ -6,7 +6,8 @@ matching the documented schema (errors included), valid requests accepted and in
 The served schema states the server's limits (``max_inputs``, ``max_input_chars``, ``max_k``), so a
 request within them is valid data. What no schema can state, because it depends on the model or index
 named, is set right in valid requests before they are sent (:func:`within_the_model`): ``dimensions``
-(8 up to the view's), a query vector's length (the index's), ``max_tokens_per_doc`` (at least the model's
+(8 up to the view's), a query vector's length (the index's), token ids (the model's vocabulary and token limit; cl100k ids that decode to whitespace only, which no
+model embeds), ``max_tokens_per_doc`` (at least the model's
 limit), a factory's numbers (PQ's divisor of the dimension, PCA's size; IVF's 1..65536 lists and HNSW's
 4..256 links, which docs/search.md states), a text's tokens beyond the model's limit under ``truncation:
 reject``, and a map's ``k`` (at most its ``limit``); each of those answers a 422 naming the field (``test_errors.py``).
@@ -41,7 +42,21 @@ CASES = sorted(
 # An invalid request may be refused with 413 too (a text over max_input_chars, more items than max_inputs).
 CONFIG = SchemathesisConfig.from_dict({"checks": {"negative_data_rejection": {"expected-statuses": [
     "400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"]}}})  # fmt: skip
-DIM, MAX_TOKENS = 8, 32  # the tiny bundle's dimension and token limit (the default model and the index's)
+DIM, MAX_TOKENS, VOCAB = 8, 32, 20  # the tiny bundle's dimension, token limit and (at least) vocabulary size
+
+
+def fit_ids(ids: list) -> list:
+    """Token ids made the tiny model's (its vocabulary has VOCAB ids; MAX_TOKENS of them at most): texts stay texts."""
+    if not all(isinstance(i, (int, float)) and not isinstance(i, bool) for i in ids):
+        return ids
+    return [i % VOCAB for i in ids[:MAX_TOKENS]]
+
+
+def visible_ids(ids: list) -> list:
+    """cl100k ids of printable ASCII (ids 0..93): some ids are only whitespace, a text the server refuses to embed."""
+    if not all(isinstance(i, (int, float)) and not isinstance(i, bool) for i in ids):
+        return ids
+    return [i % 94 for i in ids]
 
 
 def within_the_model(case):
@@ -54,6 +69,12 @@ def within_the_model(case):
         body.pop("truncation", None), body.pop("truncate", None)
     if isinstance(body.get("max_tokens_per_doc"), (int, float)):
         body["max_tokens_per_doc"] = max(body["max_tokens_per_doc"], MAX_TOKENS)
+    if case.path == "/embed" and isinstance(body.get("inputs"), list):  # the model's own token ids: within its vocabulary
+        body["inputs"] = [fit_ids(x) if isinstance(x, list) else x for x in body["inputs"]] if any(
+            isinstance(x, list) for x in body["inputs"]) else fit_ids(body["inputs"])  # fmt: skip
+    if case.path in ("/v1/embeddings", "/tokenize") and isinstance(body.get("input"), list):  # cl100k ids of visible text
+        body["input"] = [visible_ids(x) if isinstance(x, list) else x for x in body["input"]] if any(
+            isinstance(x, list) for x in body["input"]) else visible_ids(body["input"])  # fmt: skip
     query = body.get("query")
     if isinstance(query, list) and query and all(isinstance(x, (int, float)) for x in query):
         body["query"] = [0.5] * DIM
