@@ -1,7 +1,9 @@
-"""Domain errors raised by the core. The HTTP layer maps each class to one status code.
+"""The errors the service raises: what went wrong (a class and a ``code``), never how to say it over HTTP.
 
 Messages name the field, the limit and the value, e.g.
-``input[3] has 812 tokens; the limit is 512``.
+``input[3] has 812 tokens; the limit is 512``. The HTTP layer's one table
+(``thoughtvec.service.http.middleware.STATUS``) maps each class to a status and a body per API family
+(OpenAI's and this API's, TEI's, Cohere's).
 """
 
 from __future__ import annotations
@@ -12,49 +14,44 @@ __all__ = ["BundleError", "ThoughtvecError"]  # the contract's errors, listed wi
 
 
 class InvalidInput(ThoughtvecError):
-    status = 422
     code = "invalid_input"
 
 
+class EmptyInput(InvalidInput):
+    """Nothing to embed: an empty list, or a text that is empty or only whitespace (TEI answers these apart)."""
+
+
 class InputTooLong(ThoughtvecError):
-    status = 413
     code = "input_too_long"
 
 
 class TooManyInputs(ThoughtvecError):
-    status = 413
     code = "too_many_inputs"
 
 
 class RequestTooLarge(ThoughtvecError):
     """A request over a limit of the work or the answer it asks for: characters or tokens in all, answer bytes."""
 
-    status = 413
     code = "request_too_large"
 
 
 class UnknownModel(ThoughtvecError):
-    status = 404
     code = "unknown_model"
 
 
 class UnknownView(ThoughtvecError):
-    status = 404
     code = "unknown_view"
 
 
 class UnknownIndex(ThoughtvecError):
-    status = 404
     code = "unknown_index"
 
 
 class Conflict(ThoughtvecError):
-    status = 409
     code = "conflict"
 
 
 class QueueFull(ThoughtvecError):
-    status = 429
     code = "queue_full"
 
     def __init__(self, message: str, retry_after_s: float = 1.0):
@@ -65,39 +62,57 @@ class QueueFull(ThoughtvecError):
 class StorageUnavailable(ThoughtvecError):
     """The index folder cannot be written (a read-only replica, a full or failing disk)."""
 
-    status = 503
     code = "storage_unavailable"
 
 
 class IndexUnavailable(ThoughtvecError):
     """An index on disk that cannot be served (its log cannot be replayed, an unsupported factory)."""
 
-    status = 503
     code = "index_unavailable"
 
 
 class NotReady(ThoughtvecError):
-    status = 503
     code = "not_ready"
-
-
-class BodyTooLarge(ThoughtvecError):
-    status = 413
-    code = "body_too_large"
-
-
-class Unauthorized(ThoughtvecError):
-    status = 401
-    code = "unauthorized"
-
-
-class Forbidden(ThoughtvecError):
-    status = 403
-    code = "forbidden"
 
 
 class WorkerDead(ThoughtvecError):
     """A batcher's worker stopped; the model answers nothing until the server restarts."""
 
-    status = 503
     code = "worker_dead"
+
+
+# -- raised at the HTTP edge: the request rules, the router, the body parser -------------------------
+class BodyTooLarge(ThoughtvecError):
+    code = "body_too_large"
+
+
+class Unauthorized(ThoughtvecError):
+    code = "unauthorized"
+
+
+class Forbidden(ThoughtvecError):
+    code = "forbidden"
+
+
+class InvalidRequest(ThoughtvecError):
+    """The body does not validate against the route's schema (a missing, misspelt or mistyped field)."""
+
+    code = "invalid_request"
+
+
+class MalformedJson(ThoughtvecError):
+    code = "malformed_json"
+
+
+class NotFound(ThoughtvecError):
+    code = "not_found"
+
+
+class MethodNotAllowed(ThoughtvecError):
+    code = "method_not_allowed"
+
+
+class ClientClosed(ThoughtvecError):
+    """The client went away before the answer was ready (nobody reads the answer; the metrics count it)."""
+
+    code = "client_closed_request"

@@ -41,6 +41,21 @@ class IndexBackendName(StrEnum):
 CsvList = Annotated[list[str], NoDecode]
 
 
+# The model names OpenAI's and Cohere's clients send (their defaults and the names their docs show); by default each
+# is an alias of the model chosen for retrieval (model_aliases `name=retrieval`).
+OPENAI_MODEL_NAMES = ("text-embedding-ada-002", "text-embedding-3-small", "text-embedding-3-large")
+COHERE_MODEL_NAMES = (
+    "rerank-v3.5",
+    "rerank-english-v3.0",
+    "rerank-multilingual-v3.0",
+    "embed-v4.0",
+    "embed-english-v3.0",
+    "embed-multilingual-v3.0",
+    "embed-english-light-v3.0",
+    "embed-multilingual-light-v3.0",
+)
+
+
 def default_search_mode(model: str, modes: tuple[SearchMode, ...] = SEARCH_MODES) -> SearchMode:
     """A new index's mode when its creator names none: hybrid over one of the model guide's ``hybrid_models``
     (its hybrid beats BM25 alone on dev), lexical over any other (on dev, each trained-here bundle's hybrid falls
@@ -64,7 +79,7 @@ class Settings(BaseSettings):
         description="model used when a request names none; unset = the first served of model_preference, else the first bundle by name",
     )
     model_aliases: CsvList = Field(
-        ["text-embedding-ada-002=retrieval", "text-embedding-3-small=retrieval", "text-embedding-3-large=retrieval"],
+        [f"{name}=retrieval" for name in (*OPENAI_MODEL_NAMES, *COHERE_MODEL_NAMES)],
         description="comma-separated `alias=bundle` names a request's `model` may use (`=default`: the default model; `=retrieval`: the served bundle best for retrieval on dev, else the default model); listed in /v1/models. Empty: only bundle names",
     )
     model_preference: CsvList = Field(

@@ -1,13 +1,12 @@
 """The errors of the bundle contract. ``ThoughtvecError`` is the base of every domain error
-(the serving ones live in ``thoughtvec.service.errors``); ``status`` is the HTTP status the API answers with."""
+(the serving ones live in ``thoughtvec.service.errors``; the HTTP layer maps each to a status)."""
 
 from __future__ import annotations
 
 
 class ThoughtvecError(Exception):
-    """Base class. ``status`` is the HTTP status the API answers with."""
+    """Base class: an unexpected failure unless a subclass says what went wrong."""
 
-    status: int = 500
     code: str = "internal_error"
 
     def __init__(self, message: str, *, field: str | None = None):

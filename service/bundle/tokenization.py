@@ -48,6 +48,11 @@ class Tokenizer(Protocol):
         """The tokens behind :meth:`ids`, one per id."""
         ...
 
+    @property
+    def vocab_size(self) -> int:
+        """The ids the model has: ``0 .. vocab_size - 1``."""
+        ...
+
 
 class WordTokenizer:
     """``basic-ptb-v1``: PTB words in the bundle's vocabulary, ``<eos>`` appended when ``eos`` is given."""
@@ -59,6 +64,10 @@ class WordTokenizer:
 
     def ids(self, text: str) -> list[int]:
         return self.vocab.ids(tokenize(text, lowercase=self.lowercase)) + list(self.suffix)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
 
     def pieces(self, text: str) -> list[Piece]:
         words = tokenize(text, lowercase=self.lowercase)
@@ -94,6 +103,10 @@ class HFTokenizer:
 
     def ids(self, text: str) -> list[int]:
         return list(self.hf.encode(text).ids)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.hf.get_vocab_size(with_added_tokens=True)
 
     def pieces(self, text: str) -> list[Piece]:
         e = self.hf.encode(text)

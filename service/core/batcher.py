@@ -39,7 +39,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from thoughtvec.service.core.planner import MAX_BATCH_SIZE, MAX_BATCH_TOKENS, RunCost, plan_batches
-from thoughtvec.service.errors import InvalidInput, NotReady, QueueFull, TooManyInputs, WorkerDead
+from thoughtvec.service.errors import EmptyInput, InvalidInput, NotReady, QueueFull, TooManyInputs, WorkerDead
 from thoughtvec.service.settings import Truncation
 
 log = logging.getLogger(__name__)
@@ -438,6 +438,6 @@ class Batcher:
 def check_count(n: int, limit: int, field: str) -> None:
     """413 for more items than a request may carry; 422 for none."""
     if n == 0:
-        raise InvalidInput(f"{field} is empty; send at least one item", field=field)
+        raise EmptyInput(f"{field} is empty; send at least one item", field=field)
     if n > limit:
         raise TooManyInputs(f"{field} has {n} items; the limit is {limit}", field=field)

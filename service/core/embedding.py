@@ -41,8 +41,8 @@ from thoughtvec.service.core.results import (
     Tokenization,
     Tokenized,
 )
-from thoughtvec.service.core.token_ids import read_input
-from thoughtvec.service.errors import InputTooLong, InvalidInput, QueueFull
+from thoughtvec.service.core.token_ids import is_ids, read_input
+from thoughtvec.service.errors import EmptyInput, InputTooLong, InvalidInput, QueueFull
 from thoughtvec.service.settings import Settings, Truncation
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ class EmbeddingService:
             if not isinstance(item, str):
                 raise InvalidInput(f"{fld} must be a string, got {type(item).__name__}", field=fld)
             if not item.strip():
-                raise InvalidInput(f"{fld} is empty or only whitespace; send at least one visible character", field=fld)
+                raise EmptyInput(f"{fld} is empty or only whitespace; send at least one visible character", field=fld)
             if len(item) > limit:
                 if mode != "truncate":  # splitting does not lift the character limit: it bounds the work
                     raise InputTooLong(f"{fld} has {len(item)} characters; the limit is {limit} ({setting})", field=fld)
@@ -188,6 +188,44 @@ class EmbeddingService:
         described = model.describe(model.name == self.registry.default_model)
         return described if model.name == name else dataclasses.replace(described, id=name, alias_of=model.name)
 
+    async def embed_token_ids(
+        self,
+        raw_input: Any,
+        model_name: str | None,
+        normalize: bool,
+        dimensions: int | None = None,
+        truncation: Truncation | None = None,
+        field: str = "inputs",
+    ) -> Encoded:
+        """TEI's token-id inputs: a list of the model's own ids (as TEI's /tokenize gives them, specials included), or a
+        list of such lists, embedded as they are. A list over the token limit is cut with ``truncation=truncate``,
+        else a 413 (ids have no sentences to split at)."""
+        model = self.model(model_name)
+        enc, view = model.encoder, model.encoder.view(None)
+        lists, fields = ([raw_input], [field]) if is_ids(raw_input) else (raw_input, [f"{field}[{i}]" for i in range(len(raw_input))])
+        check_count(len(lists), self.settings.max_inputs, field)
+        dim = enc.dimensions(view, dimensions) or enc.dim(view)  # a 422 before any work
+        check_answer(len(lists) * dim * FLOAT_JSON_BYTES, self.settings.max_response_bytes, field, f"{len(lists)} vectors of {dim} values")
+        cut = self.mode(truncation) == "truncate"
+        parts = []
+        for ids, fld in zip(lists, fields):
+            if not is_ids(ids):
+                raise InvalidInput(f"{fld} must be a list of token ids, as every input is here", field=fld)
+            ids = [int(i) for i in ids]
+            j = next((j for j, i in enumerate(ids) if not 0 <= i < enc.vocab_size), None)
+            if j is not None:
+                raise InvalidInput(
+                    f"{fld}[{j}] is {ids[j]}; model '{model.name}' has token ids 0..{enc.vocab_size - 1}", field=f"{fld}[{j}]"
+                )
+            parts.append(enc.fit(ids, "truncate" if cut else "reject", field=fld))
+        truncated = sum(len(p) < len(ids) for p, ids in zip(parts, lists))
+        check_tokens(map(len, parts), fields, self.settings.max_request_tokens)
+        with model.batcher.admit(len(parts)) as admission:  # the same queue and 429 as every compute route
+            emb = await model.batcher.embed_ids(parts, view, admission)
+        vecs, tokens = enc.reduce(emb.vectors, view, dimensions), sum(emb.tokens)
+        self.metrics.embedded(model.name, len(parts), len(parts), tokens, 0, truncated)
+        return Encoded(model.name, view, l2_normalize(vecs) if normalize else vecs, tokens, 0, truncated)
+
     def info(self) -> Info:
         """Models, aliases, limits, version and devices in one answer (TEI's and infinity's /info)."""
         reg, s = self.registry, self.settings
@@ -261,7 +299,7 @@ class EmbeddingService:
 
     # -- similarity ----------------------------------------------------------------------
     def _pairs(
-        self, pairs: list[Any] | None, source: Any, targets: list[Any] | None
+        self, pairs: list[Any] | None, source: Any, targets: list[Any] | None, names: tuple[str, str] = ("source", "targets")
     ) -> tuple[list[tuple[Any, Any]], list[tuple[str, str]]]:
         """The pairs and the field name of each side, from either request form."""
         if pairs is not None and (source is not None or targets is not None):
@@ -272,10 +310,11 @@ class EmbeddingService:
                 if not isinstance(p, list) or len(p) != 2:
                     raise InvalidInput(f"pairs[{i}] must be a list of two texts", field=f"pairs[{i}]")
             return [(p[0], p[1]) for p in pairs], [(f"pairs[{i}][0]", f"pairs[{i}][1]") for i in range(len(pairs))]
+        src, tgt = names
         if source is None or targets is None:
-            raise InvalidInput("send pairs ([[a, b], ...]) or source and targets", field="source" if source is None else "targets")
-        check_count(len(targets), self.settings.max_inputs, "targets")
-        return [(source, t) for t in targets], [("source", f"targets[{i}]") for i in range(len(targets))]
+            raise InvalidInput(f"send pairs ([[a, b], ...]) or {src} and {tgt}", field=src if source is None else tgt)
+        check_count(len(targets), self.settings.max_inputs, tgt)
+        return [(source, t) for t in targets], [(src, f"{tgt}[{i}]") for i in range(len(targets))]
 
     async def similarity(
         self,
@@ -286,11 +325,13 @@ class EmbeddingService:
         model: str | None = None,
         view: str | None = None,
         truncation: Truncation | None = None,
+        names: tuple[str, str] = ("source", "targets"),
     ) -> Similarity:
-        """Cosine (and relatedness) for ``pairs``, or for ``source`` against each of ``targets``."""
+        """Cosine (and relatedness) for ``pairs``, or for ``source`` against each of ``targets`` (``names``: what the
+        request calls those two, for its errors)."""
         m = self.model(model)
         view = m.encoder.view(view)
-        texts, fields = self._pairs(pairs, source, targets)
+        texts, fields = self._pairs(pairs, source, targets, names)
         data, enc = await self.score(m, view, texts, fields, truncation)
         return Similarity(m.name, view, data, enc.usage)
 

@@ -175,6 +175,11 @@ class Encoder:
     def max_tokens(self) -> int:
         return self.spec.max_input_tokens
 
+    @property
+    def vocab_size(self) -> int:
+        """The token ids the model has: ``0 .. vocab_size - 1``."""
+        return self.tokenizer.vocab_size
+
     def view(self, name: str | None) -> str:
         """Resolve a view name (``None`` = the bundle's default) or raise :class:`UnknownView`."""
         if name is None:

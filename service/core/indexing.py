@@ -316,8 +316,8 @@ class IndexService:
         found = await self.search(query=query, index=name, k=k, mode=mode) if k else None
         hits = [h.id for h in found.results[0]] if found else None
         docs = await asyncio.get_running_loop().run_in_executor(None, self.store.documents, name, limit, (hits or []) + list(include))
-        if len(docs) < 3:
-            raise InvalidInput(f"index '{name}' has {len(docs)} documents; a map needs at least 3", field="name")
+        if not docs:  # one or two documents make a map too (a point, a line)
+            raise InvalidInput(f"index '{name}' has no documents to map", field="name")
         model = self.index_model(name, config)
         texts = [d.text for d in docs] + ([query] if query is not None else [])
         fields = [f"documents[{i}]" for i in range(len(docs))] + ["query"]

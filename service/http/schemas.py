@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from thoughtvec.service.core import results as core  # not "results": two response models have a field of that name
 from thoughtvec.service.index.contents import NAME_PATTERN, Metric
@@ -24,19 +24,35 @@ from thoughtvec.service.index.jsonvalues import reject_lone_surrogates
 from thoughtvec.service.model_guide import default_model
 from thoughtvec.service.settings import SearchMode, Truncation
 
-# What the core accepts, for the OpenAPI schema (the core checks it, with messages naming the field).
-TEXT = {"type": "string", "minLength": 1, "pattern": r"\S"}
-TEXTS = {"type": "array", "items": TEXT, "minItems": 1}
+# What the core accepts, for the OpenAPI schema (the core checks it, with messages naming the field). The
+# "x-max-*" keys name a setting: the served schema states its value (``thoughtvec.service.http.openapi``).
+# A text holds a character the tokenizers keep: not whitespace, not a control character, not a zero-width space
+# (a text of only those is a 422 naming it: it would embed nothing).
+TEXT = {"type": "string", "minLength": 1, "pattern": r"[^\s\x00-\x1f\x7f-\x9f\u200b\ufeff]", "x-max-length": "max_input_chars"}
+TEXTS = {"type": "array", "items": TEXT, "minItems": 1, "x-max-items": "max_inputs"}
 PAIRS = {"type": "array", "items": {"type": "array", "items": TEXT, "minItems": 2, "maxItems": 2}, "minItems": 1}
-NULL = {"type": "null"}
-TOKEN_IDS = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1}  # cl100k ids (OpenAI's input form)
+NULL: dict[str, Any] = {"type": "null"}
+# cl100k ids (OpenAI's input form): 0..100276 but for the ids no token has (``tests/.../test_strict_types.py`` checks them)
+CL100K_UNUSED = [100256, *range(100261, 100276)]
+TOKEN_IDS = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 100276, "not": {"enum": CL100K_UNUSED}}, "minItems": 1}
 TOKEN_ID_LISTS = {"type": "array", "items": TOKEN_IDS, "minItems": 1}
 Text = Annotated[Any, WithJsonSchema(TEXT)]
 Texts = Annotated[list[Any], WithJsonSchema(TEXTS)]
 
 
+def _integral(v: Any) -> Any:
+    # JSON has one number type: 5.0 is the integer 5, as JSON Schema's "integer" says; 5.5, "5" and true stay refused
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+Int = Annotated[int, BeforeValidator(_integral)]  # a request's integer, under strict types
+
+
 class StrictBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: unknown fields are errors, and types are strict (no bool for a number, no string for a
+    number or a bool: ``k: true``, ``k: "5"``, ``normalize: 0`` are 422s naming the field)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -54,7 +70,7 @@ def absent_if_none(default: None = None, **kw: Any) -> Any:
 def examples(*examples: dict, **schema: Any) -> ConfigDict:
     """Request examples for /docs ("Try it out" sends the first; they run against the bundled models),
     and any other JSON-schema keys of the body (``oneOf``)."""
-    return ConfigDict(extra="forbid", json_schema_extra={"examples": list(examples), **schema})
+    return ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": list(examples), **schema})
 
 
 MODE = Field(
@@ -81,7 +97,7 @@ class EmbeddingsRequest(StrictBody):
     )
     model: str | None = Field(None, description="bundle name; default: the server's default model")
     encoding_format: Literal["float", "base64"] = Field("float", description="`base64`: little-endian float32 bytes")
-    dimensions: int | None = Field(
+    dimensions: Int | None = Field(
         None,
         description="fewer dimensions (8 up to the view's): the vector projected on the view's principal axes (fitted on "
         "the training corpus, stored in the bundle), then normalised; over the view's size: 422",
@@ -121,13 +137,18 @@ class EmbeddingsResponse(BaseModel):
 
 
 # -- similarity ---------------------------------------------------------------------------
+def given(name: str) -> dict:
+    """JSON Schema for: the body has ``name``, not null."""
+    return {"required": [name], "properties": {name: {"not": {"type": "null"}}}}
+
+
 class SimilarityRequest(StrictBody):
     model_config = examples(
         {"pairs": [["a man is playing a guitar .", "a person plays an instrument ."]]},
         {"source": "the cat sat on the mat .", "targets": ["a cat is sitting .", "stocks fell sharply ."]},
-        oneOf=[
-            {"required": ["pairs"], "properties": {"pairs": {"type": "array"}}},
-            {"required": ["source", "targets"], "properties": {"source": {"type": "string"}, "targets": {"type": "array"}}},
+        oneOf=[  # one form or the other, never both (a 422 naming pairs); null is as absent
+            {"allOf": [given("pairs")], "not": {"anyOf": [given("source"), given("targets")]}},
+            {"allOf": [given("source"), given("targets")], "not": given("pairs")},
         ],
     )
     model: str | None = None
@@ -140,7 +161,7 @@ class SimilarityRequest(StrictBody):
     truncation: Truncation | None = TRUNCATION
 
 
-# -- rerank (infinity's and Cohere's shape) --------------------------------------------------
+# -- rerank (Cohere v1's shape, which infinity takes too) --------------------------------------------------
 class RerankRequest(StrictBody):
     model_config = examples(
         {
@@ -152,17 +173,21 @@ class RerankRequest(StrictBody):
     )
     query: Text = Field(description="the text documents are ranked against")
     documents: Texts = Field(description="texts to rank")
-    top_n: int | None = Field(None, description="return only the best n; default: all", json_schema_extra={"minimum": 1})
+    top_n: Int | None = Field(None, description="return only the best n; default: all", json_schema_extra={"minimum": 1})
     return_documents: bool = Field(False, description="include each document's text in its result")
     model: str | None = None
     view: str | None = None
     truncation: Truncation | None = TRUNCATION
 
 
+class RerankDocument(BaseModel):
+    text: str
+
+
 class RerankResult(BaseModel):
     index: int = Field(description="position in `documents`")
     relevance_score: float = Field(description="cosine similarity in [-1, 1], the same score as /v1/similarity")
-    document: str | None = absent_if_none(description="the document, when `return_documents` is true")
+    document: RerankDocument | None = absent_if_none(description="`{text}`, as Cohere v1 gives it, when `return_documents` is true")
 
 
 class RerankResponse(BaseModel):
@@ -175,7 +200,12 @@ class RerankResponse(BaseModel):
     def of(cls, r: core.Reranked) -> RerankResponse:
         return cls(
             model=r.model,
-            results=[RerankResult(index=x.index, relevance_score=x.score, document=x.document) for x in r.results],
+            results=[
+                RerankResult(
+                    index=x.index, relevance_score=x.score, document=None if x.document is None else RerankDocument(text=x.document)
+                )
+                for x in r.results
+            ],
             usage=Usage.of(r.usage),
         )
 
@@ -231,6 +261,9 @@ class InfoModel(BaseModel):
     dev: DevFigures | None = DEV
 
 
+TEI_INFO = "TEI's /info field (huggingface_hub's get_endpoint_info reads them): "
+
+
 class InfoResponse(BaseModel):
     name: str
     version: str
@@ -240,6 +273,20 @@ class InfoResponse(BaseModel):
     default_index: str
     limits: dict[str, Any]
     devices: dict[str, Any]
+    # TEI's fields, about the default model (the one a TEI client gets) and the limits
+    model_id: str | None = Field(description=TEI_INFO + "the default model")
+    model_sha: None = Field(None, description=TEI_INFO + "null (a bundle has no Hub revision)")
+    model_dtype: Literal["float32"] = Field("float32", description=TEI_INFO + "the ONNX graphs' float type")
+    model_type: dict[str, dict[str, str]] = Field(description=TEI_INFO + "`{embedding: {pooling}}`, pooling named by the bundle's family")
+    max_concurrent_requests: int = Field(description=TEI_INFO + "sentences a model may hold waiting (max_queue_size)")
+    max_input_length: int | None = Field(description=TEI_INFO + "the default model's max_input_tokens")
+    max_batch_tokens: int = Field(description=TEI_INFO + "padded tokens per ONNX run")
+    max_batch_requests: int = Field(description=TEI_INFO + "sentences per ONNX run (max_batch_size)")
+    max_client_batch_size: int = Field(description=TEI_INFO + "inputs per request (max_inputs)")
+    auto_truncate: bool = Field(description=TEI_INFO + "a text over the token limit is embedded (split or cut), not refused")
+    tokenization_workers: int = Field(1, description=TEI_INFO + "threads that tokenize")
+    sha: None = Field(None, description=TEI_INFO + "null")
+    docker_label: None = Field(None, description=TEI_INFO + "null")
 
     @classmethod
     def of(cls, i: core.Info) -> InfoResponse:
@@ -257,6 +304,7 @@ class InfoResponse(BaseModel):
             )
             for m in i.models
         ]
+        default = next((m for m in i.models if m.id == i.default_model), None)
         return cls(
             name=i.name,
             version=i.version,
@@ -266,6 +314,14 @@ class InfoResponse(BaseModel):
             default_index=i.default_index,
             limits=i.limits,
             devices=i.devices,
+            model_id=i.default_model,
+            model_type={"embedding": {"pooling": default.family if default else "unknown"}},
+            max_concurrent_requests=i.limits["max_queue_size"],
+            max_input_length=default.max_input_tokens if default else None,
+            max_batch_tokens=i.limits["max_batch_tokens"],
+            max_batch_requests=i.limits["max_batch_size"],
+            max_client_batch_size=i.limits["max_inputs"],
+            auto_truncate=i.limits["truncation"] != "reject",
         )
 
 
@@ -319,12 +375,18 @@ class SearchRequest(StrictBody):
         {"query": "the king rode into battle .", "k": 3},
         {"index": "default", "query": ["love and marriage", "a storm at sea"], "k": 2},
         {"query": "the king rode into battle .", "k": 3, "mode": "lexical"},
+        allOf=[  # a vector query is searched by vector only
+            {
+                "if": {"required": ["query"], "properties": {"query": {"type": "array", "items": {"type": "number"}}}},
+                "then": {"properties": {"mode": {"enum": ["dense", None]}}},
+            }
+        ],
     )
     index: str | None = Field(None, description="index name; default: the server's default index")
     query: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, TEXTS, {"type": "array", "items": {"type": "number"}, "minItems": 1}]})] = Field(
         description="a text, a list of texts, or a vector (list of numbers)"
     )
-    k: int = Field(10, description="neighbours per query (1..max_k)", json_schema_extra={"minimum": 1})
+    k: Int = Field(10, description="neighbours per query (1..max_k)", json_schema_extra={"minimum": 1, "x-maximum": "max_k"})
     mode: SearchMode | None = MODE
     truncation: Truncation | None = TRUNCATION
 
@@ -389,7 +451,9 @@ class CreateIndexRequest(StrictBody):
     )
     metric: Metric = "cosine"
     normalize: bool = Field(True, description="L2-normalise document vectors (always on for cosine)")
-    train_size: int | None = Field(None, ge=1, description="vectors to buffer before training IVF/PQ; default ~39 per list")
+    train_size: Annotated[int, Field(ge=1), BeforeValidator(_integral)] | None = Field(
+        None, description="vectors to buffer before training IVF/PQ; default ~39 per list"
+    )
 
 
 class DocumentIn(StrictBody):
@@ -412,12 +476,22 @@ class AddDocumentsRequest(StrictBody):
 
 
 class MapRequest(StrictBody):
-    model_config = examples({"query": "a storm at sea", "limit": 200, "k": 5})
+    model_config = examples(
+        {"query": "a storm at sea", "limit": 200, "k": 5},
+        allOf=[  # k above 0 needs a query; a mode needs k above 0
+            {"if": {"required": ["k"], "properties": {"k": {"minimum": 1}}}, "then": given("query")},
+            {"if": given("mode"), "then": {"required": ["k"], "properties": {"k": {"minimum": 1}}}},
+        ],
+    )
     query: Annotated[Any, WithJsonSchema({"anyOf": [TEXT, NULL]})] = Field(None, description="a text placed on the map")
-    limit: int = Field(300, description="documents drawn (the first ones added), 3..max_inputs", json_schema_extra={"minimum": 3})
-    k: int = Field(
+    limit: Int | None = Field(
+        None,
+        description="documents drawn (the first ones added), 3..max_inputs; default: 300, or max_inputs where it is lower",
+        json_schema_extra={"anyOf": [{"type": "integer", "minimum": 3, "x-maximum": "max_inputs"}, NULL]},
+    )
+    k: Int = Field(
         0, description="with a query: its k best documents, by the search /v1/search makes, are drawn first and listed in `hits` (0..limit)",
-        json_schema_extra={"minimum": 0},
+        json_schema_extra={"minimum": 0, "x-maximum": "max_k"},
     )  # fmt: skip
     mode: SearchMode | None = Field(None, description="that search's mode (with k); default: the index's `mode`")
     include: list[str] = Field([], description="ids drawn first whatever their place (e.g. a search's results); unknown ids are skipped")

@@ -44,6 +44,7 @@ ACCESS: AccessTable = {
     ("POST", "/embed"): KEY,
     ("POST", "/tokenize"): KEY,
     ("POST", "/v1/similarity"): KEY,
+    ("POST", "/similarity"): KEY,  # TEI's
     ("POST", "/v1/rerank"): KEY,
     ("POST", "/rerank"): KEY,
     ("POST", "/v2/rerank"): KEY,

@@ -5,12 +5,16 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request, Response
+from fastapi.routing import APIRoute
 from pydantic import BaseModel
+from starlette.routing import Match
+from starlette.types import Scope
 
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.engine import Core
 from thoughtvec.service.core.indexing import IndexService
 from thoughtvec.service.http.middleware import json_bytes
+from thoughtvec.service.http.peer_schemas import CohereErrorBody, TeiErrorBody
 from thoughtvec.service.http.schemas import ErrorBody, Usage
 from thoughtvec.service.model_guide import default_model
 
@@ -39,6 +43,17 @@ def json_body(body: BaseModel, usage: Usage | None = None) -> Response:
     return Response(json_bytes(body.model_dump()), media_type="application/json", headers=usage.headers() if usage else None)
 
 
+class DocumentRoute(APIRoute):
+    """``…/documents/{doc_id}``, whose id is never ``delete``: that path is ``…/documents/delete``'s (POST), so
+    ``DELETE …/documents/delete`` is a 405 naming POST, as the schema says, not the deletion of a document."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        if match is not Match.NONE and child.get("path_params", {}).get("doc_id") == "delete":
+            return Match.NONE, {}
+        return match, child
+
+
 # Path parameters with the values "Try it out" fills in (the default index; the index the examples create).
 IndexName = Annotated[str, Path(description="index name", examples=["default"])]
 NewIndexName = Annotated[str, Path(description="index name", examples=["notes"])]
@@ -46,7 +61,10 @@ ModelName = Annotated[str, Path(description="bundle or alias", examples=[default
 DocId = Annotated[str, Path(description="document id", examples=["n1"])]
 
 
-# Documented error answers (the body is always ErrorBody), in the shape of the routes' ``responses=``.
+# Documented error answers, in the shape of the routes' ``responses=``.
 Responses = dict[int | str, dict[str, Any]]
 ERRORS: Responses = {code: {"model": ErrorBody} for code in (400, 401, 404, 413, 422, 429, 503)}
 WRITE_ERRORS: Responses = ERRORS | {403: {"model": ErrorBody}, 409: {"model": ErrorBody}}
+# TEI's and Cohere's routes answer errors in their API's shape (``middleware.family``)
+TEI_ERRORS: Responses = {code: {"model": TeiErrorBody} for code in ERRORS}
+COHERE_ERRORS: Responses = {code: {"model": CohereErrorBody} for code in ERRORS}

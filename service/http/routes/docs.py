@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 
-from thoughtvec.service.errors import ThoughtvecError
+from thoughtvec.service.errors import NotFound
 
 ASSETS_URL = "/docs-assets"
 ASSETS = {
@@ -25,9 +25,8 @@ ASSETS = {
 router = APIRouter(include_in_schema=False)
 
 
-class AssetMissing(ThoughtvecError):
-    status = 404
-    code = "not_found"
+class AssetMissing(NotFound):
+    """No such docs asset."""
 
 
 def assets_dir() -> Path:

@@ -12,10 +12,12 @@ from fastapi import APIRouter, Request, Response
 
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.results import Encoded
+from thoughtvec.service.core.token_ids import is_ids
 from thoughtvec.service.errors import ThoughtvecError
 from thoughtvec.service.http.middleware import unless_disconnected
-from thoughtvec.service.http.peer_schemas import TeiEmbedRequest, TeiEmbedResponse
-from thoughtvec.service.http.routes.deps import ERRORS, EmbeddingDep
+from thoughtvec.service.http.peer_schemas import EmbedForms, TeiEmbedRequest, TeiEmbedResponse, TeiSimilarityRequest, TeiSimilarityResponse
+from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep
+from thoughtvec.service.http.routes.similarity import tei_similarity
 from thoughtvec.service.http.schemas import EmbeddingsRequest, EmbeddingsResponse, Usage
 
 router = APIRouter(tags=["embeddings"])
@@ -66,19 +68,27 @@ async def create_embeddings(body: EmbeddingsRequest, request: Request, embedding
     return await answer(embedding, body, partial(unless_disconnected, request))
 
 
-@router.post("/embed", response_model=TeiEmbedResponse, responses=ERRORS)
-@router.post("/", response_model=TeiEmbedResponse, responses=ERRORS, include_in_schema=False)  # huggingface_hub's base_url
+@router.post("/embed", response_model=TeiEmbedResponse, responses=TEI_ERRORS)
 async def embed(body: TeiEmbedRequest, request: Request, embedding: EmbeddingDep) -> Response:
     """TEI's embeddings: a list of vectors, one per input (L2-normalised unless `normalize` is false).
 
-    `inputs` is a string or a list of strings (not token ids). `truncate`: `true` cuts a long text at the token
+    `inputs` is a string or a list of strings, or the model's own token ids (a list, or a list of lists), as TEI's
+    `/tokenize` gives them: embedded as they are (a list over the token limit is cut with `truncate: true`, else 413). `truncate`: `true` cuts a long text at the token
     limit, `false` answers 413, absent follows the server's `truncation` setting. `POST /` answers the same:
     `huggingface_hub.InferenceClient(base_url=...).feature_extraction` posts there.
     """
-    enc = await unless_disconnected(
-        request,
-        embedding.embeddings(
-            body.inputs, body.model, None, body.normalize, body.dimensions, body.truncation, field="inputs", token_ids=False
-        ),
-    )
+    if is_ids(body.inputs) or (isinstance(body.inputs, list) and all(is_ids(x) for x in body.inputs) and body.inputs):
+        work = embedding.embed_token_ids(body.inputs, body.model, body.normalize, body.dimensions, body.truncation)
+    else:
+        work = embedding.embeddings(body.inputs, body.model, None, body.normalize, body.dimensions, body.truncation, "inputs", False)
+    enc = await unless_disconnected(request, work)
     return Response(render_list(enc), media_type="application/json", headers=Usage.of(enc.usage).headers())
+
+
+@router.post("/", response_model=TeiEmbedResponse | TeiSimilarityResponse, responses=TEI_ERRORS, include_in_schema=False)
+async def base_url(body: EmbedForms, request: Request, embedding: EmbeddingDep) -> Response:
+    """Where ``huggingface_hub.InferenceClient(base_url=...)`` posts: ``feature_extraction`` sends `/embed`'s body,
+    ``sentence_similarity`` `/similarity`'s (``inputs: {source_sentence, sentences}``)."""
+    if isinstance(body, TeiSimilarityRequest):
+        return await tei_similarity(body, request, embedding)
+    return await embed(body, request, embedding)

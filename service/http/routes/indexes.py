@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from thoughtvec.service.http.routes.deps import ERRORS, WRITE_ERRORS, DocId, IndexDep, IndexName, NewIndexName, json_body
+from thoughtvec.service.http.routes.deps import ERRORS, WRITE_ERRORS, DocId, DocumentRoute, IndexDep, IndexName, NewIndexName, json_body
 from thoughtvec.service.http.schemas import (
     AddDocumentsRequest,
     AddDocumentsResponse,
@@ -69,6 +69,17 @@ async def delete_documents(name: NewIndexName, body: DeleteDocumentsRequest, ind
     return DeleteDocumentsResponse.of(await indexes.delete_documents(name, body.ids))
 
 
-@router.delete("/{name}/documents/{doc_id}", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS)
 async def delete_document(name: NewIndexName, doc_id: DocId, indexes: IndexDep) -> DeleteDocumentsResponse:
+    """Delete one document. Its path is any id but `delete` (`…/documents/delete` is the route above: a document
+    with that id is deleted there, by `{"ids": ["delete"]}`)."""
     return DeleteDocumentsResponse.of(await indexes.delete_documents(name, [doc_id]))
+
+
+router.add_api_route(
+    "/{name}/documents/{doc_id}",
+    delete_document,
+    methods=["DELETE"],
+    response_model=DeleteDocumentsResponse,
+    responses=WRITE_ERRORS,
+    route_class_override=DocumentRoute,  # its id is never "delete"
+)

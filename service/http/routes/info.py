@@ -6,19 +6,19 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from thoughtvec.service.http.peer_schemas import TeiTokenizeRequest, TeiTokenizeResponse, TokenizeForms
-from thoughtvec.service.http.routes.deps import ERRORS, EmbeddingDep
+from thoughtvec.service.http.routes.deps import TEI_ERRORS, EmbeddingDep
 from thoughtvec.service.http.schemas import InfoResponse, TokenizeResponse
 
 router = APIRouter(tags=["info"])
 
 
-@router.get("/info", response_model=InfoResponse, responses=ERRORS)
+@router.get("/info", response_model=InfoResponse, responses=TEI_ERRORS)
 async def info(embedding: EmbeddingDep) -> InfoResponse:
     """Models (dimensions, views, token limits), aliases, request limits, version and devices."""
     return InfoResponse.of(embedding.info())
 
 
-@router.post("/tokenize", response_model=TokenizeResponse | TeiTokenizeResponse, responses=ERRORS)
+@router.post("/tokenize", response_model=TokenizeResponse | TeiTokenizeResponse, responses=TEI_ERRORS)
 async def tokenize(body: TokenizeForms, embedding: EmbeddingDep) -> TokenizeResponse | TeiTokenizeResponse:
     """Each text's tokens with their ids; `oov` lists the words the model does not know (they become `<unk>`).
 

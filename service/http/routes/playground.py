@@ -13,6 +13,8 @@ from thoughtvec.service.http.schemas import MapRequest, MapResponse
 
 PAGE = Path(__file__).resolve().parent.parent / "static" / "playground.html"
 
+MAP_LIMIT = 300  # documents a map draws by default
+
 router = APIRouter(tags=["playground"])
 
 
@@ -25,5 +27,6 @@ async def playground() -> HTMLResponse:
 async def index_map(name: IndexName, body: MapRequest, request: Request, indexes: IndexDep) -> Response:
     """An index's documents on a 2-D plane (PCA, computed here), with `query` placed on it and, with `k`, its
     `k` best documents by the index's search (as `/v1/search` finds them) drawn first."""
-    result = await unless_disconnected(request, indexes.index_map(name, body.query, body.limit, body.include, body.k, body.mode))
+    limit = body.limit if body.limit is not None else min(MAP_LIMIT, request.app.state.settings.max_inputs)
+    result = await unless_disconnected(request, indexes.index_map(name, body.query, limit, body.include, body.k, body.mode))
     return json_body(MapResponse.of(result))

@@ -1,12 +1,13 @@
-"""``POST /v1/similarity`` — cosine (and predicted relatedness) per pair."""
+"""``POST /v1/similarity`` — cosine (and predicted relatedness) per pair; ``POST /similarity`` — TEI's."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
 from thoughtvec.service.http.middleware import unless_disconnected
-from thoughtvec.service.http.routes.deps import ERRORS, EmbeddingDep, json_body
-from thoughtvec.service.http.schemas import SimilarityRequest, SimilarityResponse
+from thoughtvec.service.http.peer_schemas import TeiSimilarityRequest, TeiSimilarityResponse
+from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep, json_body
+from thoughtvec.service.http.schemas import SimilarityRequest, SimilarityResponse, Usage
 
 router = APIRouter(tags=["similarity"])
 
@@ -25,3 +26,21 @@ async def similarity(body: SimilarityRequest, request: Request, embedding: Embed
     )
     answer = SimilarityResponse.of(result)
     return json_body(answer, answer.usage)
+
+
+@router.post("/similarity", response_model=TeiSimilarityResponse, responses=TEI_ERRORS)
+async def tei_similarity(body: TeiSimilarityRequest, request: Request, embedding: EmbeddingDep) -> Response:
+    """TEI's similarity: `inputs: {source_sentence, sentences}` answers the cosine of the source with each sentence,
+    in order. `POST /` takes the same body (`huggingface_hub.InferenceClient(base_url=...).sentence_similarity`)."""
+    params = body.parameters
+    result = await unless_disconnected(
+        request,
+        embedding.similarity(
+            source=body.inputs.source_sentence,
+            targets=body.inputs.sentences,
+            model=body.model,
+            truncation=params.truncation if params else None,
+            names=("inputs.source_sentence", "inputs.sentences"),
+        ),
+    )
+    return json_body(TeiSimilarityResponse([p.score for p in result.data]), Usage.of(result.usage))

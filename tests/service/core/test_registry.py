@@ -9,7 +9,7 @@ from tests.service.conftest import settings_for
 from thoughtvec.service import model_guide
 from thoughtvec.service.core.registry import Registry, pick_default_model, pick_retrieval_model
 from thoughtvec.service.errors import NotReady
-from thoughtvec.service.settings import Settings
+from thoughtvec.service.settings import COHERE_MODEL_NAMES, OPENAI_MODEL_NAMES, Settings
 
 
 def half_loaded(models_dir, tmp_path, loaded: str, **settings) -> Registry:
@@ -61,4 +61,9 @@ def test_with_every_bundle_served_the_picks_are_the_guides_best_for_similarity_a
     settings = Settings()
     assert [pick_default_model(settings, models)] == best_for["similarity"]
     assert [pick_retrieval_model(settings, models)] == best_for["search"] == [max(ndcg, key=ndcg.__getitem__)]
-    assert settings.aliases == {n: "retrieval" for n in ("text-embedding-ada-002", "text-embedding-3-small", "text-embedding-3-large")}
+    assert settings.aliases == {n: "retrieval" for n in (*OPENAI_MODEL_NAMES, *COHERE_MODEL_NAMES)}
+
+
+def test_openai_and_cohere_names_are_aliases_of_the_retrieval_pick():
+    assert "text-embedding-3-small" in OPENAI_MODEL_NAMES and "rerank-v3.5" in COHERE_MODEL_NAMES
+    assert Settings().aliases == {n: "retrieval" for n in (*OPENAI_MODEL_NAMES, *COHERE_MODEL_NAMES)}

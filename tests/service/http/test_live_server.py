@@ -14,6 +14,7 @@ import pytest
 
 from tests.service.conftest import SENTENCES, live_server, settings_for
 from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.service.settings import COHERE_MODEL_NAMES, OPENAI_MODEL_NAMES
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +35,7 @@ def test_official_openai_client(server, models_dir):
     assert res.usage.prompt_tokens == sum(len(enc.token_ids(s)) for s in SENTENCES[:3])
     single = client.embeddings.create(model="tiny", input="the cat sat", encoding_format="float")
     assert len(single.data[0].embedding) == 8
-    assert {m.id for m in client.models.list()} == {
-        "tiny",
-        "tiny2",
-        "text-embedding-ada-002",
-        "text-embedding-3-small",
-        "text-embedding-3-large",
-    }
+    assert {m.id for m in client.models.list()} == {"tiny", "tiny2", *OPENAI_MODEL_NAMES, *COHERE_MODEL_NAMES}
     with pytest.raises(openai.NotFoundError, match="no model 'nope'"):
         client.embeddings.create(model="nope", input="x")
     with pytest.raises(openai.UnprocessableEntityError, match=r"input\[1\] is empty"):
