@@ -43,7 +43,6 @@ BODIES = {
 }
 
 
-
 def unauthorized(body: dict, path: str) -> bool:
     """A 401's body in the shape of the path's API: ours and OpenAI's name the code and the field; TEI's give the
     message and an error type; Cohere's the message."""
@@ -56,6 +55,7 @@ def unauthorized(body: dict, path: str) -> bool:
     if fam == "cohere":
         return True
     return body["error"]["code"] == "unauthorized" and body["error"]["field"] == "Authorization"
+
 
 def served(app: FastAPI) -> set[tuple[str, str]]:
     """(method, path) of every route the app's router holds, walked here independently of the app's own walk."""
