@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from thoughtvec.service.errors import NotReady, QueueFull, ThoughtvecError, Unauthorized, WorkerDead
+from thoughtvec.service.errors import IndexUnavailable, NotReady, QueueFull, StorageUnavailable, ThoughtvecError, Unauthorized, WorkerDead
 from thoughtvec.service.http.peer_schemas import FORM_TAGS
 from thoughtvec.service.settings import Settings
 
@@ -44,7 +44,7 @@ def domain_error(exc: ThoughtvecError, retry_after_s: int = 1) -> JSONResponse:
     headers = None
     if isinstance(exc, QueueFull):
         headers = {"Retry-After": str(max(1, round(exc.retry_after_s)))}
-    elif isinstance(exc, (NotReady, WorkerDead)):
+    elif isinstance(exc, (NotReady, WorkerDead, StorageUnavailable, IndexUnavailable)):  # each may pass: ask again
         headers = {"Retry-After": str(retry_after_s)}
     elif isinstance(exc, Unauthorized):
         headers = {"WWW-Authenticate": "Bearer"}
