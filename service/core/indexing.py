@@ -32,9 +32,9 @@ from thoughtvec.service.core.results import (
     SearchResult,
     Usage,
 )
-from thoughtvec.service.errors import Conflict, InvalidInput, ThoughtvecError
+from thoughtvec.service.errors import Conflict, InvalidInput, NotReady
 from thoughtvec.service.index.backend import IndexBackend, MilvusOptions, open_store
-from thoughtvec.service.index.build import build_index, read_documents
+from thoughtvec.service.index.build import fill_index, is_filled, read_documents
 from thoughtvec.service.index.contents import Doc, IndexConfig, Metric
 from thoughtvec.service.index.fusion import Fusion
 from thoughtvec.service.index.indexes import new_config
@@ -77,71 +77,82 @@ class IndexService:
     async def close(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.store.close)
 
-    def readiness(self) -> dict[str, str]:
-        """Each index's state: ready, building (with its progress) or quarantined (with why)."""
+    def readiness(self) -> tuple[dict[str, str], list[str]]:
+        """Each index's state (ready, building with its progress, or quarantined with why), and the indexes being
+        built that no search can use yet (the default index before its first documents are in)."""
         store = self.store
-        return (
-            {n: "ready" for n in store.names()}
+        names = store.names()
+        states = (
+            {n: "ready" for n in names}
             | {n: f"building: {p}" for n, p in store.building.items()}
             | {n: f"quarantined: {why}" for n, why in store.quarantined.items()}
         )
+        return states, [n for n in store.building if n not in names]
+
+    def expect_default_index(self) -> None:
+        """Mark the default index as coming (503 with its progress, never 404) until :meth:`ensure_default_index`
+        has found it or built it: called before anything loads."""
+        s = self.settings
+        if s.build_default_index and s.search_sample.is_file():
+            self.store.building.setdefault(s.default_index, "loading the indexes")
 
     async def ensure_default_index(self) -> None:
-        """Build the default search index on first start, in the background, if it can and must."""
+        """Build the default search index on first start, in the background, if it can and must: as soon as its own
+        model is loaded (not every model), a small batch first, so that it answers searches within seconds over the
+        documents added so far; an interrupted build goes on where it stopped at the next start."""
         s, store = self.settings, self.store
         name = s.default_index
-        if not s.build_default_index or name in store:
-            return
-        if not s.search_sample.is_file():
-            log.info("default index '%s' not built: no sample at %s", name, s.search_sample)
-            return
-        try:  # the defaults of any new index (the dev rule)
-            model, view, mode = self.new_index_search(None, None, None)
-        except ThoughtvecError as e:
-            log.info("default index '%s' not built: %s", name, e)
+        if not s.build_default_index or not s.search_sample.is_file():
+            if not s.search_sample.is_file() and s.build_default_index:
+                log.info("default index '%s' not built: no sample at %s", name, s.search_sample)
+            store.building.pop(name, None)
             return
         loop = asyncio.get_running_loop()
         store.building[name] = "reading the sample"
         try:
+            exists = await loop.run_in_executor(None, store.__contains__, name)
             docs = await loop.run_in_executor(None, read_documents, s.search_sample, s.default_index_max_docs)
+            if exists and await loop.run_in_executor(None, is_filled, store, name, docs):
+                return
+            model, view, mode = await self._default_index_model(name)
+            if not exists:
+                config = new_config(name, model.name, view, model.encoder.dim(view), fingerprint=model.encoder.fingerprint(view), mode=mode)
+                await loop.run_in_executor(None, store.create, config)
             log.info(
-                "building default index '%s' from %d sentences of %s with %s/%s, searched %s (cached in %s afterwards)",
+                "%s default index '%s' from %d sentences of %s with %s/%s, searched %s (searchable as it grows; kept in %s)",
+                "resuming" if exists else "building",
                 name,
                 len(docs),
                 s.search_sample,
                 model.name,
                 view,
                 mode,
-                s.index_dir,
+                s.index_dir if s.index_backend == "faiss" else s.milvus_uri,
             )
 
             def progress(done: int, total: int) -> None:
-                store.building[name] = f"{done}/{total} sentences embedded"
+                store.building[name] = f"{done}/{total} sentences embedded; searchable over those"
 
             def encode(texts: list[str]) -> np.ndarray:  # on an executor thread: through the batcher on the loop
                 return asyncio.run_coroutine_threadsafe(self.embedding.embed_bulk(model, view, texts), loop).result()
 
-            built = await loop.run_in_executor(
-                None,
-                lambda: build_index(
-                    encode,
-                    name,
-                    docs,
-                    model=model.name,
-                    view=view,
-                    dim=model.encoder.dim(view),
-                    progress=progress,
-                    fingerprint=model.encoder.fingerprint(view),
-                    mode=mode,
-                ),
-            )
-            store.building[name] = "writing"
-            await loop.run_in_executor(None, store.install, built)
-            log.info("default index '%s' ready: %d documents", name, len(built.docs))
+            progress(0, len(docs))
+            await loop.run_in_executor(None, lambda: fill_index(store, encode, name, docs, resume=exists, progress=progress))
+            log.info("default index '%s' ready: %d documents", name, len(docs))
         except Exception as e:  # noqa: BLE001 - the server runs on without it
             log.error("default index '%s' not built: %s", name, e)
         finally:
             store.building.pop(name, None)
+
+    async def _default_index_model(self, name: str) -> tuple[Model, str, SearchMode]:
+        """The default index's model, view and mode by the dev rule, once that model is loaded and warmed (the
+        others may still be loading); a model that will never load raises."""
+        while True:
+            try:
+                return self.new_index_search(None, None, None)
+            except NotReady as e:
+                self.store.building[name] = f"waiting for its model ({e})"
+                await asyncio.sleep(0.1)
 
     # -- search --------------------------------------------------------------------------
     def _query(self, query: Any, dim: int, name: str) -> list[str] | np.ndarray:

@@ -1,10 +1,14 @@
 """Bulk index builds: ``thoughtvec index build`` and the default index built on first start.
 
-Both read a document file, embed it with an ``encode`` callable they are given (the command passes
+Both read a document file and embed it with an ``encode`` callable they are given (the command passes
 the bundle's ``Encoder``, the server its batcher: this layer knows no model), with a progress bar on
-stderr and a log line every 10 %, and install the finished index with one atomic snapshot: an
-interrupted build leaves nothing half-made behind. What a build returns is a :class:`BuiltIndex`
-(documents and vectors, no backend's structure): each store makes its own index of it.
+stderr and a log line every 10 %.
+
+* :func:`build_index` (the command) returns a :class:`BuiltIndex` (documents and vectors, no backend's
+  structure) that a store installs with one atomic snapshot: an interrupted build leaves nothing half-made.
+* :func:`fill_index` (the default index) adds to an index already in a store, a small batch first and then
+  larger ones, so the index answers searches seconds after its model is loaded, over what is added so far.
+  An interrupted fill is resumed at the next start (``resume``: the documents already there are skipped).
 
 Input formats, chosen by extension (``.gz`` is decompressed first):
 
@@ -24,11 +28,15 @@ import logging
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from tqdm import tqdm
 
 from thoughtvec.service.index.contents import BuiltIndex, Doc, Metric
+
+if TYPE_CHECKING:
+    from thoughtvec.service.index.backend import IndexBackend
 from thoughtvec.service.index.indexes import new_config
 from thoughtvec.service.settings import SearchMode
 
@@ -117,3 +125,49 @@ def build_index(
                 log.info("index %s: %d/%d sentences embedded", name, done, len(docs))
                 next_log += step
     return BuiltIndex(config, docs, vectors)
+
+
+def fill_index(
+    store: IndexBackend,
+    encode: Encode,
+    name: str,
+    docs: list[Doc],
+    *,
+    first: int = 256,
+    chunk: int = 2048,
+    resume: bool = False,
+    progress: Progress | None = None,
+) -> int:
+    """Embed ``docs`` with ``encode`` and add them to the existing index ``name`` of ``store``: ``first`` documents,
+    then ``chunk`` at a time, each batch searchable once added. ``resume``: skip the documents already there (a fill
+    interrupted before). Returns how many were added."""
+    added = 0
+    step = max(1, len(docs) // 10)
+    next_log = step
+    with tqdm(total=len(docs), desc=f"index {name}", unit="sent", file=sys.stderr, mininterval=1.0, disable=None) as bar:
+        start = 0
+        while start < len(docs):
+            part = docs[start : start + (first if start == 0 else chunk)]
+            if resume:
+                have = {d.id for d in store.documents(name, len(part), [d.id for d in part])}
+                part = [d for d in part if d.id not in have]
+            if part:
+                store.add(name, part, encode([d.text for d in part]))
+                added += len(part)
+            start += first if start == 0 else chunk
+            done = min(start, len(docs))
+            bar.update(done - bar.n)
+            if progress:
+                progress(done, len(docs))
+            if done >= next_log or done == len(docs):
+                log.info("index %s: %d/%d sentences embedded and added", name, done, len(docs))
+                next_log += step
+    return added
+
+
+def is_filled(store: IndexBackend, name: str, docs: list[Doc]) -> bool:
+    """Whether a fill of ``docs`` into ``name`` finished: its last document is there (documents go in in order)."""
+    if not docs:
+        return True
+    last = docs[-1].id
+    return any(d.id == last for d in store.documents(name, 1, [last]))
