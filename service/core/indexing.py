@@ -151,6 +151,8 @@ class IndexService:
             try:
                 return self.new_index_search(None, None, None)
             except NotReady as e:
+                if self.embedding.registry.started:  # every bundle loaded or failed: it will not come
+                    raise
                 self.store.building[name] = f"waiting for its model ({e})"
                 await asyncio.sleep(0.1)
 

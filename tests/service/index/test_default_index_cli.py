@@ -98,6 +98,23 @@ def test_an_interrupted_default_index_build_goes_on_at_the_next_start(models_dir
     assert [h["id"] for h in got[0] if h["id"] not in first] == [h["id"] for h in expected[0] if h["id"] not in first]
 
 
+def test_no_model_to_build_it_with_leaves_no_default_index_waiting(tmp_path):
+    """With no bundle to serve, the build stops waiting once every bundle has loaded or failed: 404, not 503 forever."""
+    from fastapi.testclient import TestClient
+
+    from thoughtvec.service.http.app import create_app
+
+    (tmp_path / "models").mkdir()
+    sample = write_sample(tmp_path / "search_sample.tsv.gz", n=10)
+    settings = settings_for(tmp_path / "models", tmp_path / "idx", build_default_index=True, search_sample=sample, default_model=None)
+    with TestClient(create_app(settings)) as c:
+        deadline = time.time() + 20
+        while c.app.state.core.indexes.store.building and time.time() < deadline:
+            time.sleep(0.05)
+        r = c.post("/v1/search", json={"index": "default", "query": "x"})
+        assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_index", r.text
+
+
 def test_no_sample_no_default_index(models_dir, tmp_path):
     settings = settings_for(models_dir, tmp_path / "idx", build_default_index=True, search_sample=tmp_path / "missing.tsv.gz")
     with serve_test(settings) as c:
