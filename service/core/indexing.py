@@ -114,7 +114,8 @@ class IndexService:
             docs = await loop.run_in_executor(None, read_documents, s.search_sample, s.default_index_max_docs)
             if exists and await loop.run_in_executor(None, is_filled, store, name, docs):
                 return
-            model, view, mode = await self._default_index_model(name)
+            made = await loop.run_in_executor(None, store.config, name) if exists else None
+            model, view, mode = await self._default_index_model(name, made)
             if not exists:
                 config = new_config(name, model.name, view, model.encoder.dim(view), fingerprint=model.encoder.fingerprint(view), mode=mode)
                 await loop.run_in_executor(None, store.create, config)
@@ -144,11 +145,14 @@ class IndexService:
         finally:
             store.building.pop(name, None)
 
-    async def _default_index_model(self, name: str) -> tuple[Model, str, SearchMode]:
-        """The default index's model, view and mode by the dev rule, once that model is loaded and warmed (the
-        others may still be loading); a model that will never load raises."""
+    async def _default_index_model(self, name: str, made: IndexConfig | None) -> tuple[Model, str, SearchMode]:
+        """The default index's model, view and mode (by the dev rule; those it was ``made`` with when a stopped build
+        goes on, 409 if its bundle is no longer that export), once that model is loaded and warmed (the others may
+        still be loading); a model that will never load raises."""
         while True:
             try:
+                if made is not None:
+                    return self.index_model(name, made), made.view, made.mode
                 return self.new_index_search(None, None, None)
             except NotReady as e:
                 if self.embedding.registry.started:  # every bundle loaded or failed: it will not come

@@ -98,6 +98,27 @@ def test_an_interrupted_default_index_build_goes_on_at_the_next_start(models_dir
     assert [h["id"] for h in got[0] if h["id"] not in first] == [h["id"] for h in expected[0] if h["id"] not in first]
 
 
+def test_a_stopped_build_of_another_export_is_not_resumed_with_this_one(models_dir, tmp_path, caplog):
+    """A default index stopped midway whose vectors came from an earlier export of its model is left as it is
+    (its searches answer 409 saying why): new vectors would not be comparable with its own."""
+    from thoughtvec.service.index.build import fill_index, read_documents
+    from thoughtvec.service.index.indexes import new_config
+    from thoughtvec.service.index.store import IndexStore
+
+    sample = write_sample(tmp_path / "search_sample.tsv.gz", n=60)
+    settings = settings_for(models_dir, tmp_path / "idx", build_default_index=True, search_sample=sample, default_index_max_docs=50)
+    store = IndexStore(tmp_path / "idx")
+    store.create(new_config("default", "tiny", "mean", 8, fingerprint="an-earlier-export", mode="lexical"))
+    fill_index(store, lambda texts: np.ones((len(texts), 8), np.float32), "default", read_documents(sample, 50)[:20])
+    store.close()
+    caplog.set_level("INFO")
+    with serve_test(settings) as c:
+        assert wait_for_index(c, "default")["documents"] == 20
+        r = c.post("/v1/search", json={"query": "the old man read a book", "mode": "dense"})
+        assert r.status_code == 409 and "an-earlier-export" in r.json()["error"]["message"], r.text
+    assert "default index 'default' not built" in caplog.text and "resuming" not in caplog.text
+
+
 def test_no_model_to_build_it_with_leaves_no_default_index_waiting(tmp_path):
     """With no bundle to serve, the build stops waiting once every bundle has loaded or failed: 404, not 503 forever."""
     from fastapi.testclient import TestClient
