@@ -116,9 +116,9 @@ class IndexService:
                 return
             made = await loop.run_in_executor(None, store.config, name) if exists else None
             model, view, mode = await self._default_index_model(name, made)
-            if not exists:
-                config = new_config(name, model.name, view, model.encoder.dim(view), fingerprint=model.encoder.fingerprint(view), mode=mode)
-                await loop.run_in_executor(None, store.create, config)
+            config = None if exists else new_config(
+                name, model.name, view, model.encoder.dim(view), fingerprint=model.encoder.fingerprint(view), mode=mode
+            )  # fmt: skip
             log.info(
                 "%s default index '%s' from %d sentences of %s with %s/%s, searched %s (searchable as it grows; kept in %s)",
                 "resuming" if exists else "building",
@@ -138,7 +138,7 @@ class IndexService:
                 return asyncio.run_coroutine_threadsafe(self.embedding.embed_bulk(model, view, texts), loop).result()
 
             progress(0, len(docs))
-            await loop.run_in_executor(None, lambda: fill_index(store, encode, name, docs, resume=exists, progress=progress))
+            await loop.run_in_executor(None, lambda: fill_index(store, encode, name, docs, resume=exists, progress=progress, create=config))
             log.info("default index '%s' ready: %d documents", name, len(docs))
         except Exception as e:  # noqa: BLE001 - the server runs on without it
             log.error("default index '%s' not built: %s", name, e)

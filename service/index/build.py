@@ -6,8 +6,9 @@ stderr and a log line every 10 %.
 
 * :func:`build_index` (the command) returns a :class:`BuiltIndex` (documents and vectors, no backend's
   structure) that a store installs with one atomic snapshot: an interrupted build leaves nothing half-made.
-* :func:`fill_index` (the default index) adds to an index already in a store, a small batch first and then
-  larger ones, so the index answers searches seconds after its model is loaded, over what is added so far.
+* :func:`fill_index` (the default index) adds to an index in a store (made once its first batch is embedded),
+  a small batch first and then larger ones, so the index answers searches seconds after its model is loaded,
+  over what is added so far.
   An interrupted fill is resumed at the next start (``resume``: the documents already there are skipped).
 
 Input formats, chosen by extension (``.gz`` is decompressed first):
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tqdm import tqdm
 
-from thoughtvec.service.index.contents import BuiltIndex, Doc, Metric
+from thoughtvec.service.index.contents import BuiltIndex, Doc, IndexConfig, Metric
 
 if TYPE_CHECKING:
     from thoughtvec.service.index.backend import IndexBackend
@@ -137,10 +138,14 @@ def fill_index(
     chunk: int = 2048,
     resume: bool = False,
     progress: Progress | None = None,
+    create: IndexConfig | None = None,
 ) -> int:
-    """Embed ``docs`` with ``encode`` and add them to the existing index ``name`` of ``store``: ``first`` documents,
-    then ``chunk`` at a time, each batch searchable once added. ``resume``: skip the documents already there (a fill
+    """Embed ``docs`` with ``encode`` and add them to the index ``name`` of ``store``: ``first`` documents, then
+    ``chunk`` at a time, each batch searchable once added. ``create``: the index is new, made with this config once
+    the first batch is embedded (so it never answers empty). ``resume``: skip the documents already there (a fill
     interrupted before). Returns how many were added."""
+    if create is not None and not docs:
+        store.create(create)
     added = 0
     step = max(1, len(docs) // 10)
     next_log = step
@@ -152,7 +157,10 @@ def fill_index(
                 have = {d.id for d in store.documents(name, len(part), [d.id for d in part])}
                 part = [d for d in part if d.id not in have]
             if part:
-                store.add(name, part, encode([d.text for d in part]))
+                vectors = encode([d.text for d in part])
+                if create is not None and added == 0:
+                    store.create(create)
+                store.add(name, part, vectors)
                 added += len(part)
             start += first if start == 0 else chunk
             done = min(start, len(docs))

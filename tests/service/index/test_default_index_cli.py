@@ -237,4 +237,11 @@ def test_fill_index_adds_a_small_batch_first_each_searchable_before_the_next_is_
     assert seen == [0, 5, 13, 21] and is_filled(store, "default", docs)
     assert fill_index(store, encode, "default", docs, first=5, chunk=8, resume=True) == 0  # all there: nothing embedded
     assert seen == [0, 5, 13, 21] and store.count("default") == 23
+
+    def encode_new(texts: list[str]) -> np.ndarray:  # a new index is made once its first batch is embedded: never empty
+        assert "new" not in store or store.count("new") >= 5
+        return np.eye(len(texts), 4, dtype=np.float32)
+
+    config = new_config("new", "m", "v", 4, mode="hybrid")
+    assert fill_index(store, encode_new, "new", docs, first=5, chunk=8, create=config) == 23 and store.count("new") == 23
     store.close()
