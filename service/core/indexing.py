@@ -132,7 +132,7 @@ class IndexService:
             )
 
             def progress(done: int, total: int) -> None:
-                store.building[name] = f"{done}/{total} sentences embedded; searchable over those"
+                store.building[name] = f"{done}/{total} sentences embedded" + ("; searchable over those" if done else ": the first batch")
 
             def encode(texts: list[str]) -> np.ndarray:  # on an executor thread: through the batcher on the loop
                 return asyncio.run_coroutine_threadsafe(self.embedding.embed_bulk(model, view, texts), loop).result()
