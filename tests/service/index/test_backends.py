@@ -211,7 +211,8 @@ def test_search_modes_each_backend_serves(backend_client, backend):
     assert r["mode"] == "dense" and r["results"][0][0]["id"] == HOSTILE_IDS[4]
 
 
-def test_default_index_is_built_once_and_found_by_the_next_server(backend_client, tmp_path):
+def test_default_index_is_built_once_and_found_by_the_next_server(backend_client, tmp_path, caplog):
+    caplog.set_level("INFO")
     sample = write_sample(tmp_path / "sample.tsv.gz", 40)
     c = backend_client(build_default_index=True, search_sample=sample)
     deadline = time.time() + 60
@@ -220,8 +221,12 @@ def test_default_index_is_built_once_and_found_by_the_next_server(backend_client
     ) and time.time() < deadline:
         time.sleep(0.1)  # it answers while it grows: wait until it is built
     assert c.get("/v1/indexes/default").json()["documents"] == 40
+    assert caplog.text.count("building default index") == 1
     again = backend_client(build_default_index=True, search_sample=sample)  # the index already exists: not rebuilt
-    assert again.app.state.core.indexes.store.building == {}
+    while again.app.state.core.indexes.store.building and time.time() < deadline:
+        time.sleep(0.05)  # found whole (its last document is there): nothing embedded, no batch added
+    assert again.app.state.core.indexes.store.building == {} and again.get("/v1/indexes/default").json()["documents"] == 40
+    assert caplog.text.count("building default index") == 1 and "resuming default index" not in caplog.text
     hit = again.post("/v1/search", json={"query": "the man read a book", "k": 1}).json()["results"][0][0]
     assert hit["metadata"]["source"].startswith("book")
 
