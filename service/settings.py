@@ -192,10 +192,13 @@ class Settings(BaseSettings):
         description="Milvus collections are named `<prefix><index name>`: deployments sharing one Milvus keep apart by prefix",
     )
     milvus_timeout_s: int = Field(
-        5, ge=1, le=600, description="deadline of one Milvus call, in whole seconds (pymilvus bounds its own retries only by an int)"
+        3,
+        ge=1,
+        le=600,
+        description="deadline of one Milvus call, in seconds; after a call found Milvus unreachable, calls answer 503 at once for as long",
     )
     milvus_retries: int = Field(
-        2, ge=0, le=10, description="extra attempts of a Milvus call that found it unreachable, before a 503 `storage_unavailable`"
+        1, ge=0, le=10, description="extra attempts of a Milvus call that found it unreachable, before a 503 `storage_unavailable`"
     )
 
     # -- logging -------------------------------------------------------------------------

@@ -48,7 +48,7 @@ ALLOWED: dict[str, set[str]] = {
     f"{S}.index.fusion": {f"{S}.model_guide"},
     _CONTENTS: _SERVICE_LOW,
     f"{S}.index.jsonvalues": _SERVICE_LOW,
-    f"{S}.index.build": _SERVICE_LOW | {_CONTENTS},
+    f"{S}.index.build": _SERVICE_LOW | {_CONTENTS, f"{S}.index.backend"},  # fills an index through the contract
     f"{S}.index.backend": _SERVICE_LOW | {_CONTENTS, f"{S}.index"},  # opens the backend the settings name
     f"{S}.index": _SERVICE_LOW | _RANKING | {_CONTENTS, f"{S}.index.jsonvalues"},  # the backends
     f"{S}.core": _SERVICE_LOW | _RANKING | _CONTRACT,

@@ -31,13 +31,17 @@ class Core:
         self._tasks: list[asyncio.Task] = []
 
     async def start(self) -> None:
-        """Load indexes, then models (warm-up), then build the default index if it is missing."""
+        """Load indexes, then models (warm-up) while the default index is built (if it is missing) as soon as its
+        own model is loaded."""
         log.info("devices: %s", self.devices())
+        self.indexes.expect_default_index()
         await self.indexes.load()
-        await self.embedding.start()
-        await self.indexes.ensure_default_index()
+        async with asyncio.TaskGroup() as tasks:  # a failed start cancels the build
+            tasks.create_task(self.embedding.start())
+            tasks.create_task(self.indexes.ensure_default_index())
 
     def start_background(self) -> None:
+        self.indexes.expect_default_index()  # before the first request: a search of it is a 503 until it is there
         task = asyncio.get_running_loop().create_task(self.start(), name="thoughtvec-start")
 
         def report(t: asyncio.Task) -> None:
@@ -69,7 +73,9 @@ class Core:
         }
 
     def readiness(self) -> tuple[bool, dict]:
-        """(ready, body): the models' readiness (``Registry.readiness``) and each index's state."""
+        """(ready, body): the models' readiness (``Registry.readiness``) and each index's state; not ready either
+        while an index being built answers no search yet (the default index until its first documents are in)."""
         ok, body = self.embedding.registry.readiness()
-        body["indexes"] = self.indexes.readiness()
+        body["indexes"], awaited = self.indexes.readiness()
+        body["ready"] = ok = ok and not awaited
         return ok, body

@@ -36,9 +36,9 @@ from thoughtvec.service.core.results import (
     SearchResult,
     Usage,
 )
-from thoughtvec.service.errors import Conflict, InvalidInput, NotReady, ThoughtvecError
+from thoughtvec.service.errors import Conflict, InvalidInput, NotReady
 from thoughtvec.service.index.backend import IndexBackend, open_backend
-from thoughtvec.service.index.build import build_index, read_documents
+from thoughtvec.service.index.build import fill_index, is_filled, read_documents
 from thoughtvec.service.index.contents import Doc, IndexConfig, Metric, new_id
 from thoughtvec.service.index.fusion import Fusion
 from thoughtvec.service.index.jsonvalues import check_metadata
@@ -73,61 +73,88 @@ class IndexService:
     async def close(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.store.close)
 
-    def readiness(self) -> dict[str, str]:
-        """Each index's state: ready, building (with its progress) or quarantined (with why)."""
+    def readiness(self) -> tuple[dict[str, str], list[str]]:
+        """Each index's state (ready, building with its progress, or quarantined with why), and the indexes being
+        built that no search can use yet (the default index before its first documents are in)."""
         store = self.store
-        return (
-            {n: "ready" for n in store.names()}
+        names = store.names()
+        states = (
+            {n: "ready" for n in names}
             | {n: f"building: {p}" for n, p in self.building.items()}
             | {n: f"quarantined: {why}" for n, why in store.quarantined.items()}
         )
+        return states, [n for n in self.building if n not in names]
+
+    def expect_default_index(self) -> None:
+        """Mark the default index as coming (503 with its progress, never 404) until :meth:`ensure_default_index`
+        has found it or built it: called before anything loads."""
+        s = self.settings
+        if s.build_default_index and s.search_sample.is_file():
+            self.building.setdefault(s.default_index, "loading the indexes")
 
     async def ensure_default_index(self) -> None:
-        """Build the default search index on first start, in the background, if it can and must."""
+        """Build the default search index on first start, in the background, if it can and must: as soon as its own
+        model is loaded (not every model), a small batch first, so that it answers searches within seconds over the
+        documents added so far; an interrupted build goes on where it stopped at the next start."""
         s, store = self.settings, self.store
         name = s.default_index
-        if not s.build_default_index or name in store:
-            return
-        if not s.search_sample.is_file():
-            log.info("default index '%s' not built: no sample at %s", name, s.search_sample)
-            return
-        try:  # the defaults of any new index (the dev rule)
-            model, view, mode = self.new_index_search(None, None, None)
-        except ThoughtvecError as e:
-            log.info("default index '%s' not built: %s", name, e)
+        if not s.build_default_index or not s.search_sample.is_file():
+            if not s.search_sample.is_file() and s.build_default_index:
+                log.info("default index '%s' not built: no sample at %s", name, s.search_sample)
+            self.building.pop(name, None)
             return
         loop = asyncio.get_running_loop()
         self.building[name] = "reading the sample"
         try:
-            config = store.new_config(
-                name, model.name, view, model.encoder.dim(view), fingerprint=model.encoder.fingerprint(view), mode=mode
-            )
+            exists = await loop.run_in_executor(None, store.__contains__, name)
             docs = await loop.run_in_executor(None, read_documents, s.search_sample, s.default_index_max_docs)
+            if exists and await loop.run_in_executor(None, is_filled, store, name, docs):
+                return
+            made = await loop.run_in_executor(None, store.config, name) if exists else None
+            model, view, mode = await self._default_index_model(name, made)
+            config = None if exists else store.new_config(
+                name, model.name, view, model.encoder.dim(view), fingerprint=model.encoder.fingerprint(view), mode=mode
+            )  # fmt: skip
             log.info(
-                "building default index '%s' from %d sentences of %s with %s/%s, searched %s (cached in %s afterwards)",
+                "%s default index '%s' from %d sentences of %s with %s/%s, searched %s (searchable as it grows; kept in %s)",
+                "resuming" if exists else "building",
                 name,
                 len(docs),
                 s.search_sample,
                 model.name,
                 view,
                 mode,
-                s.index_dir,
+                s.index_dir if s.index_backend == "faiss" else s.milvus_uri,
             )
 
             def progress(done: int, total: int) -> None:
-                self.building[name] = f"{done}/{total} sentences embedded"
+                self.building[name] = f"{done}/{total} sentences embedded" + ("; searchable over those" if done else ": the first batch")
 
             def encode(texts: list[str]) -> np.ndarray:  # on an executor thread: through the batcher on the loop
                 return asyncio.run_coroutine_threadsafe(self.embedding.embed_bulk(model, view, texts), loop).result()
 
-            built = await loop.run_in_executor(None, lambda: build_index(encode, config, docs, progress=progress))
-            self.building[name] = "writing"
-            await loop.run_in_executor(None, store.install, built)
-            log.info("default index '%s' ready: %d documents", name, len(built.docs))
+            progress(0, len(docs))
+            await loop.run_in_executor(None, lambda: fill_index(store, encode, name, docs, resume=exists, progress=progress, create=config))
+            log.info("default index '%s' ready: %d documents", name, len(docs))
         except Exception as e:  # noqa: BLE001 - the server runs on without it
             log.error("default index '%s' not built: %s", name, e)
         finally:
             self.building.pop(name, None)
+
+    async def _default_index_model(self, name: str, made: IndexConfig | None) -> tuple[Model, str, SearchMode]:
+        """The default index's model, view and mode (by the dev rule; those it was ``made`` with when a stopped build
+        goes on, 409 if its bundle is no longer that export), once that model is loaded and warmed (the others may
+        still be loading); a model that will never load raises."""
+        while True:
+            try:
+                if made is not None:
+                    return self.index_model(name, made), made.view, made.mode
+                return self.new_index_search(None, None, None)
+            except NotReady as e:
+                if self.embedding.registry.started:  # every bundle loaded or failed: it will not come
+                    raise
+                self.building[name] = f"waiting for its model ({e})"
+                await asyncio.sleep(0.1)
 
     # -- search --------------------------------------------------------------------------
     def _query(self, query: Any, dim: int, name: str) -> list[str] | np.ndarray:
@@ -226,17 +253,24 @@ class IndexService:
 
     # -- index management ----------------------------------------------------------------
     def _not_building(self, name: str) -> None:
-        """503 for an index still being built here (the store does not hold it yet)."""
+        """503 for an index still being built here (dropping it mid-build)."""
         if name in self.building:
             raise NotReady(f"index '{name}' is being built ({self.building[name]})", field="index")
 
+    def _searchable(self, name: str) -> None:
+        """503 for an index being built that the store does not hold yet (the default index before its first
+        batch is in); once it does, it answers over the documents added so far."""
+        if name in self.building and name not in self.store:
+            raise NotReady(f"index '{name}' is being built ({self.building[name]})", field="index")
+
     def config(self, name: str) -> IndexConfig:
-        """Index ``name``'s config: 503 while it is being built, else as the store answers (404, 503 quarantined)."""
-        self._not_building(name)
+        """Index ``name``'s config: 503 until a building index holds its first documents, else as the store answers
+        (404, 503 quarantined)."""
+        self._searchable(name)
         return self.store.config(name)
 
     def index_stats(self, name: str) -> IndexStats:
-        self._not_building(name)
+        self._searchable(name)
         return self.store.stats(name)
 
     def new_index_search(self, model: str | None, view: str | None, mode: SearchMode | None) -> tuple[Model, str, SearchMode]:

@@ -149,7 +149,7 @@ def domain_error(exc: ThoughtvecError, retry_after_s: int = 1) -> ErrorAnswer:
     headers = None
     if isinstance(exc, QueueFull):
         headers = {"Retry-After": str(max(1, round(exc.retry_after_s)))}
-    elif isinstance(exc, (NotReady, WorkerDead)):
+    elif isinstance(exc, (NotReady, WorkerDead, StorageUnavailable, IndexUnavailable)):  # each may pass: ask again
         headers = {"Retry-After": str(retry_after_s)}
     elif isinstance(exc, Unauthorized):
         headers = {"WWW-Authenticate": "Bearer"}

@@ -1,11 +1,16 @@
 """Bulk index builds: ``thoughtvec index build`` and the default index built on first start.
 
-Both read a document file, embed it with an ``encode`` callable they are given (the command passes
+Both read a document file and embed it with an ``encode`` callable they are given (the command passes
 the bundle's ``Encoder``, the server its batcher: this layer knows no model), with a progress bar on
-stderr and a log line every 10 %, and install the finished index with one atomic snapshot: an
-interrupted build leaves nothing half-made behind. A build starts from the index's config, made (and its
-factory checked) by the store that will hold it (``IndexBackend.new_config``), and returns a
-:class:`BuiltIndex` (documents and vectors, no backend's structure): each store makes its own index of it.
+stderr and a log line every 10 %.
+
+* :func:`build_index` (the command) starts from the index's config, made (and its factory checked) by the store
+  that will hold it (``IndexBackend.new_config``), and returns a :class:`BuiltIndex` (documents and vectors, no
+  backend's structure) that a store installs with one atomic snapshot: an interrupted build leaves nothing half-made.
+* :func:`fill_index` (the default index) adds to an index in a store (made once its first batch is embedded),
+  a small batch first and then larger ones, so the index answers searches seconds after its model is loaded,
+  over what is added so far.
+  An interrupted fill is resumed at the next start (``resume``: the documents already there are skipped).
 
 Input formats, chosen by extension (``.gz`` is decompressed first):
 
@@ -25,11 +30,15 @@ import logging
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from tqdm import tqdm
 
 from thoughtvec.service.index.contents import BuiltIndex, Doc, IndexConfig
+
+if TYPE_CHECKING:
+    from thoughtvec.service.index.backend import IndexBackend
 
 log = logging.getLogger(__name__)
 
@@ -100,3 +109,56 @@ def build_index(encode: Encode, config: IndexConfig, docs: list[Doc], *, chunk: 
                 log.info("index %s: %d/%d sentences embedded", name, done, len(docs))
                 next_log += step
     return BuiltIndex(config, docs, vectors)
+
+
+def fill_index(
+    store: IndexBackend,
+    encode: Encode,
+    name: str,
+    docs: list[Doc],
+    *,
+    first: int = 256,
+    chunk: int = 2048,
+    resume: bool = False,
+    progress: Progress | None = None,
+    create: IndexConfig | None = None,
+) -> int:
+    """Embed ``docs`` with ``encode`` and add them to the index ``name`` of ``store``: ``first`` documents, then
+    ``chunk`` at a time, each batch searchable once added. ``create``: the index is new, made with this config once
+    the first batch is embedded (so it never answers empty). ``resume``: skip the documents already there (a fill
+    interrupted before). Returns how many were added."""
+    if create is not None and not docs:
+        store.create(create)
+    added = 0
+    step = max(1, len(docs) // 10)
+    next_log = step
+    with tqdm(total=len(docs), desc=f"index {name}", unit="sent", file=sys.stderr, mininterval=1.0, disable=None) as bar:
+        start = 0
+        while start < len(docs):
+            part = docs[start : start + (first if start == 0 else chunk)]
+            if resume:
+                have = {d.id for d in store.documents(name, len(part), [d.id for d in part])}
+                part = [d for d in part if d.id not in have]
+            if part:
+                vectors = encode([d.text for d in part])
+                if create is not None and added == 0:
+                    store.create(create)
+                store.add(name, part, vectors)
+                added += len(part)
+            start += first if start == 0 else chunk
+            done = min(start, len(docs))
+            bar.update(done - bar.n)
+            if progress:
+                progress(done, len(docs))
+            if done >= next_log or done == len(docs):
+                log.info("index %s: %d/%d sentences embedded and added", name, done, len(docs))
+                next_log += step
+    return added
+
+
+def is_filled(store: IndexBackend, name: str, docs: list[Doc]) -> bool:
+    """Whether a fill of ``docs`` into ``name`` finished: its last document is there (documents go in in order)."""
+    if not docs:
+        return True
+    last = docs[-1].id
+    return any(d.id == last for d in store.documents(name, 1, [last]))

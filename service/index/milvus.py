@@ -12,6 +12,7 @@ created. Fields::
     metadata  VARCHAR(65535) the metadata as JSON text: Milvus's JSON type re-encodes numbers
                              (int64 / float64), this round-trips exactly what was stored
     vector    FLOAT_VECTOR   prepared as FAISS prepares it (unit length for cosine / normalize)
+    sparse    SPARSE_FLOAT_VECTOR  BM25's weights of ``text``, written by Milvus (2.5 and later; see below)
 
 Reads use consistency level ``Strong``: a search waits until Milvus has applied every write
 acknowledged before it began, through any replica, so an add answered 200 is found by the next
@@ -20,18 +21,21 @@ Writes to a server are upserts: retrying one after a lost connection, or a race 
 replicas adding the same new id, leaves one document, never two rows under one id. (Milvus Lite's
 upsert cannot take an id with a quote; it has one process, which checks and inserts under a lock.)
 
-A Milvus that cannot be reached is retried ``retries`` times per call, each bounded by
-``timeout_s``, then answered 503 ``storage_unavailable`` naming its URI; for ``timeout_s`` after
-that, calls fail at once (the core reads configs on its event loop). The client is made again at
-the next call, and a collection a restarted Milvus has not loaded yet is loaded, so the service
-recovers by itself when Milvus returns.
+A Milvus that cannot be reached is retried ``retries`` times per call (each RPC bounded by ``timeout_s``, a new
+connection by at most ``CONNECT_TIMEOUT_S``), then answered 503 ``storage_unavailable`` naming its URI; for
+``timeout_s`` after that, calls fail at once while one call at a time asks again (the core reads configs on its
+event loop). Every other failure of a call is a 503 ``index_unavailable`` naming it: never a 500. A call whose
+channel another thread closed (it dropped the client after its own failure) connects again at once. The client
+is made again at the next call, and a collection a restarted Milvus has not loaded yet is loaded, so the
+service recovers by itself when Milvus returns.
 
-Search is by vector only (mode ``dense``): ``lexical`` and ``hybrid`` are a 422 naming ``mode``
-(:data:`NO_LEXICAL` says why). BM25 shared by replicas would have to live in Milvus, and the Milvus
-versions supported here have no BM25: 2.4 stores sparse vectors, but with weights fixed at insert,
-while BM25's weights move with every write anywhere (the number of documents, each term's document
-frequency, the mean length); the 2.3 server has no sparse vectors at all. A lexical index kept in
-each replica's memory would miss the other replicas' writes, breaking the ``Strong`` reads above.
+Lexical and hybrid search need BM25 in Milvus (2.5 and later: :attr:`MilvusStore.search_modes` asks the
+server's version): ``text`` is then analysed (Milvus's ``english`` analyser) and a sparse field beside the
+vectors is filled by Milvus's BM25 function at every write, so every replica searches the same statistics
+(the number of documents, each term's document frequency, the mean length) as they move with any replica's
+writes. The core fuses the dense and BM25 rankings as it does the FAISS store's. On a Milvus before 2.5
+(the 2.3 server) indexes are dense only and ``lexical`` or ``hybrid`` is a 422 naming ``mode`` that says why;
+so is either mode on an index made without the sparse field.
 
 Not atomic across replicas: the duplicate-id check and the write, and the name check and the
 creation, are serialised per index within one process only. Two replicas adding the same new id
@@ -45,6 +49,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote, unquote
@@ -56,32 +61,33 @@ from thoughtvec.service.errors import Conflict, IndexUnavailable, InvalidInput, 
 from thoughtvec.service.index.contents import BuiltIndex, Capabilities, Doc, IndexConfig, IndexStats, Metric, created_now
 from thoughtvec.service.index.milvus_schema import (
     ID_MAX_BYTES,
+    SPARSE_FIELD,
     SUPPORTED,
     TEXT_MAX_BYTES,
     MilvusOptions,
+    add_bm25,
+    analysed,
+    bm25_capable,
+    bm25_search_params,
     collection_name,
     index_name,
     index_params,
     is_lite,
+    no_bm25,
     search_params,
 )
-from thoughtvec.service.settings import SearchMode
+from thoughtvec.service.settings import SEARCH_MODES, SearchMode
 
 log = logging.getLogger(__name__)
 
 CHUNK = 512  # ids per `id in [...]` expression, rows per upsert
+CONNECT_TIMEOUT_S = 2  # the longest wait for a new connection's channel (a Milvus that is away is found out this fast)
+PYMILVUS_RETRIES = 1  # pymilvus's own retries of an RPC Milvus did not take; ours (MilvusOptions.retries) reconnect first
 _COUNT = "count(*)"
-NO_LEXICAL = (
-    "indexes in Milvus are searched by vector only (mode 'dense'): BM25 that every replica shares would have to live in "
-    "Milvus, which has none in the versions supported here (2.4's sparse vectors keep weights fixed at insert, while "
-    "BM25's change with every write; the 2.3 server has no sparse vectors); use index_backend=faiss for lexical and hybrid search"
-)
 
 
 class MilvusStore:
     """Every index in one Milvus (Lite file or server), shared by every process pointed at it."""
-
-    search_modes: tuple[SearchMode, ...] = ("dense",)
 
     def __init__(self, options: MilvusOptions, on_size: Callable[[str, int | None], None] | None = None):
         self.options = options
@@ -91,6 +97,8 @@ class MilvusStore:
         self._client: Any = None
         self._client_lock = threading.Lock()
         self._write_locks: dict[str, threading.Lock] = {}
+        self._modes: tuple[SearchMode, ...] | None = None  # found out at the first need (search_modes)
+        self._version = ""
         self._known: list[str] = []  # the last list Milvus gave (readiness shows it while Milvus is away)
         # After a call gave up on an unreachable Milvus, calls fail at once for timeout_s: some reads
         # (readiness, an index's config) run on the event loop, which must not wait out every retry.
@@ -110,7 +118,11 @@ class MilvusStore:
             if self._client is None:
                 from pymilvus import MilvusClient
 
-                self._client = MilvusClient(uri=self.uri, token=self.options.token, timeout=self.options.timeout_s)
+                # a short wait for the channel: a Milvus that is away costs each call this much, not timeout_s
+                wait = min(self.options.timeout_s, CONNECT_TIMEOUT_S)
+                # a connection of its own (pymilvus shares one per URI by default): dropping it closes no other's channel
+                alias = f"thoughtvec-{uuid.uuid4().hex}"
+                self._client = MilvusClient(uri=self.uri, token=self.options.token, timeout=wait, alias=alias)
             return self._client
 
     def _forget_client(self) -> None:
@@ -122,28 +134,46 @@ class MilvusStore:
             except Exception:  # noqa: BLE001 - it is being dropped because it is broken
                 pass
 
-    def _call(self, op: str, name: str, method: str, *args: Any, timeout: int | None = None, **kw: Any) -> Any:
-        """``client.<method>(...)`` with a deadline; retried while Milvus is unreachable, then a 503."""
+    def _call(self, op: str, name: str, method: str, *args: Any, timeout: int | None = None, passthrough: bool = False, **kw: Any) -> Any:
+        """``client.<method>(...)`` with a deadline; retried while Milvus is unreachable, then a 503. Any other
+        failure of the call is a 503 ``index_unavailable`` naming it (``passthrough``: raised as it is, for a
+        caller that tells its own cases apart)."""
         what = f"index '{name}'" if name else "the indexes"
-        if time.monotonic() < self._down_until:
-            raise StorageUnavailable(
-                f"cannot {op} {what}: Milvus at {self.uri} is unavailable (it did not answer a moment ago; "
-                f"tried again within {self.options.timeout_s} s)",
-                field="index",
-            )
+        if self._down_until:
+            now = time.monotonic()
+            if now < self._down_until:
+                raise StorageUnavailable(
+                    f"cannot {op} {what}: Milvus at {self.uri} is unavailable (it did not answer a moment ago; "
+                    f"tried again within {self.options.timeout_s} s)",
+                    field="index",
+                )
+            self._down_until = now + self.options.timeout_s  # this call asks again; the others still fail at once meanwhile
         last: BaseException | None = None
-        for attempt in range(self.options.retries + 1):
+        attempt = reconnects = 0
+        while attempt <= self.options.retries:
             try:
-                # an int: pymilvus's retry loop honours only an int deadline (a float leaves it 75 retries, minutes)
-                result = getattr(self._connect(), method)(*args, timeout=int(timeout or self.options.timeout_s), **kw)
+                # a float deadline per RPC, and pymilvus's own retries of an unreachable Milvus bounded by count: with an
+                # int deadline it retries until the deadline (every call to a stopped Milvus would wait it out)
+                deadline = float(timeout or self.options.timeout_s)
+                result = getattr(self._connect(), method)(*args, timeout=deadline, retry_times=PYMILVUS_RETRIES, **kw)
                 self._down_until = 0.0
                 return result
             except Exception as e:
                 if _not_loaded(e) and attempt == 0:  # a restarted Milvus reloads collections by itself, slowly
                     self._load(name, args[0])
+                    attempt += 1
+                    continue
+                if _closed_here(e) and reconnects < 2:
+                    # another thread dropped the shared client and closed its channel under this call: Milvus
+                    # itself may be fine, so connect again at once (not an attempt against Milvus)
+                    reconnects += 1
+                    self._forget_client()
                     continue
                 if not _unreachable(e):
-                    raise
+                    self._down_until = 0.0  # Milvus answered (with a refusal)
+                    if passthrough:
+                        raise
+                    raise IndexUnavailable(f"cannot {op} {what} in Milvus at {self.uri}: {_short(e)}", field="index") from e
                 last = e
                 log.warning(
                     "milvus %s: %s %s failed (attempt %d of %d): %s", self.uri, op, name, attempt + 1, self.options.retries + 1, _short(e)
@@ -151,6 +181,7 @@ class MilvusStore:
                 self._forget_client()
                 if attempt < self.options.retries:
                     time.sleep(min(0.25 * 2**attempt, 2.0))
+                attempt += 1
         self._down_until = time.monotonic() + self.options.timeout_s
         raise StorageUnavailable(f"cannot {op} {what}: Milvus at {self.uri} is unavailable ({_short(last)})", field="index") from last
 
@@ -191,8 +222,12 @@ class MilvusStore:
         return bool(self._call("find", name, "has_collection", self._coll(name)))
 
     def config(self, name: str) -> IndexConfig:
+        return self._describe(name)[0]
+
+    def _describe(self, name: str) -> tuple[IndexConfig, bool]:
+        """The index's config, and whether its collection holds BM25 (an analysed text and its sparse field)."""
         try:
-            desc = self._call("read", name, "describe_collection", self._coll(name))
+            desc = self._call("read", name, "describe_collection", self._coll(name), passthrough=True)
         except StorageUnavailable:
             raise
         except Exception as e:  # not found is the common one; anything else is named
@@ -200,11 +235,12 @@ class MilvusStore:
                 raise UnknownIndex(f"no index '{name}'; the indexes are {self.names()}", field="index") from None
             raise IndexUnavailable(f"index '{name}' cannot be read from Milvus at {self.uri}: {_short(e)}", field="index") from e
         try:
-            return IndexConfig.model_validate_json(desc.get("description") or "")
+            config = IndexConfig.model_validate_json(desc.get("description") or "")
         except ValueError as e:
             why = f"collection {self._coll(name)} has no thoughtvec index config in its description ({str(e).splitlines()[0][:200]})"
             self.quarantined[name] = why
             raise IndexUnavailable(f"index '{name}' is quarantined: {why}; drop it", field="index") from None
+        return config, any(f.get("name") == SPARSE_FIELD for f in desc.get("fields", ()))
 
     def count(self, name: str) -> int:
         self.config(name)  # 404 / 503 as the FAISS store answers
@@ -247,13 +283,56 @@ class MilvusStore:
             out.append(hits)
         return out
 
+    @property
+    def search_modes(self) -> tuple[SearchMode, ...]:
+        """What this Milvus can serve: every mode on one with BM25 (2.5 and later), by vector only before."""
+        if self._modes is None:
+            self._version = self._server_version()
+            self._modes = SEARCH_MODES if bm25_capable(self._version) else ("dense",)
+            log.info("milvus %s: version %s; search modes %s", self.uri, self._version, ", ".join(self._modes))
+        return self._modes
+
+    @search_modes.setter
+    def search_modes(self, modes: tuple[SearchMode, ...]) -> None:  # pinned (the protocol's attribute is settable)
+        self._modes = modes
+
+    def _server_version(self) -> str:
+        if is_lite(self.uri):  # Milvus Lite has no GetVersion: its package's version is the server's
+            from importlib.metadata import version
+
+            return version("milvus-lite")
+        return str(self._call("read the version of", "", "get_server_version")).lstrip("v")
+
     def check_mode(self, mode: SearchMode) -> None:
         if mode not in self.search_modes:
-            raise InvalidInput(f"mode '{mode}' is not available with index_backend=milvus: {NO_LEXICAL}", field="mode")
+            raise InvalidInput(
+                f"mode '{mode}' is not available with index_backend=milvus: {no_bm25(self.uri, self._version)}", field="mode"
+            )
 
     def lexical_search(self, name: str, queries: Sequence[str], k: int) -> list[list[tuple[Doc, float]]]:
+        """BM25 in Milvus: its ``english`` analyser on ``text``, the sparse field its BM25 function fills (k1, b as
+        the FAISS store's); best first, only documents sharing a term with the query."""
         self.check_mode("lexical")
-        return []  # not reached: check_mode refuses
+        _, has_bm25 = self._describe(name)
+        if not has_bm25:
+            raise InvalidInput(
+                f"index '{name}' was made without BM25 (on a Milvus before 2.5, or by an earlier version of this server), so it is "
+                "searched by vector only (mode 'dense'); add its documents to a new index for lexical and hybrid search",
+                field="mode",
+            )
+        res = self._call(
+            "search",
+            name,
+            "search",
+            self._coll(name),
+            data=list(queries),
+            limit=k,
+            anns_field=SPARSE_FIELD,
+            output_fields=["text", "metadata"],
+            search_params=bm25_search_params(),
+            consistency_level="Strong",
+        )
+        return [[(_doc(_unpk(h["id"]), h["entity"]), float(h["distance"])) for h in row] for row in res]
 
     def documents(self, name: str, limit: int, include: Sequence[str] = ()) -> list[Doc]:
         self.config(name)
@@ -360,35 +439,25 @@ class MilvusStore:
                 self._call("drop", name, "drop_collection", coll)
             schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description=config.model_dump_json())
             schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=3 * ID_MAX_BYTES)  # percent-encoded
-            schema.add_field("text", DataType.VARCHAR, max_length=TEXT_MAX_BYTES)
+            bm25 = "lexical" in self.search_modes
+            schema.add_field("text", DataType.VARCHAR, max_length=TEXT_MAX_BYTES, **analysed() if bm25 else {})
             schema.add_field("metadata", DataType.VARCHAR, max_length=TEXT_MAX_BYTES)
             schema.add_field("vector", DataType.FLOAT_VECTOR, dim=config.dim)
             ip = MilvusClient.prepare_index_params()
             ip.add_index("vector", **params)
+            if bm25:
+                add_bm25(schema, ip)
             # a server loads the new collection before answering (seconds): a longer deadline than other calls
-            try:
-                self._call(
-                    "create",
-                    name,
-                    "create_collection",
-                    coll,
-                    schema=schema,
-                    index_params=ip,
-                    consistency_level="Strong",
-                    timeout=max(30, self.options.timeout_s),
-                )
-            except Exception as e:
-                if not (is_lite(self.uri) and _internal_error(e)):
-                    raise
-                # Milvus Lite 2.4 cannot store the index of some collection names (milvus-lite#250: "Add index
-                # failed, err: unrecognized token"); the half-made collection answers no search. Same name, same
-                # failure: drop it and say so, so the caller picks another name instead of meeting a 500.
-                self._call("drop", name, "drop_collection", coll)
-                raise InvalidInput(
-                    f"Milvus Lite cannot index a collection named {coll!r} (a Milvus Lite bug, milvus-lite#250); "
-                    "choose another index name or use a Milvus server",
-                    field="name",
-                ) from None
+            self._call(
+                "create",
+                name,
+                "create_collection",
+                coll,
+                schema=schema,
+                index_params=ip,
+                consistency_level="Strong",
+                timeout=max(30, self.options.timeout_s),
+            )
             self.quarantined.pop(name, None)
 
     def install(self, built: BuiltIndex, overwrite: bool = False) -> IndexStats:
@@ -468,7 +537,7 @@ def _unreachable(e: BaseException) -> bool:
     try:
         import grpc
 
-        if isinstance(e, grpc.RpcError):
+        if isinstance(e, grpc.RpcError) or isinstance(e.__cause__, grpc.RpcError):  # pymilvus's own retries gave up
             return True
         if isinstance(e, grpc.FutureTimeoutError):
             return True
@@ -493,9 +562,17 @@ def _unreachable(e: BaseException) -> bool:
     return False
 
 
-def _internal_error(e: BaseException) -> bool:
-    """Milvus's ``internal error`` (code 5): its own storage failed on a call it accepted."""
-    return getattr(e, "code", None) == 5 and "internal error" in str(e)
+_CLOSED = ("closed channel", "Channel closed", "should create connection first")
+
+
+def _closed_here(e: BaseException) -> bool:
+    """The client's channel was closed in this process (another call dropped the client), or its connection was
+    removed: pymilvus says "Cannot invoke RPC on closed channel!" (wrapped as "Unexpected error"), gRPC "Channel
+    closed!", and a removed connection ``ConnectionNotExistException``."""
+    from pymilvus.exceptions import ConnectionNotExistException
+
+    chain = [e, e.__cause__, e.__context__]
+    return any(isinstance(x, ConnectionNotExistException) or any(s in str(x) for s in _CLOSED) for x in chain if x is not None)
 
 
 def _not_loaded(e: BaseException) -> bool:

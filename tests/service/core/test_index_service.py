@@ -210,13 +210,13 @@ async def test_delete_drop_list_and_stats(services):
             await indexes.drop_index("docs")
         with pytest.raises(UnknownIndex):
             await indexes.delete_documents("docs", ["d0"])
-        assert [s.name for s in indexes.list_indexes().data] == ["other"] and indexes.readiness() == {"other": "ready"}
+        assert [s.name for s in indexes.list_indexes().data] == ["other"] and indexes.readiness() == ({"other": "ready"}, [])
 
 
 async def test_an_index_being_built_is_not_ready_and_cannot_be_taken(services):
     async with services() as (_, indexes, _fakes):
         indexes.building["default"] = "10/50 sentences embedded"
-        assert indexes.readiness() == {"default": "building: 10/50 sentences embedded"}
+        assert indexes.readiness() == ({"default": "building: 10/50 sentences embedded"}, ["default"])
         assert indexes.list_indexes().building == {"default": "10/50 sentences embedded"}
         with pytest.raises(NotReady) as e:
             await indexes.search(query="x")
@@ -247,7 +247,7 @@ async def test_indexes_outlive_the_service(services):
         await filled(indexes)
         await indexes.delete_documents("docs", ["d0"])
     async with services() as (_, indexes, _fakes):  # load() at start, close() at the end
-        assert indexes.readiness() == {"docs": "ready"} and indexes.index_stats("docs").documents == len(SENTENCES) - 1
+        assert indexes.readiness() == ({"docs": "ready"}, []) and indexes.index_stats("docs").documents == len(SENTENCES) - 1
         assert (await indexes.search(query=SENTENCES[3], index="docs", k=1, mode="dense")).results[0][0].id == "d3"
 
 

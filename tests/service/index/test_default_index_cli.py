@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 import time
 
+import numpy as np
+
 from tests.service.conftest import serve_test, settings_for, write_sample
 from thoughtvec.service.cli import main
 
 
 def wait_for_index(client, name: str, timeout: float = 20) -> dict:
+    """The index's stats once it is built (it answers while it grows: wait until it is no longer building)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         r = client.get(f"/v1/indexes/{name}")
-        if r.status_code == 200:
-            return r.json()
+        if r.status_code == 200 and name not in client.get("/v1/indexes").json()["building"]:
+            return client.get(f"/v1/indexes/{name}").json()
         time.sleep(0.05)
     raise AssertionError(client.get("/ready").json())
 
@@ -39,6 +42,98 @@ def test_default_index_is_built_once_then_cached(models_dir, tmp_path, caplog):
         assert wait_for_index(c, "default")["documents"] == 50
     assert "building default index" not in caplog.text
     assert (tmp_path / "idx" / "default" / "snapshot" / "index.faiss").stat().st_mtime_ns == snapshot
+
+
+def test_the_default_index_answers_503_with_its_progress_until_it_is_searchable_never_404(models_dir, tmp_path):
+    """From the first request on, a search of the default index answers 503 ``not_ready`` with Retry-After and what
+    the build is doing, then 200 (over the documents added so far, then all); never 404 as if it would not come."""
+    from fastapi.testclient import TestClient
+
+    from thoughtvec.service.http.app import create_app
+
+    sample = write_sample(tmp_path / "search_sample.tsv.gz", n=60)
+    settings = settings_for(models_dir, tmp_path / "idx", build_default_index=True, search_sample=sample, default_index_max_docs=50)
+    seen: list[tuple[int, str]] = []
+    with TestClient(create_app(settings)) as c:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            r = c.post("/v1/search", json={"query": "the old man read a book", "k": 1})
+            if r.status_code != 200:
+                assert r.status_code == 503 and r.json()["error"]["code"] == "not_ready" and r.headers["Retry-After"], r.text
+                assert "index 'default' is being built (" in r.json()["error"]["message"]
+            seen.append((r.status_code, r.text))
+            if r.status_code == 200:
+                break
+            time.sleep(0.01)
+        assert seen[-1][0] == 200, seen[-1]
+        assert wait_for_index(c, "default")["documents"] == 50
+    print(f"{len(seen) - 1} answers 503 before the first search answered: {sorted({t for code, t in seen if code == 503})[:3]}")
+
+
+def test_an_interrupted_default_index_build_goes_on_at_the_next_start(models_dir, tmp_path, caplog):
+    from thoughtvec.service.index.build import fill_index, read_documents
+    from thoughtvec.service.index.indexes import new_config
+    from thoughtvec.service.index.store import IndexStore
+
+    sample = write_sample(tmp_path / "search_sample.tsv.gz", n=60)
+    settings = settings_for(models_dir, tmp_path / "idx", build_default_index=True, search_sample=sample, default_index_max_docs=50)
+    with serve_test(settings) as c:
+        full = wait_for_index(c, "default")
+        expected = c.post("/v1/search", json={"query": "the old man read a book", "k": 50, "mode": "dense"}).json()["results"]
+        c.delete("/v1/indexes/default")  # made again below with only its first 20 documents, as a build stopped there leaves it
+    store = IndexStore(tmp_path / "idx")
+    docs = read_documents(sample, 50)
+    store.create(
+        new_config("default", full["model"], full["view"], full["dim"], fingerprint=full.get("fingerprint", ""), mode=full["mode"])
+    )
+    fill_index(store, lambda texts: np.zeros((len(texts), full["dim"]), np.float32) + 1, "default", docs[:20])
+    store.close()
+    caplog.set_level("INFO")
+    with serve_test(settings) as c:
+        stats = wait_for_index(c, "default")
+        assert stats["documents"] == 50  # the 30 missing added, none twice
+        got = c.post("/v1/search", json={"query": "the old man read a book", "k": 50, "mode": "dense"}).json()["results"]
+    assert "resuming default index" in caplog.text
+    first = {d.id for d in docs[:20]}  # left as they were (vectors of ones); the others embedded as in a full build
+    assert [h["id"] for h in got[0] if h["id"] not in first] == [h["id"] for h in expected[0] if h["id"] not in first]
+
+
+def test_a_stopped_build_of_another_export_is_not_resumed_with_this_one(models_dir, tmp_path, caplog):
+    """A default index stopped midway whose vectors came from an earlier export of its model is left as it is
+    (its searches answer 409 saying why): new vectors would not be comparable with its own."""
+    from thoughtvec.service.index.build import fill_index, read_documents
+    from thoughtvec.service.index.indexes import new_config
+    from thoughtvec.service.index.store import IndexStore
+
+    sample = write_sample(tmp_path / "search_sample.tsv.gz", n=60)
+    settings = settings_for(models_dir, tmp_path / "idx", build_default_index=True, search_sample=sample, default_index_max_docs=50)
+    store = IndexStore(tmp_path / "idx")
+    store.create(new_config("default", "tiny", "mean", 8, fingerprint="an-earlier-export", mode="lexical"))
+    fill_index(store, lambda texts: np.ones((len(texts), 8), np.float32), "default", read_documents(sample, 50)[:20])
+    store.close()
+    caplog.set_level("INFO")
+    with serve_test(settings) as c:
+        assert wait_for_index(c, "default")["documents"] == 20
+        r = c.post("/v1/search", json={"query": "the old man read a book", "mode": "dense"})
+        assert r.status_code == 409 and "an-earlier-export" in r.json()["error"]["message"], r.text
+    assert "default index 'default' not built" in caplog.text and "resuming" not in caplog.text
+
+
+def test_no_model_to_build_it_with_leaves_no_default_index_waiting(tmp_path):
+    """With no bundle to serve, the build stops waiting once every bundle has loaded or failed: 404, not 503 forever."""
+    from fastapi.testclient import TestClient
+
+    from thoughtvec.service.http.app import create_app
+
+    (tmp_path / "models").mkdir()
+    sample = write_sample(tmp_path / "search_sample.tsv.gz", n=10)
+    settings = settings_for(tmp_path / "models", tmp_path / "idx", build_default_index=True, search_sample=sample, default_model=None)
+    with TestClient(create_app(settings)) as c:
+        deadline = time.time() + 20
+        while c.app.state.core.indexes.building and time.time() < deadline:
+            time.sleep(0.05)
+        r = c.post("/v1/search", json={"index": "default", "query": "x"})
+        assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_index", r.text
 
 
 def test_no_sample_no_default_index(models_dir, tmp_path):
@@ -118,3 +213,35 @@ def test_serve_settings_table_and_bad_setting(capsys, monkeypatch):
     monkeypatch.setenv("THOUGHTVEC_MAX_BACH_SIZE", "3")
     assert main(["serve"]) == 2
     assert "THOUGHTVEC_MAX_BACH_SIZE" in capsys.readouterr().err
+
+
+def test_fill_index_adds_a_small_batch_first_each_searchable_before_the_next_is_embedded(tmp_path):
+    from thoughtvec.service.index.build import fill_index, is_filled
+    from thoughtvec.service.index.contents import Doc
+    from thoughtvec.service.index.indexes import new_config
+    from thoughtvec.service.index.store import IndexStore
+
+    store = IndexStore(tmp_path / "idx")
+    store.create(new_config("default", "m", "v", 4, mode="hybrid"))
+    docs = [Doc(str(i), f"sentence number {i} about topic{i % 7}") for i in range(1, 24)]
+    seen: list[int] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        seen.append(store.count("default"))  # what a search finds while this batch is embedded
+        if seen[-1]:
+            assert store.lexical_search("default", ["topic1"], 3)[0], "the batches before are searchable"
+        return np.eye(len(texts), 4, dtype=np.float32)
+
+    assert not is_filled(store, "default", docs)
+    assert fill_index(store, encode, "default", docs, first=5, chunk=8) == 23
+    assert seen == [0, 5, 13, 21] and is_filled(store, "default", docs)
+    assert fill_index(store, encode, "default", docs, first=5, chunk=8, resume=True) == 0  # all there: nothing embedded
+    assert seen == [0, 5, 13, 21] and store.count("default") == 23
+
+    def encode_new(texts: list[str]) -> np.ndarray:  # a new index is made once its first batch is embedded: never empty
+        assert "new" not in store or store.count("new") >= 5
+        return np.eye(len(texts), 4, dtype=np.float32)
+
+    config = new_config("new", "m", "v", 4, mode="hybrid")
+    assert fill_index(store, encode_new, "new", docs, first=5, chunk=8, create=config) == 23 and store.count("new") == 23
+    store.close()
