@@ -24,7 +24,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal, cast
 
+import bm25s
 import numpy as np
+import Stemmer  # PyStemmer
+from bm25s.tokenization import _infer_stopwords
 
 from thoughtvec.service import model_guide
 
@@ -51,20 +54,14 @@ class Analyzer:
     def _stem(self):
         if self.stemmer is None:
             return None
-        import Stemmer  # PyStemmer
-
         return Stemmer.Stemmer(self.stemmer)
 
     @cached_property
     def _stopwords(self) -> list[str]:
-        from bm25s.tokenization import _infer_stopwords
-
         return list(_infer_stopwords(self.stopwords)) if self.stopwords else []
 
     def terms(self, texts: Sequence[str]) -> list[list[str]]:
         """The terms of each text, in order (repeats kept: they are the term frequencies)."""
-        import bm25s
-
         if not texts:
             return []
         out = bm25s.tokenize(list(texts), stopwords=self._stopwords, stemmer=self._stem, return_ids=False, show_progress=False)

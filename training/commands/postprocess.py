@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from thoughtvec.training.postprocess import AXES  # numpy only: --help stays light
+from thoughtvec.service.bundle.postprocess import AXES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
