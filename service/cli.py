@@ -4,7 +4,7 @@ dispatcher of every ``thoughtvec`` command.
 A parser names its handler as a string, ``"module:function"`` (``args.func``), that :func:`dispatch` imports only
 when that command runs: parsing and ``--help`` load argparse and the settings, never fastapi, uvicorn,
 onnxruntime, faiss or torch (``import torch`` alone takes seconds). The handlers import everything at their top:
-the serving ones are in ``service/handlers.py``, the training ones in ``training/handlers/``.
+the serving ones are in ``service/handlers/``, the training ones in ``training/handlers/``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     serve.add_argument("--settings-table", action="store_true", help="print the settings table (Markdown) and exit")
     add_cli_flags(serve)
-    serve.set_defaults(func="thoughtvec.service.handlers:cmd_serve")
+    serve.set_defaults(func="thoughtvec.service.handlers.serve:cmd_serve")
 
     index = subparsers.add_parser("index", help="build or list search indexes offline")
     isub = index.add_subparsers(dest="index_command", metavar="ACTION", required=True)
@@ -64,12 +64,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--index-dir", type=Path, default=None, help="default: the serve setting index_dir")
     build.add_argument("--index-backend", choices=backends, default=None, help="default: the serve setting index_backend")
     build.add_argument("--milvus-uri", default=None, help="with --index-backend milvus; default: the serve setting milvus_uri")
-    build.set_defaults(func="thoughtvec.service.handlers:cmd_index_build")
+    build.set_defaults(func="thoughtvec.service.handlers.index_build:cmd_index_build")
     lst = isub.add_parser("list", help="list the indexes on disk")
     lst.add_argument("--index-dir", type=Path, default=None)
     lst.add_argument("--index-backend", choices=backends, default=None, help="default: the serve setting index_backend")
     lst.add_argument("--milvus-uri", default=None, help="with --index-backend milvus; default: the serve setting milvus_uri")
-    lst.set_defaults(func="thoughtvec.service.handlers:cmd_index_list")
+    lst.set_defaults(func="thoughtvec.service.handlers.index_list:cmd_index_list")
 
     p = subparsers.add_parser("generate", help="decode sentences from vectors with a bundle's decoders", description=GENERATE_DOC,
                               formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -90,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--count", type=int, default=1, help="sample: sentences drawn")
     p.add_argument("--max-tokens", type=int, help="words per sentence (default: the longest trained on)")
     p.add_argument("--json", action="store_true", help="print the whole answer as JSON")
-    p.set_defaults(func="thoughtvec.service.handlers:cmd_generate")
+    p.set_defaults(func="thoughtvec.service.handlers.generate:cmd_generate")
 
 
 def quiet_faiss() -> None:

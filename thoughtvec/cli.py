@@ -3,7 +3,7 @@
 Each subcommand's parser lives in a light module with ``register(subparsers)``: the training commands in
 ``training/commands/``, the serving ones in ``service/cli.py``, ``bench`` in ``bench/cli.py``. A parser names its
 handler as a ``"module:function"`` string, imported by ``service.cli.dispatch`` only when the command runs, so
-``thoughtvec --help`` and ``thoughtvec serve`` load no torch (``training/handlers/``, ``service/handlers.py``).
+``thoughtvec --help`` and ``thoughtvec serve`` load no torch (``training/handlers/``, ``service/handlers/``).
 """
 
 from __future__ import annotations

@@ -24,10 +24,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal, cast
 
-import bm25s
 import numpy as np
 import Stemmer  # PyStemmer
-from bm25s.tokenization import _infer_stopwords
 
 from thoughtvec.service import model_guide
 
@@ -58,10 +56,14 @@ class Analyzer:
 
     @cached_property
     def _stopwords(self) -> list[str]:
+        from bm25s.tokenization import _infer_stopwords  # bm25s loads scipy (0.5 s): at the first analysis, not at start
+
         return list(_infer_stopwords(self.stopwords)) if self.stopwords else []
 
     def terms(self, texts: Sequence[str]) -> list[list[str]]:
         """The terms of each text, in order (repeats kept: they are the term frequencies)."""
+        import bm25s  # it loads scipy (0.5 s): at the first analysis, not at every start (thoughtvec index list)
+
         if not texts:
             return []
         out = bm25s.tokenize(list(texts), stopwords=self._stopwords, stemmer=self._stem, return_ids=False, show_progress=False)

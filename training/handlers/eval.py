@@ -56,7 +56,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _generation(args: argparse.Namespace) -> int:
     """``--generation``: each bundle's decoders on held-out sentences (``thoughtvec.training.evaluation.generation``)."""
-
     if not args.bundle:
         print("thoughtvec eval --generation: name the bundles: --bundle PATH", file=sys.stderr)
         return 2

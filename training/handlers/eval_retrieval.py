@@ -43,7 +43,6 @@ def _command(args: argparse.Namespace, kind: str, target: str, view: str, mode: 
 
 def save(record: dict, results_dir: Path) -> Path:
     """``<results_dir>/retrieval/<slug>.json``, written atomically."""
-
     record = record | {"versions": versions(), "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     path = Path(results_dir) / "retrieval" / f"{slug(record)}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
