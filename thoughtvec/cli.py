@@ -1,8 +1,9 @@
 """The ``thoughtvec`` command: one entry point, one subcommand per job.
 
-Each subcommand lives in a light module with ``register(subparsers)``: the training commands in
-``training/commands/``, the serving ones in ``service/cli.py``, ``bench`` in ``bench/cli.py``. The heavy imports (torch, onnx,
-faiss, fastapi) happen inside each handler, so ``thoughtvec serve`` runs without torch.
+Each subcommand's parser lives in a light module with ``register(subparsers)``: the training commands in
+``training/commands/``, the serving ones in ``service/cli.py``, ``bench`` in ``bench/cli.py``. A parser names its
+handler as a ``"module:function"`` string, imported by ``service.cli.dispatch`` only when the command runs, so
+``thoughtvec --help`` and ``thoughtvec serve`` load no torch (``training/handlers/``, ``service/handlers/``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 
 from thoughtvec.bench import cli as benchmarks
 from thoughtvec.service import cli as serving
+from thoughtvec.service.cli import dispatch
 from thoughtvec.training.commands import corpus, export, postprocess, quantize, train
 from thoughtvec.training.commands import eval as evaluate
 
@@ -36,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     # OpenMP threads that spin while waiting burn whole cores when the machine is shared (2 threads
     # fighting another process: 33 s/step instead of 0.8 s measured here). Sleep instead. Must be set
-    # before torch loads its OpenMP runtime, which happens lazily inside the subcommands.
+    # before torch loads its OpenMP runtime, which happens when a training command's handler is imported.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         datefmt="%H:%M:%S",
     )
     try:
-        return int(args.func(args) or 0)
+        return dispatch(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -5,11 +5,17 @@ pretrained vectors then gets an embedding in the encoder's space.
 
 from __future__ import annotations
 
+import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import onnx
+from onnx import numpy_helper
 
+from thoughtvec.service.bundle.atomic import atomic_dir
+from thoughtvec.service.bundle.format import BUNDLE_FILE, load_bundle
 from thoughtvec.service.bundle.vocab import SPECIALS, Vocabulary
 from thoughtvec.training.wordvecs import WordVectors
 
@@ -96,15 +102,6 @@ def reexpand(bundle_dir: str | Path, out_dir: str | Path, opts: ExpansionOptions
     Written to ``out_dir`` (replaced atomically), with the source vectors stored whole and the
     original's card, post-processing maps and head: for a comparison on dev, not a bundle to ship.
     Returns each part's fit report."""
-    import json
-    import shutil
-
-    import onnx
-    from onnx import numpy_helper
-
-    from thoughtvec.service.bundle.atomic import atomic_dir
-    from thoughtvec.service.bundle.format import BUNDLE_FILE, load_bundle
-
     bundle = load_bundle(bundle_dir)
     vocab_spec = bundle.spec.vocabulary
     if vocab_spec is None or bundle.vocab is None:

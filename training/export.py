@@ -18,12 +18,15 @@ import numpy as np
 import torch
 
 from thoughtvec.service.bundle.atomic import atomic_dir, atomic_write_text
-from thoughtvec.service.bundle.format import BUNDLE_FILE, BundleSpec, OnnxSpec, VocabularySpec, write_bundle
+from thoughtvec.service.bundle.format import BUNDLE_FILE, BundleSpec, OnnxSpec, VocabularySpec, load_bundle, write_bundle
+from thoughtvec.service.bundle.vocab import Vocabulary
+from thoughtvec.service.core.decoding import Decoder
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.training.data import corpus_documents
-from thoughtvec.training.decoders import compact
+from thoughtvec.training.decoders import DECODER_VOCAB, check_decoder, compact, decoder_to_onnx
 from thoughtvec.training.families import get_family
 from thoughtvec.training.families.base import Prepared
+from thoughtvec.training.modelcard import write_model_card
 from thoughtvec.training.onnx_export import OPSET, PADDING_TOL, PARITY_TOL, parity, round_to_fp16, store_weights_fp16, to_onnx
 
 log = logging.getLogger(__name__)
@@ -99,11 +102,6 @@ def _check(enc_torch, encoder: Encoder, sentences: list[str]) -> dict:
 def _add_decoder(path: Path, spec: BundleSpec, dec, encoder: Encoder, sentences: list[str], fp16: bool) -> tuple[BundleSpec, dict]:
     """Write the decoder graph (and its words) into the staged bundle, name it in ``spec``, and check the served
     decoder against torch on the vectors of ``sentences``: each greedy step's logits and the decoded words."""
-    from thoughtvec.service.bundle.format import load_bundle
-    from thoughtvec.service.bundle.vocab import Vocabulary
-    from thoughtvec.service.core.decoding import Decoder
-    from thoughtvec.training.decoders import DECODER_VOCAB, check_decoder, decoder_to_onnx
-
     view = next(n for n, v in spec.views.items() if v.output == dec.output and v.postprocess is None)
     vectors = encoder.run_ids([encoder.fit(encoder.token_ids(s), "truncate") for s in sentences], view)  # raw, (n, dim)
     proto = decoder_to_onnx(dec, spec.views[view].dim, OPSET)
@@ -172,8 +170,6 @@ def export(checkpoints: list[str | Path], variant: str, opts: ExportOptions) -> 
         spec = spec.model_copy(update={"training": {**spec.training, "export_checks": checks}})
         atomic_write_text(bundle.path / BUNDLE_FILE, spec.model_dump_json(indent=2) + "\n")
         bundle.spec = spec
-        from thoughtvec.training.modelcard import write_model_card
-
         write_model_card(bundle, encoder, family, cfgs, cks, report, checks, corpus, opts.card_sample)
         with atomic_dir(opts.out) as d:
             shutil.copytree(staging / "bundle", d, dirs_exist_ok=True)

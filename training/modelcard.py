@@ -4,13 +4,14 @@ the paper, export checks, and Table-2-style nearest neighbours found with the ex
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import numpy as np
 
 from thoughtvec.service.bundle.atomic import atomic_write_text
-from thoughtvec.service.bundle.format import Bundle
+from thoughtvec.service.bundle.format import Bundle, load_bundle
 from thoughtvec.service.bundle.tokenizer import tokenize
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.training.data import corpus_documents
@@ -63,10 +64,6 @@ def set_card_section(card: Path, heading: str, body: str) -> None:
 def refresh_card(bundle_dir: Path) -> None:
     """Bring a card's default view and ``## Views`` table in line with the bundle's ``bundle.json``
     (after ``thoughtvec postprocess`` changed them); the rest of the card is left as written."""
-    import re
-
-    from thoughtvec.service.bundle.format import load_bundle
-
     card = Path(bundle_dir) / "MODEL_CARD.md"
     if not card.is_file():
         return

@@ -13,7 +13,7 @@ from thoughtvec.service.bundle.atomic import atomic_write_bytes
 
 
 def _figure():
-    import matplotlib
+    import matplotlib  # its Agg backend must be chosen before pyplot loads
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

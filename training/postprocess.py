@@ -28,9 +28,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.stats import spearmanr
 
 from thoughtvec.service.bundle import postprocess as pp
-from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.bundle.atomic import atomic_write_text
+from thoughtvec.service.bundle.format import BUNDLE_FILE, Bundle, load_bundle, parse_spec
+from thoughtvec.service.bundle.postprocess import AXES, l2_normalize
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.training.data import corpus_documents
+from thoughtvec.training.evaluation import datasets
+from thoughtvec.training.modelcard import refresh_card, set_card_section
 
 # k up to 80: on a grid ending at 20, six views (the invertible ``de`` and ``de-sif`` views, the
 # AAE's ``mean``) chose its edge; a view of dim d tries k < d / 2 (:func:`candidates`). 80 components of a 1024-d view are 0.33 MB of a bundle's 40.
@@ -39,14 +46,11 @@ DEV_TASKS = (("STS-B", "STSBenchmark"), ("SICK-R", "SICKRelatedness"))
 MIN_GAIN = 0.002  # a more complex candidate must beat a simpler one by this much dev Spearman (noise: ~0.001)
 NPZ = "postprocess.npz"
 RAW = "-raw"
-AXES = 512  # principal axes kept per cosine view (at most its dim): `dimensions` from 8 to this, or the full size
 SIZES = (8, 32, 64, 128, 256, 512)  # the sizes axes are chosen and measured at (training/evaluation/dimensions.py)
 
 
 def corpus_sample(corpus: str | Path, n: int, seed: int = 0) -> list[str]:
     """``n`` sentences drawn uniformly from a corpus file (one sentence per line, blank lines between documents)."""
-    from thoughtvec.training.data import corpus_documents
-
     sents = [s for d in corpus_documents(corpus) for s in d]
     if not sents:
         raise ValueError(f"corpus {corpus} has no sentences")
@@ -62,8 +66,6 @@ class DevPairs:
 
     @classmethod
     def load(cls, root: Path | None = None, check_counts: bool = True) -> DevPairs:
-        from thoughtvec.training.evaluation import datasets
-
         out = {}
         for name, key in DEV_TASKS:
             dev = datasets.load_task(key, root, check_counts=check_counts).pairs("dev")
@@ -75,8 +77,6 @@ class DevPairs:
 
     def score(self, vectors: dict[str, np.ndarray]) -> dict[str, float]:
         """Cosine Spearman per task, and their mean (``dev``), for ``{sentence: vector}``."""
-        from scipy.stats import spearmanr
-
         res = {}
         for name, (a, b, gold) in self.tasks.items():
             u = l2_normalize(np.stack([vectors[s] for s in a]))
@@ -149,10 +149,6 @@ def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int =
     """Choose and write the post-processing of every cosine view of the bundle at ``bundle_dir``; with
     ``choose_default``, the bundle's default view becomes the cosine view best on dev; then, unless ``axes``
     is 0, the principal axes of the views ``axes_for`` (:func:`add_axes`)."""
-    from thoughtvec.service.bundle.atomic import atomic_write_text
-    from thoughtvec.service.bundle.format import BUNDLE_FILE, Bundle, load_bundle, parse_spec
-    from thoughtvec.service.core.encoder import Encoder
-
     bundle_dir = Path(bundle_dir)
     bundle = load_bundle(bundle_dir)
     spec = json.loads((bundle_dir / BUNDLE_FILE).read_text(encoding="utf-8"))
@@ -213,15 +209,11 @@ def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int =
     _card_section(bundle_dir, choices, len(texts))
     if axes:
         add_axes(bundle_dir, corpus, sample, axes, axes_for, log, dev)
-    from thoughtvec.training.modelcard import refresh_card
-
     refresh_card(bundle_dir)
     return choices
 
 
 def _card_section(bundle_dir: Path, choices: list[Choice], n: int) -> None:
-    from thoughtvec.training.modelcard import set_card_section
-
     card = bundle_dir / "MODEL_CARD.md"
     if not card.is_file() or not choices:
         return
@@ -276,11 +268,6 @@ def add_axes(bundle_dir: str | Path, corpus: str | Path, sample: int = 20_000, c
     post-processing): what ``dimensions`` projects on. With ``dev``, a view whose first coordinates score
     better on the dev pairs keeps those instead (:func:`choose_axes`). The views' maps are kept as they are;
     axes of other views are dropped. Returns ``{view: axes stored}``."""
-    from thoughtvec.service.bundle.atomic import atomic_write_text
-    from thoughtvec.service.bundle.format import BUNDLE_FILE, load_bundle, parse_spec
-    from thoughtvec.service.core.encoder import Encoder
-    from thoughtvec.training.modelcard import set_card_section
-
     bundle_dir = Path(bundle_dir)
     bundle = load_bundle(bundle_dir)
     names = list(views) if views is not None else axes_views(bundle.spec)

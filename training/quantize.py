@@ -32,11 +32,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import onnx
+from onnx import numpy_helper
+from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType, quantize_static
 
 from thoughtvec.service.bundle.atomic import atomic_dir, atomic_write_text
 from thoughtvec.service.bundle.format import BUNDLE_FILE, load_bundle
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.training.onnx_export import PADDING_TOL
+from thoughtvec.training.quantize_tokens import rewrite
 
 QUANTIZED_OPS = ["MatMul", "Gather"]  # the ops with CPU integer kernels that these graphs use
 
@@ -82,9 +86,6 @@ class QuantizeReport:
 def float_weights(model):
     """The graph with fp16-stored weights (``initializer → Cast(float)``) folded back into fp32
     initializers, so the quantiser sees the weights of each product."""
-    import onnx
-    from onnx import numpy_helper
-
     inits = {t.name: t for t in model.graph.initializer}
     nodes, folded = [], []
     for n in model.graph.node:
@@ -137,7 +138,6 @@ def quantize_graph(fp32: Path, dest: Path, nodes: list[str], calibration: list[d
     activation tensor by its own min/max at run time, over the whole batch, so a sentence's vector would
     depend on what it is batched with (measured on mean-max-aae: 0.07 largest difference, alone vs in a
     batch); fixed scales keep each row independent."""
-    from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     class Feeds(CalibrationDataReader):
         def __init__(self) -> None:
@@ -215,10 +215,6 @@ def quantize_bundle(
     Which nodes go to int8 is chosen on ``sentences`` by :func:`choose`, scoring a set by the worst cosine
     over all views. (On mean-max-aae, statically, the attention's value product stays float: alone in int8 it
     takes the post-processed ``mean`` view to cosine 0.987.)"""
-    import onnx
-
-    from thoughtvec.training.quantize_tokens import rewrite
-
     src, out = Path(src), Path(out)
     bundle = load_bundle(src)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.stage-", dir=out.parent if out.parent.exists() else None))

@@ -19,6 +19,7 @@ share its quantisation.
 from __future__ import annotations
 
 import numpy as np
+from onnx import TensorProto, helper, numpy_helper
 
 
 def weight_int8(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -30,8 +31,6 @@ def weight_int8(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def rewrite(model, nodes: list[str]):
     """``model`` with each ``MatMul`` in ``nodes`` (constant 2-D weight) replaced by its per-token int8 product."""
-    from onnx import TensorProto, helper, numpy_helper
-
     inits = {t.name: t for t in model.graph.initializer}
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
     consts = [numpy_helper.from_array(np.array(v, dtype), f"pt_{name}") for name, v, dtype in

@@ -34,6 +34,7 @@ from thoughtvec.training.config import TrainConfig
 from thoughtvec.training.data import TokenCorpus, bucketed_batches
 from thoughtvec.training.families import family_of_variant
 from thoughtvec.training.families.base import Prepared
+from thoughtvec.training.plots import plot_loss_curve
 from thoughtvec.training.provenance import git_commit
 
 log = logging.getLogger(__name__)
@@ -208,8 +209,6 @@ class Trainer:
             "final": final,
         }
         atomic_save(self.ckpt_path, lambda f: torch.save(ck, f))
-        from thoughtvec.training.plots import plot_loss_curve
-
         plot_loss_curve(self.run / "train_log.jsonl", self.run / "loss.png", title=f"{self.tcfg.variant} training loss")
 
     def _log(self, entry: dict) -> None:

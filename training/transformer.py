@@ -27,8 +27,8 @@ import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from thoughtvec.service.bundle.atomic import atomic_dir
-from thoughtvec.service.bundle.format import BundleSpec, OnnxSpec, TokenizerSpec, ViewSpec, write_bundle
+from thoughtvec.service.bundle.atomic import atomic_dir, atomic_write_text
+from thoughtvec.service.bundle.format import BUNDLE_FILE, BundleSpec, OnnxSpec, TokenizerSpec, ViewSpec, write_bundle
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.training.onnx_export import OPSET, PADDING_TOL, PARITY_TOL, parity, round_to_fp16, store_weights_fp16, to_onnx
 
@@ -58,7 +58,7 @@ class PooledEncoder(torch.nn.Module):
 def load_sentence_transformer(folder: str | Path):
     """The folder's model on the CPU, offline; only the Transformer -> mean Pooling (-> Normalize) pipeline is taken."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: never reach for a hub
-    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import SentenceTransformer  # after HF_HUB_OFFLINE is set: the hub reads it at import
 
     st = SentenceTransformer(str(folder), device="cpu")
     kinds = [type(m).__name__ for m in st]
@@ -193,9 +193,6 @@ def export_sentence_transformer(folder: str | Path, out: str | Path, sentences: 
         checks = _checks(enc_torch, encoder, sentences, reference)
         log.info("checks passed: %s", checks)
         spec = spec.model_copy(update={"training": {**spec.training, "export_checks": checks}})
-        from thoughtvec.service.bundle.atomic import atomic_write_text
-        from thoughtvec.service.bundle.format import BUNDLE_FILE
-
         atomic_write_text(bundle.path / BUNDLE_FILE, spec.model_dump_json(indent=2) + "\n")
         (bundle.path / "MODEL_CARD.md").write_text(model_card(spec, checks), encoding="utf-8")
         with atomic_dir(out) as d:

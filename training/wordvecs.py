@@ -18,6 +18,8 @@ are frequency-ranked too), so ``limit`` keeps the most frequent words.
 
 from __future__ import annotations
 
+import json
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from thoughtvec import paths
+from thoughtvec.service.bundle.vocab import Vocabulary
 
 DEFAULT = "glove-6b-50d"
 CORPUS_W2V = "corpus-w2v"
@@ -129,7 +132,6 @@ def murmurhash64a(data: bytes, seed: int = 1) -> int:
 
 def read_msgpack_uint_map(b: bytes) -> dict[int, int]:
     """A MessagePack map of unsigned integers to unsigned integers (spaCy's ``key2row``)."""
-    import struct
 
     def uint(p: int) -> tuple[int, int]:
         t = b[p]
@@ -166,8 +168,6 @@ def _spacy_vocab_dir(root: Path) -> Path:
 
 def _spacy_package(limit: int | None, root: Path | None = None) -> WordVectors:
     """Lower-case words with a vector, by row (spaCy's rows are frequency-ranked), ties by string order."""
-    import json
-
     if root is None:
         import importlib.util
 
@@ -307,8 +307,6 @@ def fixed_vocabulary(vectors: WordVectors, words: int, also: Sequence[str] = ())
     special rows are zero (``<unk>`` and ``<pad>`` read as zero vectors, as the invertible-decoder
     paper does for words outside fastText).
     """
-    from thoughtvec.service.bundle.vocab import Vocabulary
-
     chosen = list(vectors.words[:words])
     seen = set(chosen)
     chosen += [w for w in also if w not in seen and w in vectors]

@@ -19,12 +19,16 @@ where cutting the vector would keep whichever coordinates come first.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from thoughtvec.service.bundle.atomic import atomic_write_bytes
 from thoughtvec.service.bundle.errors import BundleError
+
+AXES = 512  # principal axes a bundle stores per cosine view (at most its dim): `dimensions` from 8 to this, or the full size
 
 
 @dataclass(frozen=True)
@@ -86,10 +90,6 @@ def fit_many(x: np.ndarray, center: bool, ks: list[int]) -> dict[int, Postproces
 def save(path: str | Path, maps: dict[str, Postprocess], axes: dict[str, np.ndarray] | None = None) -> None:
     """Write ``{key: map}`` and ``{key: axes}`` (stored as float16: half the bytes, and a projection keeps
     cosines to ~1e-4) to one ``.npz`` atomically."""
-    import io
-
-    from thoughtvec.service.bundle.atomic import atomic_write_bytes
-
     arrays = {f"{k}.{f}": getattr(m, f) for k, m in maps.items() for f in ("mean", "components")}
     arrays |= {f"{k}.axes": np.asarray(a, np.float16) for k, a in (axes or {}).items()}
     buf = io.BytesIO()

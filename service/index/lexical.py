@@ -25,6 +25,7 @@ from functools import cached_property
 from typing import Literal, cast
 
 import numpy as np
+import Stemmer  # PyStemmer
 
 from thoughtvec.service import model_guide
 
@@ -51,19 +52,17 @@ class Analyzer:
     def _stem(self):
         if self.stemmer is None:
             return None
-        import Stemmer  # PyStemmer
-
         return Stemmer.Stemmer(self.stemmer)
 
     @cached_property
     def _stopwords(self) -> list[str]:
-        from bm25s.tokenization import _infer_stopwords
+        from bm25s.tokenization import _infer_stopwords  # bm25s loads scipy (0.5 s): at the first analysis, not at start
 
         return list(_infer_stopwords(self.stopwords)) if self.stopwords else []
 
     def terms(self, texts: Sequence[str]) -> list[list[str]]:
         """The terms of each text, in order (repeats kept: they are the term frequencies)."""
-        import bm25s
+        import bm25s  # it loads scipy (0.5 s): at the first analysis, not at every start (thoughtvec index list)
 
         if not texts:
             return []

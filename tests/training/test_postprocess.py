@@ -164,7 +164,7 @@ def test_a_choice_the_service_would_refuse_leaves_the_bundle_as_it_was(tmp_path,
             raise BundleError(where, "views.mean.postprocess.components", "refused")
         return real(data, where)
 
-    monkeypatch.setattr(fmt, "parse_spec", refuse_two_components)
+    monkeypatch.setattr(postprocess, "parse_spec", refuse_two_components)  # the check postprocess runs before writing
     with pytest.raises(BundleError, match="refused"):
         postprocess.postprocess_bundle(bundle, corpus, grid=[(True, 2)], **run)
     assert {p.name: p.read_bytes() for p in bundle.iterdir() if p.is_file()} == before

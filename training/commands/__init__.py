@@ -1,2 +1,2 @@
-"""Subcommands of ``thoughtvec``. Each module registers an argparse parser and imports its heavy
-dependencies only inside the handler, so ``thoughtvec --help`` and ``thoughtvec serve`` need no torch."""
+"""The parsers of the training subcommands of ``thoughtvec``. Each module registers an argparse parser and names
+its handler in ``training/handlers/`` by string, so ``thoughtvec --help`` and ``thoughtvec serve`` need no torch."""

@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from pathlib import Path
 
 from thoughtvec import paths
+from thoughtvec.training.corpus.sources import SOURCES  # stdlib-only modules: ~60 ms, no torch
 
 DEFAULT_OUT = paths.DATA / "corpus"
 DEFAULT_SAMPLE = paths.REPO / "service" / "index" / "data" / "search_sample.tsv.gz"  # the server's package data
-
-
-def _default_senteval() -> str:
-    return os.environ.get("THOUGHTVEC_SENTEVAL") or str(paths.SHARED_DATA / "senteval")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,8 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(default: $THOUGHTVEC_SENTEVAL or ../shared/data/senteval next to the repo)",
     )
     b.add_argument("--workers", type=int, default=2, help="processes that parse sources (default: %(default)s)")
-    b.set_defaults(func=_build)
-    b.epilog = "sources: " + ", ".join(_source_names())
+    b.set_defaults(func="thoughtvec.training.handlers.corpus:build")
+    b.epilog = "sources: " + ", ".join(SOURCES)
 
     s = sub.add_parser(
         "sample",
@@ -59,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--out", type=Path, default=DEFAULT_SAMPLE, help="output .tsv.gz (default: %(default)s)")
     s.add_argument("--size", type=int, default=50_000, help="sentences at most (default: %(default)s)")
     s.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
-    s.set_defaults(func=_sample)
+    s.set_defaults(func="thoughtvec.training.handlers.corpus:sample")
 
     v = sub.add_parser(
         "vectors",
@@ -74,87 +69,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                 ("min-count", 5, "words seen fewer times get no vector"), ("epochs", 5, "passes over the corpus"),
                                 ("seed", 1, "random seed")):  # fmt: skip
         v.add_argument(f"--{name}", type=int, default=default, help=f"{what} (default: %(default)s)")
-    v.set_defaults(func=_vectors)
-
-
-def _source_names() -> list[str]:
-    from thoughtvec.training.corpus.sources import SOURCES  # stdlib-only modules: ~60 ms, no torch
-
-    return list(SOURCES)
-
-
-def _build(args: argparse.Namespace) -> int:
-    from thoughtvec.training.corpus.build import BuildConfig, build_corpus
-    from thoughtvec.training.corpus.fetch import default_cache
-    from thoughtvec.training.corpus.sources import parse_names, resolve_inputs
-
-    try:
-        names = parse_names(args.sources)
-        inputs = resolve_inputs(args.input)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if not names and not inputs:
-        print("error: nothing to build: --sources none and no --input", file=sys.stderr)
-        return 2
-    senteval = args.senteval or _default_senteval()
-    if senteval != "none" and not Path(senteval).is_dir():
-        print(
-            f"error: SentEval data not found at {senteval}; pass --senteval PATH, or --senteval none "
-            "to build without removing evaluation sentences",
-            file=sys.stderr,
-        )
-        return 2
-    if args.workers < 1:
-        print(f"error: --workers must be at least 1, got {args.workers}", file=sys.stderr)
-        return 2
-    cfg = BuildConfig(
-        out=args.out,
-        cache=args.cache or default_cache(),
-        sources=names,
-        inputs=inputs,
-        senteval=None if senteval == "none" else Path(senteval),
-        workers=args.workers,
-    )
-    try:
-        report = build_corpus(cfg)
-    except Exception as e:  # noqa: BLE001 - a SentEval file missing or malformed, an unwritable --out: one line, exit 1
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(report.summary())
-    return 0 if report.stats["documents"] else 1
-
-
-def _sample(args: argparse.Namespace) -> int:
-    from thoughtvec.training.corpus.sample import write_sample
-
-    try:
-        report = write_sample(args.corpus, args.out, size=args.size, seed=args.seed)
-    except (FileNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(report.summary())
-    return 0
-
-
-def _vectors(args: argparse.Namespace) -> int:
-    from thoughtvec.training.corpus.vectors import VectorsConfig, train_vectors
-    from thoughtvec.training.wordvecs import CORPUS_W2V_FILE
-
-    bad = [f"--{n.replace('_', '-')} must be at least 1, got {getattr(args, n)}" for n in ("dim", "window", "min_count", "epochs")
-           if getattr(args, n) < 1]  # fmt: skip
-    if bad:
-        print(f"error: {bad[0]}", file=sys.stderr)
-        return 2
-    if not args.corpus.is_file():
-        print(f"error: no corpus at {args.corpus}; build it with `thoughtvec corpus build`", file=sys.stderr)
-        return 2
-    out = args.out or CORPUS_W2V_FILE
-    cfg = VectorsConfig(dim=args.dim, window=args.window, min_count=args.min_count, epochs=args.epochs, seed=args.seed)
-    try:
-        info = train_vectors(args.corpus, out, cfg)
-    except (RuntimeError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(f"wrote {out}: {info['words']:,} words × {cfg.dim} from {info['corpus']['sentences']:,} sentences in {info['seconds']:.0f} s")
-    return 0
+    v.set_defaults(func="thoughtvec.training.handlers.corpus:vectors")

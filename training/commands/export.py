@@ -13,8 +13,6 @@ Invertible-decoder bundles read more words of the fixed vectors they were traine
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,48 +51,4 @@ def register(sub: argparse._SubParsersAction) -> None:
         "vocabulary (chosen on STS-B/SICK dev; 0: the trained vocabulary only); fewer than training read cuts the trained "
         "vocabulary to them and the corpus's frequent words, to keep a bundle of wide vectors within its size",
     )
-    p.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.sentence_transformers:
-        return _sentence_transformers(args)
-    from thoughtvec.training.export import ExportOptions, export, load_checkpoint
-
-    variant = args.variant or load_checkpoint(args.checkpoint[0])["variant"]
-    name = args.name or variant
-    options: dict = {"input_words": args.input_words}
-    if args.expand != "none":
-        from thoughtvec.training.expansion import ExpansionOptions
-        from thoughtvec.training.wordvecs import load_word_vectors
-
-        options["expansion"] = ExpansionOptions(load_word_vectors(args.expand), words=args.expand_words)
-    opts = ExportOptions(out=Path(args.out or f"models/{name}"), name=name, fp16=not args.fp32, corpus=args.corpus or "",
-                         card_sample=args.card_sample, family_options=options)  # fmt: skip
-    try:
-        out = export(args.checkpoint, variant, opts)
-    except (ValueError, RuntimeError, FileNotFoundError) as e:
-        print(f"thoughtvec export: {e}", file=sys.stderr)
-        return 2
-    print(f"wrote {out}")
-    return 0
-
-
-def _sentence_transformers(args: argparse.Namespace) -> int:
-    from thoughtvec.training.export import sample_sentences
-    from thoughtvec.training.transformer import export_sentence_transformer
-
-    folder = Path(args.sentence_transformers)
-    name = args.name or folder.name.lower()
-    corpus = args.corpus or "data/corpus/corpus.txt"
-    if not Path(corpus).is_file():
-        print(f"thoughtvec export: corpus {corpus!r} not found (its sentences check the export); name one with --corpus", file=sys.stderr)
-        return 2
-    try:
-        out = export_sentence_transformer(folder, Path(args.out or f"models/{name}"), sample_sentences(corpus, 256, seed=1), name=name,
-                                          weights=args.weights, licence=args.licence, source=args.source or str(folder))  # fmt: skip
-    except (ValueError, RuntimeError, OSError) as e:
-        print(f"thoughtvec export: {e}", file=sys.stderr)
-        return 2
-    print(f"wrote {out}")
-    return 0
+    p.set_defaults(func="thoughtvec.training.handlers.export:run")

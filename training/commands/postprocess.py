@@ -12,10 +12,9 @@ axes, on which requests for fewer ``dimensions`` are projected. See training/pos
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from thoughtvec.training.postprocess import AXES  # numpy only: --help stays light
+from thoughtvec.service.bundle.postprocess import AXES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,31 +27,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--axes", type=int, default=AXES, help=f"principal axes kept per cosine view, at most its dim (default {AXES}; 0: none)")
     p.add_argument("--axes-views", help="comma list of the views that get axes (default: every cosine view but the -raw twins)")
     p.add_argument("--axes-only", action="store_true", help="keep the views' post-processing as it is; only fit their principal axes")
-    p.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace) -> int:
-    from thoughtvec.service.bundle.errors import BundleError
-    from thoughtvec.service.bundle.format import load_bundle
-    from thoughtvec.training.evaluation.datasets import DatasetError
-    from thoughtvec.training.postprocess import add_axes, postprocess_bundle
-
-    for path in args.bundle:
-        try:
-            corpus = args.corpus or load_bundle(path).spec.training.get("corpus", {}).get("path")
-            if not corpus or not Path(corpus).is_file():
-                print(f"thoughtvec postprocess: {path}: corpus {corpus!r} not found; build it (`thoughtvec corpus build`) "
-                      "or name one with --corpus", file=sys.stderr)  # fmt: skip
-                return 2
-            log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-            views = args.axes_views.split(",") if args.axes_views else None
-            if args.axes_only:
-                from thoughtvec.training.postprocess import DevPairs
-
-                add_axes(path, corpus, sample=args.sample, count=args.axes, views=views, log=log, dev=DevPairs.load(args.data))
-            else:
-                postprocess_bundle(path, corpus, sample=args.sample, data_root=args.data, log=log, axes=args.axes, axes_for=views)
-        except (BundleError, DatasetError, ValueError) as e:
-            print(f"thoughtvec postprocess: {e}", file=sys.stderr)
-            return 2
-    return 0
+    p.set_defaults(func="thoughtvec.training.handlers.postprocess:run")

@@ -22,11 +22,15 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import punkt
+from tqdm import tqdm
+
 from thoughtvec.service.bundle.atomic import atomic_open, atomic_write_text
 from thoughtvec.service.bundle.tokenizer import TOKENIZER_KIND, tokenize
 from thoughtvec.training.corpus.fetch import fetch
 from thoughtvec.training.corpus.sources import SOURCES, user_documents
 from thoughtvec.training.corpus.text import Document, split_document
+from thoughtvec.training.evaluation.datasets import all_sentences
 
 USER_SOURCE = "input"
 
@@ -133,15 +137,11 @@ def process_source(name: str, roots: list[Path], packages: list[dict]) -> Source
 
 def senteval_token_sequences(root: Path, check_counts: bool = True) -> frozenset[tuple[str, ...]]:
     """Every SentEval sentence as its token sequence."""
-    from thoughtvec.training.evaluation.datasets import all_sentences
-
     return frozenset(t for s in all_sentences(root, check_counts=check_counts) if (t := tuple(tokenize(s))))
 
 
 def _fetch_sources(cfg: BuildConfig, failures: dict[str, str]) -> list[tuple[str, list[Path], list[dict]]]:
     """(name, extracted roots, package records) for each source whose packages could be fetched."""
-    from tqdm import tqdm
-
     tasks = []
     for name in tqdm(cfg.sources, desc="fetch", unit="source", disable=not cfg.progress):
         try:
@@ -163,8 +163,6 @@ def _size(task: tuple[str, list[Path], list[dict]]) -> float:
 
 
 def _run_tasks(tasks: list, leaks: frozenset, workers: int, progress: bool) -> dict[str, SourceResult]:
-    from tqdm import tqdm
-
     bar = tqdm(total=len(tasks), desc="build", unit="source", disable=not progress)
     results: dict[str, SourceResult] = {}
 
@@ -234,8 +232,6 @@ def _source_info(name: str) -> dict:
 
 def _stats(cfg: BuildConfig, ordered: list[SourceResult], kept, counts, leaks) -> dict:
     """The stats.json content (``failed_sources`` and ``build_seconds`` are filled in by the caller)."""
-    import punkt
-
     vocabulary = set().union(*(r.vocabulary for r in ordered)) if ordered else set()
     per_source = {
         r.name: {**counts[r.name], "packages": r.packages, **_source_info(r.name), "seconds": round(r.seconds, 1)} for r in ordered

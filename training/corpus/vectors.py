@@ -24,6 +24,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdm import tqdm
+
+from thoughtvec.service.bundle.atomic import atomic_open, atomic_write_text
+from thoughtvec.service.bundle.tokenizer import tokenize
 from thoughtvec.training.wordvecs import CORPUS_W2V_FILE
 
 
@@ -46,10 +50,6 @@ class TokenizedCorpus:
         self.sentences = sum(1 for line in open(path, encoding="utf-8") if line.strip())
 
     def __iter__(self) -> Iterator[list[str]]:
-        from tqdm import tqdm
-
-        from thoughtvec.service.bundle.tokenizer import tokenize
-
         what = "vocabulary" if self.passes == 0 else f"epoch {self.passes}/{self.epochs}"
         self.passes += 1
         with open(self.path, encoding="utf-8") as f:
@@ -69,8 +69,6 @@ def train_vectors(corpus: str | Path, out: str | Path = CORPUS_W2V_FILE, cfg: Ve
         from gensim.models import Word2Vec
     except ImportError as e:  # pragma: no cover - the train extra installs it
         raise RuntimeError("training word vectors needs gensim (pip install -e '.[train]')") from e
-    from thoughtvec.service.bundle.atomic import atomic_open, atomic_write_text
-
     logging.getLogger("gensim").setLevel(logging.WARNING)  # the progress bars say it; gensim's INFO lines every second would not
     corpus, out = Path(corpus), Path(out)
     sentences = TokenizedCorpus(corpus, cfg.epochs, progress)

@@ -12,23 +12,21 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import spearmanr
 
 from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.training.evaluation import datasets
 from thoughtvec.training.postprocess import SIZES, DevPairs
 
 
 def spearman(u: np.ndarray, v: np.ndarray, gold: np.ndarray) -> float:
-    from scipy.stats import spearmanr
-
     return float(spearmanr(np.sum(l2_normalize(u) * l2_normalize(v), 1), gold)[0])
 
 
 def measure(bundle: Path, view: str | None, sizes: tuple[int, ...], test_size: int, data_root: Path | None,
             check_counts: bool = True) -> dict:  # fmt: skip
     """``{"dev": {size: (projected, cut)}, "test": {"full": ρ, test_size: ρ}}`` for one view (sizes over its axes left out)."""
-    from thoughtvec.service.core.encoder import Encoder
-    from thoughtvec.training.evaluation import datasets
-
     enc = Encoder.load(bundle)
     name = enc.view(view)
     axes = enc.spec.views[name].axes

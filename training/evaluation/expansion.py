@@ -21,20 +21,20 @@ import sys
 import tempfile
 from pathlib import Path
 
+from thoughtvec.service.bundle.format import load_bundle
+from thoughtvec.service.bundle.tokenizer import tokenize
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.training import postprocess
 from thoughtvec.training.evaluation import report
-from thoughtvec.training.evaluation.datasets import default_root
+from thoughtvec.training.evaluation.datasets import all_sentences, default_root
+from thoughtvec.training.evaluation.sources import BundleSource
+from thoughtvec.training.expansion import ExpansionOptions, reexpand
+from thoughtvec.training.wordvecs import load_word_vectors
 
 
 def score(bundle: Path, source: str, data_root: Path, corpus: str, sample: int = 10_000, words: int = 100_000,
           seed: int = 1111, check_counts: bool = True) -> dict:  # fmt: skip
     """Dev scores of ``bundle`` with its expansion refitted from ``source``."""
-    from thoughtvec.service.bundle.format import load_bundle
-    from thoughtvec.service.core.encoder import Encoder
-    from thoughtvec.training import postprocess
-    from thoughtvec.training.evaluation.sources import BundleSource
-    from thoughtvec.training.expansion import ExpansionOptions, reexpand
-    from thoughtvec.training.wordvecs import load_word_vectors
-
     with tempfile.TemporaryDirectory(prefix="expansion-") as tmp:
         scratch = Path(tmp) / bundle.name
         fits = reexpand(bundle, scratch, ExpansionOptions(load_word_vectors(source), words=words))
@@ -53,9 +53,6 @@ def score(bundle: Path, source: str, data_root: Path, corpus: str, sample: int =
 
 def expanded_share(bundle, data_root: Path, check_counts: bool = True) -> float:
     """The share of the SentEval sentences' tokens that ``bundle`` reads through its vocabulary expansion."""
-    from thoughtvec.service.bundle.tokenizer import tokenize
-    from thoughtvec.training.evaluation.datasets import all_sentences
-
     ids = [
         bundle.vocab.index.get(t, -1) for s in all_sentences(data_root, check_counts) for t in tokenize(s, bundle.spec.tokenizer.lowercase)
     ]

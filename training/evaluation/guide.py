@@ -31,6 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thoughtvec.paths import REPO
+from thoughtvec.service.bundle.atomic import atomic_write_text
+from thoughtvec.service.bundle.fingerprint import fingerprint as view_fingerprint
+from thoughtvec.service.bundle.format import load_bundle
+from thoughtvec.service.model_guide import GUIDE_FILE
 from thoughtvec.training.evaluation.report import IMPORTED_FAMILY, bundle_bytes, dev_macro, flatten
 from thoughtvec.training.evaluation.retrieval import slug as retrieval_slug
 from thoughtvec.training.postprocess import MIN_GAIN
@@ -198,9 +202,6 @@ def choices(figs: dict[str, Figures], retrieval: Sequence[dict]) -> dict:
 def guide(records: Sequence[dict], retrieval: Sequence[dict], fingerprint=None) -> dict:
     """The model guide the server reads: per bundle present under the repository, its fingerprint (default
     view), the uses it is the pick for, among all and among those trained here, and its dev figures."""
-    from thoughtvec.service.bundle.fingerprint import fingerprint as view_fingerprint
-    from thoughtvec.service.bundle.format import load_bundle
-
     figs = figures(records, retrieval)
     best, here = picks(figs), picks(figs, trained_here=True)
     present = {
@@ -225,9 +226,6 @@ def guide(records: Sequence[dict], retrieval: Sequence[dict], fingerprint=None) 
 
 def write_guide(records: Sequence[dict], retrieval: Sequence[dict], path: Path | None = None) -> Path:
     """Write the guide into the serving package (or ``path``), atomically; unchanged content is not rewritten."""
-    from thoughtvec.service.bundle.atomic import atomic_write_text
-    from thoughtvec.service.model_guide import GUIDE_FILE
-
     path = path or GUIDE_FILE
     text = json.dumps(guide(records, retrieval), indent=1) + "\n"
     if not path.is_file() or path.read_text(encoding="utf-8") != text:

@@ -16,6 +16,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from thoughtvec.paths import REPO
+from thoughtvec.service.bundle.atomic import atomic_write_text
 from thoughtvec.training.evaluation import guide
 from thoughtvec.training.evaluation.report import bundle_bytes, dev_choices, dev_cosine, dev_macro, flatten, macro, pick
 from thoughtvec.training.evaluation.tasks import MACRO_TASKS
@@ -102,8 +104,6 @@ def _training_cells(path: Path) -> tuple[str, str]:
 
 def bundles_table(records: list[dict], retrieval: Sequence[dict] = ()) -> str:
     """One row per evaluated bundle: family, default view, training, size, dev and test scores."""
-    from thoughtvec.paths import REPO
-
     ours = [r for r in pick(records) if r["kind"] == "bundle"]
     ch = dev_choices(ours)
     figs = guide.figures(ours, retrieval)
@@ -149,8 +149,6 @@ def replace_between(text: str, markers: tuple[str, str], body: str) -> str | Non
 def write_tables(records: list[dict], report: Path, retrieval: Sequence[dict] = ()) -> list[Path]:
     """Rewrite the tables in ``README.md`` (one folder above ``report``) and ``models.md`` (beside it)
     where those files hold the markers; returns the files written."""
-    from thoughtvec.service.bundle.atomic import atomic_write_text
-
     written = []
     for path, markers, render in ((Path(report).parent.parent / "README.md", USE_MARKERS, use_table),
                                   (Path(report).parent / "models.md", BUNDLE_MARKERS, bundles_table)):  # fmt: skip

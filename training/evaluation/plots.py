@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from sklearn.decomposition import PCA
+from sklearn.manifold import TSNE
+from threadpoolctl import threadpool_limits
 
 from thoughtvec.training.plots import _figure, save_png
 
@@ -14,10 +17,6 @@ Panel = tuple[str, np.ndarray, np.ndarray, Sequence[str]]  # title, vectors (n, 
 
 def embed_2d(X: np.ndarray, seed: int) -> np.ndarray:
     """t-SNE (after PCA to ≤ 50 dimensions, which keeps it fast) of the rows of ``X``, (n, 2)."""
-    from sklearn.decomposition import PCA
-    from sklearn.manifold import TSNE
-    from threadpoolctl import threadpool_limits
-
     X = np.asarray(X, np.float32)
     k = min(50, X.shape[1], len(X))
     Z = PCA(n_components=k, random_state=seed).fit_transform(X) if X.shape[1] > k else X

@@ -115,7 +115,7 @@ class ServerRanker:
     def __init__(self, url: str, task: RetrievalTask, *, index: str | None = None, model: str | None = None,
                  view: str | None = None, mode: str | None = None, api_key: str | None = None, batch: int = 64,
                  timeout: float = 600.0, progress: Callable[[int], None] | None = None, truncation: str = "split"):  # fmt: skip
-        import httpx
+        import httpx  # a development dependency, not the package's: only a server (--url) needs it
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.url, self.mode_sent, self.batch, self.truncation = url.rstrip("/"), mode, batch, truncation

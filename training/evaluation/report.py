@@ -7,6 +7,7 @@ then macro averages, wall times with the exact commands, the protocol and the da
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,10 +15,12 @@ from pathlib import Path
 import numpy as np
 
 from thoughtvec import paths
+from thoughtvec.service.bundle.atomic import atomic_write_text
 from thoughtvec.training.evaluation import retrieval_report, runner
+from thoughtvec.training.evaluation.classifiers import MODES
 from thoughtvec.training.evaluation.papers import CITATIONS, PUBLISHED
 from thoughtvec.training.evaluation.runner import SCHEMA
-from thoughtvec.training.evaluation.tasks import MACRO6_TASKS, MACRO_TASKS
+from thoughtvec.training.evaluation.tasks import MACRO6_TASKS, MACRO_TASKS, select
 from thoughtvec.training.postprocess import MIN_GAIN
 
 KIND_ORDER = {"bundle": 0, "server": 1, "baseline": 2}
@@ -99,11 +102,6 @@ def dev_cosine(scores: dict[str, float]) -> float | None:
 def quick_dev_macro(source, view: str, data_root: Path | None, seed: int = 1111, check_counts: bool = True) -> float | None:
     """The mean dev accuracy over the 8 macro tasks of ``source``'s ``view`` by the quick protocol: the
     feature score the choices between word-vector sources are made on."""
-    import dataclasses
-
-    from thoughtvec.training.evaluation.classifiers import MODES
-    from thoughtvec.training.evaluation.tasks import select
-
     opts = runner.RunOptions(tasks=select(",".join(MACRO_TASKS)), protocol=dataclasses.replace(MODES["quick"], seed=seed),
                              data_root=data_root, check_counts=check_counts)  # fmt: skip
     return dev_macro(flatten(runner.evaluate(source, [view], opts, log=lambda _: None)[0]))
@@ -313,8 +311,6 @@ def render(records: list[dict], generated_by: str = "thoughtvec eval report", re
 
 def write_report(results_dir: str | Path, report: str | Path, combined: str | Path | None = None) -> tuple[Path, int]:
     """Render ``report`` (Markdown) and ``combined`` (all records + published numbers, JSON)."""
-    from thoughtvec.service.bundle.atomic import atomic_write_text
-
     records = load_records(results_dir)
     retrieval = retrieval_report.load(results_dir)
     atomic_write_text(report, render(records, retrieval=retrieval))

@@ -24,7 +24,7 @@ import numpy as np
 
 from thoughtvec.service.index.fusion import Fusion
 from thoughtvec.service.index.lexical import BM25, METHODS, Analyzer
-from thoughtvec.training.evaluation import beir, rankers, retrieval
+from thoughtvec.training.evaluation import beir, rankers, retrieval, sources
 from thoughtvec.training.evaluation.retrieval import Ranking
 
 STEMMERS = (None, "english", "porter")
@@ -97,8 +97,6 @@ def main(argv: list[str] | None = None) -> int:
         analyzer, bm25 = lexical_grid(task, say)
         say(f"\nbest: {analyzer} {bm25}")
         return 0
-    from thoughtvec.training.evaluation import sources
-
     if not (args.bundle or args.baseline):
         p.error("fusion needs --bundle or --baseline")
     src = sources.BundleSource(args.bundle, truncation="split") if args.bundle else sources.BASELINES[args.baseline]()

@@ -20,11 +20,17 @@ from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
+from tqdm import tqdm
 
+from thoughtvec.service.bundle.atomic import atomic_write_text
+from thoughtvec.service.bundle.format import HeadSpec, add_head
+from thoughtvec.service.bundle.heads import RelatednessHead, save
 from thoughtvec.training.evaluation import datasets
 from thoughtvec.training.evaluation.classifiers import Protocol
+from thoughtvec.training.evaluation.plots import tsne_panels
 from thoughtvec.training.evaluation.sources import Source, encode_views
 from thoughtvec.training.evaluation.tasks import Context, EvalTask
+from thoughtvec.training.modelcard import set_card_section
 from thoughtvec.training.provenance import git_commit
 
 SCHEMA = "thoughtvec-eval-v1"
@@ -117,8 +123,6 @@ def _headline(m: dict) -> str:
 
 
 def _progress_bar(total: int, name: str):
-    from tqdm import tqdm
-
     bar = tqdm(total=total, desc=f"encode {name}", unit="sent", mininterval=2.0, file=sys.stderr, leave=False)
 
     def update(n: int) -> None:
@@ -131,8 +135,6 @@ def _progress_bar(total: int, name: str):
 
 def _plots(name: str, kind: str, view: str, data: dict, ctx: Context, opts: RunOptions, plots_dir: Path) -> dict:
     """t-SNE of TREC and SUBJ vectors coloured by label (skip-thought Figure 2), if those sets were loaded."""
-    from thoughtvec.training.evaluation.plots import tsne_panels
-
     panels = []
     for key, split in (("TREC", "train"), ("SUBJ", "all")):
         if key in data:
@@ -152,8 +154,6 @@ def slug(name: str, view: str, mode: str, kind: str = "bundle") -> str:
 
 def save_record(record: dict, results_dir: Path) -> Path:
     """Write a record as ``<results_dir>/<slug>.json`` (atomically), without its arrays."""
-    from thoughtvec.service.bundle.atomic import atomic_write_text
-
     path = Path(results_dir) / f"{slug(record['name'], record['view'], record['mode'], record['kind'])}.json"
     clean = {k: v for k, v in record.items() if not k.startswith("_")}
     atomic_write_text(path, json.dumps(clean, indent=1, default=_jsonable) + "\n")
@@ -171,9 +171,6 @@ def _jsonable(x):
 def save_head(bundle_dir: Path, records: Sequence[dict], log: Log = print) -> dict:
     """Save the SICK-R model of the view with the best SICK-R dev Pearson into the bundle as its
     relatedness head (``relatedness.npz`` + ``bundle.json`` ``heads.relatedness``)."""
-    from thoughtvec.service.bundle.format import HeadSpec, add_head
-    from thoughtvec.service.bundle.heads import RelatednessHead, save
-
     have = [r for r in records if r.get("_head")]
     if not have:
         raise ValueError("no SICK-R model to save: include the SICK-R task (--tasks ...,SICK-R)")
@@ -194,8 +191,6 @@ def save_head(bundle_dir: Path, records: Sequence[dict], log: Log = print) -> di
 
 def _card_note(bundle_dir: Path, info: dict) -> None:
     """Record the head in the bundle's model card (replacing an earlier note), with SICK's licence."""
-    from thoughtvec.training.modelcard import set_card_section
-
     card = bundle_dir / "MODEL_CARD.md"
     if not card.is_file():
         return

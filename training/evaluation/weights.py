@@ -20,12 +20,11 @@ from pathlib import Path
 from thoughtvec.training.evaluation import report
 from thoughtvec.training.evaluation.datasets import default_root
 from thoughtvec.training.evaluation.sources import GloveAverage
+from thoughtvec.training.wordvecs import load_word_vectors
 
 
 def score(source: str, data_root: Path, seed: int = 1111) -> dict[str, float]:
     """Dev scores of the SIF average over ``source``: cosine (post-processed on dev) and feature accuracy."""
-    from thoughtvec.training.wordvecs import load_word_vectors
-
     wv = load_word_vectors(source)  # once for both averages
     cos = GloveAverage(source=source, weighting="sif", postprocess="dev", data_root=data_root, vectors=wv)
     assert cos.choice is not None

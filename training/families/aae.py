@@ -20,10 +20,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from thoughtvec.service.bundle.format import TokenizerSpec, ViewSpec
+from thoughtvec.service.bundle.tokenizer import tokenize
 from thoughtvec.service.bundle.vocab import EOS_ID, UNK_ID
 from thoughtvec.training.data import IdCorpus, TokenCorpus, pad_batch, vocabulary_from_counts
+from thoughtvec.training.decoders import aae_decoder
 from thoughtvec.training.families.base import ExportEncoder, Family, Prepared, TrainModel
 from thoughtvec.training.nn import FactoredTable, length_mask, masked_max, masked_mean
+from thoughtvec.training.plots import plot_memory_attention
 from thoughtvec.training.softmax import OutputLayer
 from thoughtvec.training.wordvecs import block_dims, describe, fixed_vocabulary, load_word_vectors
 
@@ -260,8 +263,6 @@ class AAEFamily(Family):
 
     def export_decoder(self, cfgs, models, prepared):
         """The decoder that reconstructs a sentence from its pooled memory (eq. 15-21)."""
-        from thoughtvec.training.decoders import aae_decoder
-
         return aae_decoder(cfgs[0], models[0], prepared)
 
     def describe(self, cfgs, variant) -> str:
@@ -299,8 +300,6 @@ class AAEFamily(Family):
         model, prepared = report.get("_model"), report.get("_prepared")
         if model is None or cfgs[0].pooling != "mean-max":
             return []
-        from thoughtvec.training.plots import plot_memory_attention
-
         examples = ["he ran his hand inside his coat , double-checking that the unopened letter was still there .",
                     "the lord is my shepherd ; i shall not want ."]  # fmt: skip
         rows = [memory_attention(model, prepared.vocab, s) for s in examples]
@@ -319,8 +318,6 @@ def memory_attention(model: MeanMaxAAE, vocab, sentence: str) -> tuple[list[str]
     """Debug helper (not in the bundle): the decoder's attention over the memory slots at each step.
 
     Returns the target tokens and a (T, slots) array, heads averaged — the paper's Figure 2."""
-    from thoughtvec.service.bundle.tokenizer import tokenize
-
     toks = tokenize(sentence) + ["</S>"]
     ids = torch.tensor([vocab.ids(toks[:-1]) + [EOS_ID]])
     lengths = torch.tensor([ids.shape[1]])

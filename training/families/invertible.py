@@ -20,17 +20,23 @@ word vectors, so the weighting that makes word averages good sentence vectors ap
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from thoughtvec.service.bundle import postprocess
 from thoughtvec.service.bundle.format import TokenizerSpec, ViewSpec
+from thoughtvec.service.bundle.tokenizer import tokenize
 from thoughtvec.service.bundle.vocab import UNK_ID, Vocabulary
 from thoughtvec.training.data import IdCorpus, TokenCorpus, pad_batch
+from thoughtvec.training.evaluation.sources import sif_weights, word_counts
 from thoughtvec.training.families.base import ExportEncoder, Family, Prepared, TrainModel
 from thoughtvec.training.nn import FactoredTable, GRUStates, length_mask, masked_max, masked_mean, masked_min
+from thoughtvec.training.plots import plot_singular_values
+from thoughtvec.training.postprocess import corpus_sample
 from thoughtvec.training.wordvecs import block_dims, describe, fixed_vocabulary, load_word_vectors
 
 
@@ -293,13 +299,6 @@ class InvertibleFamily(Family):
     def export_encoder(self, cfgs, models, prepared, variant, corpus: str = "", pc_sample: int = 20_000, input_words: int = 0, **_):
         """The graph of every view; ``input_words`` > 0 lets it read that many of the most frequent words of
         its pretrained vectors besides the trained vocabulary, or fewer (:func:`input_vocabulary`)."""
-        from pathlib import Path
-
-        from thoughtvec.service.bundle import postprocess
-        from thoughtvec.service.bundle.tokenizer import tokenize
-        from thoughtvec.training.evaluation.sources import sif_weights, word_counts
-        from thoughtvec.training.postprocess import corpus_sample
-
         (cfg,), (model,) = cfgs, models
         vocab, table = input_vocabulary(cfg, model.words.table.cpu().numpy(), prepared.vocab, input_words, prepared.state["counts"])
         sif = torch.from_numpy(sif_weights(vocab.tokens, word_counts(Path(corpus)))) if corpus else torch.ones(len(vocab))
@@ -377,8 +376,6 @@ class InvertibleFamily(Family):
         sv = report.get("singular_values")
         if not sv:
             return []
-        from thoughtvec.training.plots import plot_singular_values
-
         plot_singular_values(sv["all"], bundle_dir / "singular_values.png")
         md = (f"All {len(sv['all'])} singular values of W after training: min {sv['min']:.4f}, max {sv['max']:.4f}, "
               f"mean {sv['mean']:.4f} (§3.3.1: they should be close to 1, so f_de⁻¹(x) = Wᵀx inverts f_de on W's row space).\n\n"

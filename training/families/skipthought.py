@@ -25,8 +25,10 @@ from torch.nn.utils.rnn import pack_padded_sequence
 from thoughtvec.service.bundle.format import TokenizerSpec, ViewSpec
 from thoughtvec.service.bundle.vocab import Vocabulary
 from thoughtvec.training.data import IdCorpus, TokenCorpus, pad_batch, vocabulary_from_counts
+from thoughtvec.training.decoders import skipthought_decoder
+from thoughtvec.training.expansion import expand
 from thoughtvec.training.families.base import ExportEncoder, Family, Prepared, TrainModel
-from thoughtvec.training.nn import GRUStates
+from thoughtvec.training.nn import GRUStates, orthogonal_gru_init
 from thoughtvec.training.softmax import OutputLayer
 
 
@@ -57,8 +59,6 @@ class SkipThought(TrainModel):
         # eq. 5-7: one GRU per neighbour, input [x_{t-1}; h_i] so W_ih = [W^d | C]
         self.dec_prev = nn.GRU(cfg.emb_dim + cfg.hidden, cfg.dec_hidden, batch_first=True)
         self.dec_next = nn.GRU(cfg.emb_dim + cfg.hidden, cfg.dec_hidden, batch_first=True)
-        from thoughtvec.training.nn import orthogonal_gru_init
-
         for g in (self.dec_prev, self.dec_next):
             orthogonal_gru_init(g, -r, r)
         self.out = OutputLayer(cfg.dec_hidden, vocab_size, counts, cfg.num_sampled, cfg.sample_alpha)  # shared V
@@ -189,8 +189,6 @@ class SkipThoughtFamily(Family):
         """§3.6: the previous- and next-sentence decoders, conditioned on the sentence vector. combine-skip gets none:
         the bundle of its uni-skip part, exported from the same checkpoint, carries the same decoders, and with them
         combine-skip would pass the bundle size budget."""
-        from thoughtvec.training.decoders import skipthought_decoder
-
         if len(cfgs) > 1:
             return None
         cfg, model = cfgs[0], models[0]
@@ -251,8 +249,6 @@ class SkipThoughtFamily(Family):
         return secs
 
     def export_encoder(self, cfgs, models, prepared, variant, expansion=None, **_):
-        from thoughtvec.training.expansion import expand
-
         vocab = prepared.vocab
         parts, names, dims, report = [], [], [], {}
         shared_source = None  # combine-skip's two parts read the same pretrained vectors: store them once

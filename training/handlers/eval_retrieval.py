@@ -12,6 +12,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from thoughtvec.service.bundle.atomic import atomic_write_text
+from thoughtvec.service.bundle.errors import BundleError, ThoughtvecError
+from thoughtvec.training.evaluation import beir, rankers
+from thoughtvec.training.evaluation.datasets import DatasetError
+from thoughtvec.training.evaluation.retrieval import evaluate, slug
+from thoughtvec.training.evaluation.runner import _progress_bar, versions
+
 
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
@@ -36,10 +43,6 @@ def _command(args: argparse.Namespace, kind: str, target: str, view: str, mode: 
 
 def save(record: dict, results_dir: Path) -> Path:
     """``<results_dir>/retrieval/<slug>.json``, written atomically."""
-    from thoughtvec.service.bundle.atomic import atomic_write_text
-    from thoughtvec.training.evaluation.retrieval import slug
-    from thoughtvec.training.evaluation.runner import versions
-
     record = record | {"versions": versions(), "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     path = Path(results_dir) / "retrieval" / f"{slug(record)}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -48,9 +51,6 @@ def save(record: dict, results_dir: Path) -> Path:
 
 
 def run_retrieval(args: argparse.Namespace, make_source: Callable) -> int:
-    from thoughtvec.service.bundle.errors import BundleError, ThoughtvecError
-    from thoughtvec.training.evaluation.datasets import DatasetError
-
     if not (args.bundle or args.baseline or args.url or args.lexical):
         _log("thoughtvec eval --retrieval: name something to score: --lexical, --bundle PATH, --baseline NAME or --url URL")
         return 2
@@ -67,10 +67,6 @@ def run_retrieval(args: argparse.Namespace, make_source: Callable) -> int:
 
 
 def _run(args: argparse.Namespace, make_source: Callable) -> list[str]:
-    from thoughtvec.training.evaluation import beir, rankers
-    from thoughtvec.training.evaluation.retrieval import evaluate
-    from thoughtvec.training.evaluation.runner import _progress_bar
-
     task = beir.load(args.beir)
     _log(f"{task.name}: {len(task.doc_ids)} documents, {len(task.query_ids)} judged queries")
     modes = args.mode or ["dense"]

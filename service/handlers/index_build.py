@@ -1,0 +1,61 @@
+"""``thoughtvec index build``: a file of texts embedded into a new index (its parser: ``service/cli.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from thoughtvec.service.core.encoder import Encoder, available_providers
+from thoughtvec.service.errors import ThoughtvecError
+from thoughtvec.service.handlers.index_list import index_settings, where_stored
+from thoughtvec.service.index.backend import open_backend
+from thoughtvec.service.index.build import build_index, read_documents
+from thoughtvec.service.settings import default_search_mode
+
+log = logging.getLogger(__name__)
+
+
+def cmd_index_build(args: argparse.Namespace) -> int:
+    settings = index_settings(args)
+    models_dir = args.models_dir or settings.models_dir
+    bundle = Path(args.model) if Path(args.model).is_dir() else models_dir / args.model
+    try:
+        encoder = Encoder.load(bundle, providers=available_providers())
+        store = open_backend(settings.model_copy(update={"prefer_cuda": False}))  # it searches nothing: no GPU copy
+        try:
+            view = encoder.view(args.view)
+            mode = args.mode or default_search_mode(encoder.name, store.capabilities.modes)
+            # the store makes the config: a mode or a factory it cannot serve is refused before anything is embedded
+            config = store.new_config(
+                args.name,
+                encoder.name,
+                view,
+                encoder.dim(view),
+                factory=args.factory,
+                metric=args.metric,
+                normalize=args.normalize,
+                fingerprint=encoder.fingerprint(view),
+                mode=mode,
+            )
+            docs = read_documents(args.input, args.limit)
+            log.info("%d texts from %s; model %s view %s, searched %s", len(docs), args.input, encoder.name, view, mode)
+
+            def encode(texts: list[str]) -> np.ndarray:
+                return encoder.encode(texts, view, normalize=False, truncation="split", batch_size=args.batch_size)
+
+            stats = store.install(build_index(encode, config, docs), overwrite=args.overwrite)
+        finally:
+            store.close()
+    except (ThoughtvecError, ValueError, OSError) as e:
+        print(f"thoughtvec index build: {getattr(e, 'message', e)}", file=sys.stderr)
+        return 1
+    where = where_stored(settings) if store.capabilities.shared else Path(settings.index_dir) / args.name
+    print(
+        f"index '{args.name}': {stats.documents} documents, {stats.factory} {stats.metric}, "
+        f"model {stats.model}/{stats.view} (dim {stats.dim}), searched {stats.mode} -> {where}"
+    )
+    return 0
