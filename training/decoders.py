@@ -50,15 +50,15 @@ class DecoderExport:
 
     def spec(self, opset: int, weights_dtype: str, vector_norm: float) -> DecoderSpec:
         return DecoderSpec(
-            kind=self.kind,  # type: ignore[arg-type]
-            tasks=self.tasks,  # type: ignore[arg-type]
+            kind=self.kind,
+            tasks=self.tasks,
             output=self.output,
             vocabulary=DECODER_VOCAB if self.words is not None else "vocab.txt",
             vocab_size=self.vocab_size,
             state_dim=self.state_dim,
             max_tokens=self.max_tokens,
             vector_norm=vector_norm,
-            weights_dtype=weights_dtype,  # type: ignore[arg-type]
+            weights_dtype=weights_dtype,
             opset=opset,
             description=self.description,
         )
@@ -68,6 +68,10 @@ class Rows(nn.Module):
     """A (V, D) word table (input embeddings, the output matrix), in float or, after :meth:`to_int8`, as int8 rows
     with one scale each (``w ≈ q · s``): the compact bundle's decoders keep their two vocabulary-sized tables at a
     quarter of float32, half of fp16 (skip-thought's decoders are mostly these two tables)."""
+
+    w: torch.Tensor  # the float rows, until to_int8
+    q: torch.Tensor | None  # the int8 rows and their scales, after
+    s: torch.Tensor | None
 
     def __init__(self, w: torch.Tensor):
         super().__init__()
@@ -84,10 +88,14 @@ class Rows(nn.Module):
 
     def lookup(self, ids: torch.Tensor) -> torch.Tensor:
         """(…) ids → (…, D) rows."""
-        return self.w[ids] if self.q is None else self.q[ids].float() * self.s[ids]
+        if self.q is None or self.s is None:
+            return self.w[ids]
+        return self.q[ids].float() * self.s[ids]
 
     def table(self) -> torch.Tensor:
-        return self.w if self.q is None else self.q.float() * self.s  # (V, D)
+        if self.q is None or self.s is None:
+            return self.w
+        return self.q.float() * self.s  # (V, D)
 
 
 def compact(step: nn.Module) -> None:
@@ -104,10 +112,13 @@ class GRUDecoderStep(nn.Module):
         super().__init__()
         keep = lambda t: nn.Parameter(t.detach().clone(), requires_grad=False)  # noqa: E731
         self.emb = Rows(emb)  # (V, E); row 0 (<pad>) is the zero start input
-        self.w_ih = keep(torch.stack([g.weight_ih_l0 for g in grus]))  # (K, 3H, E + D): [W^d | C] per gate
-        self.w_hh = keep(torch.stack([g.weight_hh_l0 for g in grus]))  # (K, 3H, H)
-        self.b_ih = keep(torch.stack([g.bias_ih_l0 for g in grus]))  # (K, 3H)
-        self.b_hh = keep(torch.stack([g.bias_hh_l0 for g in grus]))  # (K, 3H)
+        w_ih, w_hh, b_ih, b_hh = (
+            [torch.as_tensor(getattr(g, f)) for g in grus] for f in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
+        )
+        self.w_ih = keep(torch.stack(w_ih))  # (K, 3H, E + D): [W^d | C] per gate
+        self.w_hh = keep(torch.stack(w_hh))  # (K, 3H, H)
+        self.b_ih = keep(torch.stack(b_ih))  # (K, 3H)
+        self.b_hh = keep(torch.stack(b_hh))  # (K, 3H)
         self.v = Rows(proj.weight)  # (V, H): eq. 9's vocabulary matrix, shared
         self.v_bias = None if proj.bias is None else keep(proj.bias)
 
@@ -129,6 +140,8 @@ class GRUDecoderStep(nn.Module):
 
 class AttentionDecoderStep(nn.Module):
     """The AAE's decoder over a prefix of output-vocabulary words; logits of the next word."""
+
+    pe: torch.Tensor  # a buffer: the positional encodings
 
     def __init__(self, model, from_out: np.ndarray, pooling: str):
         super().__init__()
@@ -202,8 +215,17 @@ def decoder_to_onnx(dec: DecoderExport, condition_dim: int, opset: int) -> onnx.
     buf = io.BytesIO()
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
-        torch.onnx.export(dec.step, args, buf, dynamo=False, input_names=names, output_names=outputs, dynamic_axes=axes,
-                          opset_version=opset, do_constant_folding=False)  # fmt: skip
+        torch.onnx.export(
+            dec.step,
+            args,
+            buf,  # type: ignore[arg-type]  # torch annotates a path, but the TorchScript exporter writes to a file object too
+            dynamo=False,
+            input_names=names,
+            output_names=outputs,
+            dynamic_axes=axes,
+            opset_version=opset,
+            do_constant_folding=False,
+        )
     # no folding: it would store the int8 tables' products with their scales as float (ONNX Runtime folds them at load)
     model = onnx.load_from_string(buf.getvalue())
     onnx.checker.check_model(model)

@@ -21,6 +21,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -124,7 +125,7 @@ def _score_task(
         hyps.extend(d.words for d in dec.sample(task, vectors[start : start + 64], limit))
     copies = [[w if w in unigram.index else UNK for w in s][: dec.spec.max_tokens - 1] for s in sources]
     mean_len = max(1, round(float(np.mean([len(r) for r in refs]))))
-    res = {
+    res: dict[str, Any] = {
         "sentences": len(pairs),
         "decoder": {"bleu": bleu(hyps, refs), "exact_match": float(np.mean([h == r for h, r in zip(hyps, refs)]))},
         "copy": {"bleu": bleu(copies, refs), "exact_match": float(np.mean([c == r for c, r in zip(copies, refs)]))},
