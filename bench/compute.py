@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import logging
 import math
@@ -28,7 +29,7 @@ import os
 import random
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -166,10 +167,13 @@ class GraphRun:
         return self.sentences / self.seconds
 
 
-def graph_alone(enc: Encoder, ids: Sequence[Sequence[int]], batcher: Batcher, ops: Ops | None, seconds: float) -> GraphRun:
+def graph_alone(
+    enc: Encoder, ids: Sequence[Sequence[int]], batcher: Batcher, ops: Ops | None, seconds: float, refit: bool = True
+) -> GraphRun:
     """The session alone on ``ids`` queued in this order, batched as ``batcher``'s worker batches them: window by
     window, each planned with its current run cost, every run timed and handed to the batcher, which refits
-    its cost as it does on served runs. Until ``seconds`` have passed (whole windows; at least one)."""
+    its cost as it does on served runs (``refit``; off: one fixed plan, to compare graphs on it). Until
+    ``seconds`` have passed (whole windows; at least one)."""
     out = enc.spec.views[enc.spec.default_view].output
     lim = batcher.limits
     first = windows(len(ids), lim)[0]
@@ -183,7 +187,7 @@ def graph_alone(enc: Encoder, ids: Sequence[Sequence[int]], batcher: Batcher, op
             started = time.perf_counter()
             enc.session.run([out], enc.inputs(batch))
             longest = max(len(s) for s in batch)
-            if batcher.cost is not None:
+            if refit and batcher.cost is not None:
                 batcher._observe(len(batch), longest, time.perf_counter() - started)  # the server's refit, on these runs
             run.runs += 1
             run.sentences += len(batch)
@@ -298,6 +302,48 @@ def measure_as_served(bundle: Path, texts: Sequence[str], seconds: float, peaks_
     return "\n".join(lines)
 
 
+@contextlib.contextmanager
+def with_graph(bundle: Path, graph: Path) -> Iterator[Path]:
+    """A copy of ``bundle`` (links to its files) whose ONNX file is ``graph``: the same bundle, another graph."""
+    from thoughtvec.service.bundle.format import load_bundle
+
+    onnx_name = load_bundle(bundle).onnx_path.name
+    with tempfile.TemporaryDirectory(prefix="tv-variant-") as tmp:
+        copy = Path(tmp) / bundle.name
+        copy.mkdir()
+        for f in bundle.resolve().iterdir():
+            (copy / f.name).symlink_to(graph.resolve() if f.name == onnx_name else f)
+        yield copy
+
+
+def compare_graphs(bundle: Path, graph: Path, texts: Sequence[str], seconds: float, rounds: int) -> str:
+    """The bundle's graph (A) and ``graph`` (B) in its place, both served as the server serves them: their vectors
+    side by side (faithful: max |A − B| and least cosine; batch-independent: B's vectors alone against in its
+    batches), then the graph alone on one fixed plan (A's calibrated cost), A and B alternated ``rounds`` times."""
+    lines = []
+    with with_graph(bundle, graph) as other:
+        a, b = served_model(bundle), served_model(other)
+        ids = [a.encoder.fit(a.encoder.token_ids(texts[i]), "truncate") for i in arrival_order(len(texts))]
+        probe = ids[:256]
+        va, vb = a.encoder.run_ids(probe), b.encoder.run_ids(probe)
+        alone = np.concatenate([b.encoder.run_ids([s]) for s in probe[:64]])
+        na, nb = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in (va, vb))
+        lines.append(
+            f"vectors of {len(probe)} sentences, B against A: max |diff| {np.abs(va - vb).max():.2e}, least cosine "
+            f"{(na * nb).sum(1).min():.6f}; B alone against B in a batch: max |diff| {np.abs(alone - vb[:64]).max():.2e}"
+        )
+        b.batcher.cost = a.batcher.cost
+        got: dict[str, list[float]] = {"A": [], "B": []}
+        for _ in range(rounds):
+            for label, m in (("A", a), ("B", b)):
+                got[label].append(graph_alone(m.encoder, ids, m.batcher, None, seconds, refit=False).sentences_per_s)
+        for label in ("A", "B"):
+            lines.append(f"graph alone, the server's plan, {label}: " + ", ".join(f"{v:.0f}" for v in got[label]) + " sentences/s")
+        gain = [vb_ / va_ for va_, vb_ in zip(got["A"], got["B"])]
+        lines.append("B over A by round: " + ", ".join(f"x{g:.2f}" for g in gain) + f"; median x{float(np.median(gain)):.2f}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     from thoughtvec.bench.flops import graph_flops
 
@@ -306,10 +352,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--models", default="invertible-linear,uni-skip,mean-max-aae")
     ap.add_argument("--sentences", type=int, default=4000, help="sentences of the bundled search sample")
     ap.add_argument("--seconds", type=float, default=5.0, help="longest time the graph alone runs the server's plan")
+    ap.add_argument("--variant", type=Path, help="compare: the first model with this ONNX graph in place of its own (B), alternated")
+    ap.add_argument("--rounds", type=int, default=3, help="A/B rounds of --variant")
     args = ap.parse_args(argv)
+    texts = load_sentences(None, args.sentences)
+    if args.variant:
+        bundle = Path(args.models_dir) / args.models.split(",")[0]
+        print(f"A: {bundle}; B: A with the graph {args.variant}\n" + compare_graphs(bundle, args.variant, texts, args.seconds, args.rounds))
+        return
     for th in (1, 2):
         print(f"numpy sgemm 2048^3, {th} thread(s): {sgemm_peak(th):.0f} GFLOP/s", flush=True)
-    texts = load_sentences(None, args.sentences)
     peaks: dict = {}
     for k, name in enumerate(args.models.split(",")):
         print(f"{name} as served:\n" + measure_as_served(Path(args.models_dir) / name, texts, args.seconds, peaks), flush=True)

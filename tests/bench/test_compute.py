@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import threading
 
 import numpy as np
@@ -79,3 +80,14 @@ def test_the_peak_graphs_run_for_every_int8_product_and_float():
     for op in ("MatMulInteger", "MatMulIntegerToFloat", "DynamicQuantizeMatMul", "QLinearMatMul", "MatMul"):
         assert matmul_peak(op, opts, n=32, repeats=1) > 0
     assert matmul_peak("MatMulInteger", opts, n=32, repeats=1, types=(TensorProto.INT8, TensorProto.INT8)) > 0
+
+
+def test_a_graph_compared_with_itself_gives_the_same_vectors(models_dir):
+    from thoughtvec.bench.compute import compare_graphs
+    from thoughtvec.service.bundle.format import load_bundle
+
+    bundle = models_dir / "tiny"
+    out = compare_graphs(bundle, load_bundle(bundle).onnx_path, [f"the cat sat on mat number {i} ." for i in range(40)], 0.01, 1)
+    assert "B against A: max |diff| 0.00e+00, least cosine 1.000000" in out
+    assert re.search(r"graph alone, the server's plan, A: \d+ sentences/s\ngraph alone, the server's plan, B: \d+ sentences/s", out)
+    assert re.search(r"B over A by round: x[\d.]+; median x[\d.]+", out)
