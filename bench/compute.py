@@ -344,6 +344,20 @@ def compare_graphs(bundle: Path, graph: Path, texts: Sequence[str], seconds: flo
     return "\n".join(lines)
 
 
+def reference_cosines(bundle: Path, graph: Path, texts: Sequence[str], folder: Path) -> str:
+    """Cosine of A's and B's vectors (``Encoder.encode``, normalised, batches of 32) to the sentence-transformers
+    model at ``folder`` (the reference both were exported from), on ``texts``. Needs sentence-transformers."""
+    from sentence_transformers import SentenceTransformer
+
+    ref = SentenceTransformer(str(folder), device="cpu").encode(list(texts), normalize_embeddings=True, batch_size=64)
+    lines = []
+    with with_graph(bundle, graph) as other:
+        for label, path in (("A", bundle), ("B", other)):
+            cos = (Encoder.load(path).encode(list(texts), batch_size=32) * ref).sum(1)
+            lines.append(f"{label} against the reference, {len(texts)} sentences: least cosine {cos.min():.6f}, mean {cos.mean():.6f}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     from thoughtvec.bench.flops import graph_flops
 
@@ -354,11 +368,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seconds", type=float, default=5.0, help="longest time the graph alone runs the server's plan")
     ap.add_argument("--variant", type=Path, help="compare: the first model with this ONNX graph in place of its own (B), alternated")
     ap.add_argument("--rounds", type=int, default=3, help="A/B rounds of --variant")
+    ap.add_argument("--reference", type=Path, help="with --variant: the sentence-transformers folder A was exported from")
     args = ap.parse_args(argv)
     texts = load_sentences(None, args.sentences)
     if args.variant:
         bundle = Path(args.models_dir) / args.models.split(",")[0]
         print(f"A: {bundle}; B: A with the graph {args.variant}\n" + compare_graphs(bundle, args.variant, texts, args.seconds, args.rounds))
+        if args.reference:
+            print(reference_cosines(bundle, args.variant, texts[:512], args.reference))
         return
     for th in (1, 2):
         print(f"numpy sgemm 2048^3, {th} thread(s): {sgemm_peak(th):.0f} GFLOP/s", flush=True)
