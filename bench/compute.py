@@ -10,8 +10,13 @@
    pre-tokenized sentences in arrival order, cut into batches as the server's worker cuts them
    (:func:`server_plan`), no tokenizing or post-processing: sentences/s, int8 op/s and float FLOP/s on the
    real tokens, and the share of the peak: the time the operations would take at peak over the time taken.
-3. The graph alone at fixed batches of 32 and 128 (length-sorted, greedy), as before the server's plan.
+3. The graph alone at fixed batches of 32 and 128 (length-sorted, greedy), for comparison.
 4. For the first bundle, ONNX Runtime's own profile at batch 32 (1 000 sentences): its time by operator.
+
+``--variant GRAPH`` instead compares the first bundle (A) with ``GRAPH`` in place of its own ONNX file (B), e.g.
+the output of ONNX Runtime's transformer optimizer: vectors side by side (faithful: max |A − B|, least cosine;
+batch-independent: B alone against in a batch), and the graph alone on one fixed server plan, A and B
+alternated ``--rounds`` times; ``--reference FOLDER`` adds both's cosine to the sentence-transformers model.
 
 Needs ``onnx`` and ``sympy`` (``pip install 'thoughtvec[bench]'``; the training and dev installs have both).
 """
