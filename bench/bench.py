@@ -410,8 +410,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"in-process `Encoder.encode` (the loaded bundle adds {inproc.rss_added_mb:.0f} MB resident)\n")
         print("| batch | sentences/s | G op/s (int8 + float) |\n|---:|---:|---:|")
         for b, v in inproc.speed.items():
-            print(f"| {b} | {v:.0f} | {inproc.gops[b]:.1f} |")
-        print(f"\n{measure_as_served(bundle, sentences, args.seconds, peaks)}", flush=True)
+            print(f"| {b} | {v:.0f} | {'–' if np.isnan(inproc.gops[b]) else f'{inproc.gops[b]:.1f}'} |")
+        print(f"\n{measure_as_served(bundle, sentences, args.seconds, peaks, args.server_flag)}", flush=True)
         if args.no_server:
             continue
         if args.against:

@@ -110,11 +110,20 @@ def operator_profile(enc: Encoder, ids: list[list[int]]) -> list[tuple[str, floa
 # -- as the server runs it ------------------------------------------------------------------
 
 
+def server_settings(flags: Sequence[str] = ()) -> Settings:
+    """The settings ``thoughtvec serve FLAGS`` runs with: the ``THOUGHTVEC_*`` environment, then the flags."""
+    from thoughtvec.service.settings import add_cli_flags, load_settings, overrides_from_args
+
+    parser = argparse.ArgumentParser(prog="thoughtvec serve")
+    add_cli_flags(parser)
+    return load_settings(**overrides_from_args(parser.parse_args(list(flags))))
+
+
 def served_model(bundle: Path, settings: Settings | None = None) -> Model:
     """``bundle`` loaded, warmed and calibrated by the server's own registry, then its batcher stopped: the
     encoder as served (threads, session options) with the batch limits and measured run cost the server
-    plans with (``settings``: default, the ``TV_`` environment as ``thoughtvec serve`` reads it)."""
-    base = settings or Settings()
+    plans with (``settings``: :func:`server_settings`' defaults)."""
+    base = settings or server_settings()
     with tempfile.TemporaryDirectory(prefix="tv-compute-") as tmp:
         (Path(tmp) / bundle.name).symlink_to(bundle.resolve())  # the registry serves every bundle of its folder
         registry = Registry(base.model_copy(update={"models_dir": Path(tmp), "warmup": True}))
@@ -280,9 +289,12 @@ def arrival_order(n: int, seed: int = 0) -> list[int]:
     return order
 
 
-def measure_as_served(bundle: Path, texts: Sequence[str], seconds: float, peaks_cache: dict | None = None) -> str:
-    """Lines to print: the bundle's operations, the peak, and the graph alone with the server's plan."""
-    model = served_model(bundle)
+def measure_as_served(
+    bundle: Path, texts: Sequence[str], seconds: float, peaks_cache: dict | None = None, server_flags: Sequence[str] = ()
+) -> str:
+    """Lines to print: the bundle's operations, the peak, and the graph alone with the server's plan (the server
+    ``thoughtvec serve SERVER_FLAGS`` would run)."""
+    model = served_model(bundle, server_settings(server_flags))
     enc, batcher = model.encoder, model.batcher
     ops = count_ops(bundle.resolve() / enc.bundle.onnx_path.relative_to(enc.bundle.path))  # served from a folder now gone
     ids = [enc.fit(enc.token_ids(texts[i]), "truncate") for i in arrival_order(len(texts))]

@@ -91,3 +91,12 @@ def test_a_graph_compared_with_itself_gives_the_same_vectors(models_dir):
     assert "B against A: max |diff| 0.00e+00, least cosine 1.000000" in out
     assert re.search(r"graph alone, the server's plan, A: \d+ sentences/s\ngraph alone, the server's plan, B: \d+ sentences/s", out)
     assert re.search(r"B over A by round: x[\d.]+; median x[\d.]+", out)
+
+
+def test_the_graph_as_served_runs_with_the_servers_flags(models_dir):
+    from thoughtvec.bench.compute import measure_as_served
+
+    texts = [f"the cat sat on mat number {i} ." for i in range(40)]
+    out = measure_as_served(models_dir / "tiny", texts, 0.01, None, ["--max-batch-size", "4", "--batch-planning", "greedy"])
+    assert "(windows of 16 in arrival order, at most 4 sentences / 8192 tokens a run; calibrated: greedy;" in out
+    assert re.search(r"^operations: float [\d.]+ MFLOP per token", out, re.M)
