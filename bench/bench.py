@@ -3,10 +3,14 @@ Prints figures; asserts nothing.
 
 Per bundle:
 
-1. **In-process**: ``Encoder.encode`` at batch 1, 32, 128 (tokenize, length-sort, run, normalise; no
-   HTTP): sentences/s, and achieved GFLOP/s: the graph's matrix-product and recurrent-cell FLOPs per
-   token (``bench/flops.py``, a floor) times the real tokens run per second. Resident memory
-   the loaded bundle adds to this process.
+1. **In-process**: the graph's operations per token (``bench/flops.py``: matrix products, attention and
+   recurrent cells, int8 and float apart; a floor). ``Encoder.encode`` at batch 1, 32, 128 (tokenize,
+   length-sort, run, normalise; no HTTP): sentences/s, and achieved G op/s: each real sentence's
+   operations at its length, per second. Resident memory the loaded bundle adds to this process. Then
+   the graph alone as the server runs it (``bench/compute.py``: the bundle loaded, warmed and timed by
+   the server's registry, its batches cut by the server's plan over sentences in arrival order) against
+   ONNX Runtime's practical peak on the same threads (``bench/peak.py``): int8 op/s and float FLOP/s
+   each against its peak, and achieved/peak overall.
 2. **Server**: a real ``thoughtvec serve`` subprocess serving that bundle alone, flooded closed-loop
    with 1-sentence and 32-sentence ``POST /v1/embeddings`` requests at each concurrency: sentences/s,
    latency p50/p90/p99, and the server's own CPU time per request (``/proc/<pid>/stat``, every
@@ -48,10 +52,12 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from thoughtvec import paths
+from thoughtvec.bench.compute import count_ops, measure_as_served
 from thoughtvec.bench.load import (
     RATIO_LEVELS,
     Flood,
@@ -63,6 +69,9 @@ from thoughtvec.bench.load import (
     wrk_script,
 )
 from thoughtvec.service.bundle.format import discover_bundles
+
+if TYPE_CHECKING:
+    from thoughtvec.bench.flops import Ops
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -122,18 +131,10 @@ def resident_mb(pid: int | str = "self") -> dict[str, float]:
 @dataclass
 class InProcess:
     speed: dict[int, float]  # batch -> sentences/s
-    gflops: dict[int, float]  # batch -> achieved GFLOP/s (nan without onnx)
-    flops_per_token: float
+    gops: dict[int, float]  # batch -> achieved G op/s, int8 and float together (nan without onnx)
+    ops: Ops | None  # the graph's operations (None without onnx)
+    tokens: int  # mean tokens a sentence
     rss_added_mb: float  # by loading the bundle and running one batch
-
-
-def graph_flops_or_nan(onnx_path: Path) -> dict[str, float]:
-    try:
-        from thoughtvec.bench.flops import graph_flops
-
-        return graph_flops(onnx_path)
-    except ImportError:  # the serving install has no onnx
-        return {"per_token": float("nan"), "per_sentence": float("nan")}
 
 
 def bench_inprocess(bundle: Path, sentences: list[str], batches: list[int], seconds: float) -> InProcess:
@@ -141,30 +142,32 @@ def bench_inprocess(bundle: Path, sentences: list[str], batches: list[int], seco
     from thoughtvec.service.bundle.format import load_bundle
     from thoughtvec.service.core.encoder import Encoder
 
-    flops = graph_flops_or_nan(load_bundle(bundle).onnx_path)
+    ops = count_ops(load_bundle(bundle).onnx_path)
     gc.collect()
     before = resident_mb()["rss"]
     enc = Encoder.load(bundle)
     enc.encode(sentences[:256], batch_size=32)
     added = resident_mb()["rss"] - before  # the session, its weights, the vocabulary, a batch's buffers
     tokens = [len(enc.fit(enc.token_ids(s), "truncate")) for s in sentences]
-    speed, gflops = {}, {}
+    work = [sum(ops.sentence(n)) if ops else float("nan") for n in tokens]  # int8 + float operations of each sentence
+    speed, gops = {}, {}
     chunk = 1024  # encode() sorts each call's texts by length, as a bulk caller would
     for b in batches:
         enc.encode(sentences[: b * 2], batch_size=b)  # warm-up at this shape
-        done = done_tokens = i = 0
+        done = i = 0
+        done_ops = 0.0
         start = time.perf_counter()
         while time.perf_counter() - start < seconds:
             idx = [(i + j) % len(sentences) for j in range(max(b, min(chunk, b * 8)))]
             i += len(idx)
             enc.encode([sentences[k] for k in idx], batch_size=b)
             done += len(idx)
-            done_tokens += sum(tokens[k] for k in idx)
+            done_ops += sum(work[k] for k in idx)
         dt = time.perf_counter() - start
         speed[b] = done / dt
-        gflops[b] = (done_tokens * flops["per_token"] + done * flops["per_sentence"]) / dt / 1e9
+        gops[b] = done_ops / dt / 1e9
     del enc
-    return InProcess(speed, gflops, flops["per_token"], added)
+    return InProcess(speed, gops, ops, round(sum(tokens) / max(len(tokens), 1)), added)
 
 
 # -- the server under load -----------------------------------------------------------------
@@ -398,17 +401,17 @@ def run(args: argparse.Namespace) -> int:
     batches = [int(x) for x in args.batches.split(",")]
     levels = [int(x) for x in args.concurrency.split(",")]
     sizes = [int(x) for x in args.request_sizes.split(",")]
+    peaks: dict = {}  # ONNX Runtime's peaks, measured once per int8 product
     print(f"# thoughtvec bench: {len(sentences)} sentences, {os.cpu_count()} CPUs, {args.seconds:g} s per level, encoding {args.encoding}")
     for bundle in bundles:
         name = load_bundle(bundle).name
         print(f"\n## {name}\n", flush=True)
         inproc = bench_inprocess(bundle, sentences, batches, args.seconds)
-        print(
-            f"in-process (graph FLOPs per token {inproc.flops_per_token / 1e6:.2f} M; the loaded bundle adds {inproc.rss_added_mb:.0f} MB resident)\n"
-        )
-        print("| batch | sentences/s | GFLOP/s |\n|---:|---:|---:|")
+        print(f"in-process `Encoder.encode` (the loaded bundle adds {inproc.rss_added_mb:.0f} MB resident)\n")
+        print("| batch | sentences/s | G op/s (int8 + float) |\n|---:|---:|---:|")
         for b, v in inproc.speed.items():
-            print(f"| {b} | {v:.0f} | {inproc.gflops[b]:.1f} |")
+            print(f"| {b} | {v:.0f} | {'–' if np.isnan(inproc.gops[b]) else f'{inproc.gops[b]:.1f}'} |")
+        print(f"\n{measure_as_served(bundle, sentences, args.seconds, peaks, args.server_flag)}", flush=True)
         if args.no_server:
             continue
         if args.against:

@@ -2,7 +2,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from thoughtvec.bench.flops import graph_flops
+from thoughtvec.bench.flops import graph_flops, graph_ops
 
 
 def test_counts_gru_steps_and_matmuls(tmp_path):
@@ -58,3 +58,49 @@ def test_counts_int8_matrix_products_like_float_ones(tmp_path):
     path = tmp_path / "q.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     assert graph_flops(path) == {"per_token": 2 * 6 * 5, "per_sentence": 0}
+
+
+def test_counts_a_transformer_layer_int8_and_float_apart_with_attention_growing_in_the_length(tmp_path):
+    """One attention layer and a feed-forward product: Q and K float, V and the feed-forward int8, as a
+    per-token-quantised export writes them; Q·Kᵀ and softmax·V grow with the length twice."""
+    V, d, f = 30, 8, 12
+    inits = [
+        numpy_helper.from_array(np.zeros((V, d), np.float32), "emb"),
+        numpy_helper.from_array(np.zeros((d, d), np.float32), "Wq"),
+        numpy_helper.from_array(np.zeros((d, d), np.float32), "Wk"),
+        numpy_helper.from_array(np.zeros((d, d), np.int8), "Wv"),
+        numpy_helper.from_array(np.zeros((d, f), np.int8), "W1"),
+    ]
+    nodes = [
+        helper.make_node("Gather", ["emb", "input_ids"], ["x"]),  # (B, L, d)
+        helper.make_node("MatMul", ["x", "Wq"], ["q"]),
+        helper.make_node("MatMul", ["x", "Wk"], ["k"]),
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+        helper.make_node("MatMulInteger", ["xq", "Wv"], ["v32"]),  # (B, L, d) int32
+        helper.make_node("Cast", ["v32"], ["v"], to=TensorProto.FLOAT),
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),  # (B, d, L)
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),  # (B, L, L)
+        helper.make_node("Softmax", ["scores"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["ctx"]),  # (B, L, d)
+        helper.make_node("DynamicQuantizeLinear", ["ctx"], ["cq", "cs", "cz"]),
+        helper.make_node("MatMulInteger", ["cq", "W1"], ["out"]),  # (B, L, f) int32
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "time"]),
+            helper.make_tensor_value_info("lengths", TensorProto.INT64, ["batch"]),
+        ],
+        [helper.make_tensor_value_info("out", TensorProto.INT32, None)],
+        inits,
+    )
+    path = tmp_path / "t.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    ops = graph_ops(path)
+    # by hand, a sentence of L tokens: Q and K 2·L·d·d each, Q·Kᵀ and softmax·V 2·L·L·d each; V 2·L·d·d, the feed-forward 2·L·d·f
+    assert ops.floating == (0, 4 * d * d, 4 * d) and ops.int8 == (0, 2 * d * d + 2 * d * f, 0)
+    L = 11
+    assert ops.sentence(L) == (2 * L * d * d + 2 * L * d * f, 4 * L * d * d + 4 * L * L * d)
+    assert ops.int8_op == "MatMulInteger" and ops.int8_types == (TensorProto.UINT8, TensorProto.INT8)
+    assert graph_flops(path, (10, 30))["per_token"] == 2 * d * d + 2 * d * f + 4 * d * d + 4 * d * (10 + 30)
