@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from thoughtvec import paths
+from thoughtvec.bench import servers
 from thoughtvec.bench.compute import count_ops, measure_as_served
 from thoughtvec.bench.load import (
     RATIO_LEVELS,
@@ -68,44 +69,11 @@ from thoughtvec.bench.load import (
     start_wrk,
     wrk_script,
 )
-from thoughtvec.service.bundle.format import discover_bundles
+from thoughtvec.service.bundle.format import discover_bundles, load_bundle
+from thoughtvec.service.core.encoder import Encoder
 
 if TYPE_CHECKING:
     from thoughtvec.bench.flops import Ops
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--models-dir", type=Path, default=Path("models"), help="bundles to measure (default models/)")
-    p.add_argument("--models", default="", help="comma-separated bundle folder names (default: all)")
-    p.add_argument(
-        "--sentences",
-        type=Path,
-        default=None,
-        help="texts to send (.txt or sample .tsv.gz); default: the search sample if present, else generated",
-    )
-    p.add_argument("--batches", default="1,32,128", help="in-process batch sizes")
-    p.add_argument("--concurrency", default="1,4,64", help="requests in flight")
-    p.add_argument("--request-sizes", default="1,32", help="sentences per request")
-    p.add_argument("--seconds", type=float, default=4.0, help="measured seconds per level (after a warm-up flood per server)")
-    p.add_argument("--repeats", type=int, default=1, help="measure the batching ratio's two floods this many times")
-    p.add_argument("--client", default="auto", choices=["auto", "wrk", "python"], help="load generator (auto: wrk when installed)")
-    p.add_argument(
-        "--encoding", default="base64", choices=["base64", "float"], help="encoding_format of the requests (the openai client sends base64)"
-    )
-    p.add_argument("--no-server", action="store_true", help="in-process figures only")
-    p.add_argument("--mixed", action="store_true", help="also: 32-sentence requests alone and beside a 1-sentence flood")
-    p.add_argument("--batching-off", action="store_true", help="also: the server levels with max batch size 1")
-    p.add_argument("--server-flag", action="append", default=[], help="extra flag for the server, e.g. --server-flag=--max-wait-ms=1")
-    p.add_argument(
-        "--against",
-        action="append",
-        default=[],
-        help="compare: servers without (A) and with (B) this extra flag, alternated --repeats times, on the batching ratio's "
-        "floods (instead of the server levels), e.g. --against=--batch-planning=greedy",
-    )
-    from thoughtvec.bench.servers import add_peer_arguments
-
-    add_peer_arguments(p)
 
 
 # -- process figures -----------------------------------------------------------------------
@@ -139,8 +107,6 @@ class InProcess:
 
 def bench_inprocess(bundle: Path, sentences: list[str], batches: list[int], seconds: float) -> InProcess:
     """``Encoder.encode(texts, batch_size=b)``: tokenized, length-sorted, normalised, no HTTP."""
-    from thoughtvec.service.bundle.format import load_bundle
-    from thoughtvec.service.core.encoder import Encoder
 
     ops = count_ops(load_bundle(bundle).onnx_path)
     gc.collect()
@@ -389,7 +355,6 @@ def ratio_row(one: Flood, many: Flood) -> tuple[float, float, float]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from thoughtvec.service.bundle.format import load_bundle
 
     bundles = discover_bundles(args.models_dir)
     wanted = [m for m in args.models.split(",") if m]
@@ -418,8 +383,6 @@ def run(args: argparse.Namespace) -> int:
             compare(args, bundle, name, sentences)
             continue
         if args.peer:
-            from thoughtvec.bench import servers
-
             peer = servers.peer_of(args)  # a Peer whenever --peer is given
             if peer is not None:
                 servers.compare(bundle, ["uvicorn", peer], args.seconds, args.repeats, sentences, args.encoding, args.server_flag)

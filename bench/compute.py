@@ -41,12 +41,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from thoughtvec.bench.flops import graph_flops, graph_ops
 from thoughtvec.bench.load import load_sentences
+from thoughtvec.bench.peak import matmul_peak
+from thoughtvec.service.bundle.format import load_bundle
 from thoughtvec.service.core.batcher import LOOKAHEAD, Batcher, BatchLimits
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.service.core.planner import RunCost, plan_batches
 from thoughtvec.service.core.registry import Model, Registry
-from thoughtvec.service.settings import Settings
+from thoughtvec.service.settings import Settings, add_cli_flags, load_settings, overrides_from_args
 
 if TYPE_CHECKING:
     from thoughtvec.bench.flops import Ops
@@ -112,7 +115,6 @@ def operator_profile(enc: Encoder, ids: list[list[int]]) -> list[tuple[str, floa
 
 def server_settings(flags: Sequence[str] = ()) -> Settings:
     """The settings ``thoughtvec serve FLAGS`` runs with: the ``THOUGHTVEC_*`` environment, then the flags."""
-    from thoughtvec.service.settings import add_cli_flags, load_settings, overrides_from_args
 
     parser = argparse.ArgumentParser(prog="thoughtvec serve")
     add_cli_flags(parser)
@@ -233,7 +235,6 @@ class Peaks:
 
 def ort_peaks(enc: Encoder, ops: Ops, n: int = 1024) -> Peaks:
     """The graph's own int8 product (if it has one) and float ``MatMul``, n³, on ``enc``'s session options."""
-    from thoughtvec.bench.peak import matmul_peak
 
     options = enc.session.get_session_options()
     int8 = matmul_peak(ops.int8_op, options, n, types=ops.int8_types) if ops.int8_op else math.nan
@@ -275,8 +276,6 @@ def describe_peaks(peaks: Peaks) -> str:
 def count_ops(onnx_path: Path) -> Ops | None:
     """The graph's operations, or None where ``onnx``/``sympy`` are not installed (the serving install)."""
     try:
-        from thoughtvec.bench.flops import graph_ops
-
         return graph_ops(onnx_path)
     except ImportError:
         return None
@@ -322,7 +321,6 @@ def measure_as_served(
 @contextlib.contextmanager
 def with_graph(bundle: Path, graph: Path) -> Iterator[Path]:
     """A copy of ``bundle`` (links to its files) whose ONNX file is ``graph``: the same bundle, another graph."""
-    from thoughtvec.service.bundle.format import load_bundle
 
     onnx_name = load_bundle(bundle).onnx_path.name
     with tempfile.TemporaryDirectory(prefix="tv-variant-") as tmp:
@@ -376,7 +374,6 @@ def reference_cosines(bundle: Path, graph: Path, texts: Sequence[str], folder: P
 
 
 def main(argv: list[str] | None = None) -> None:
-    from thoughtvec.bench.flops import graph_flops
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models-dir", default="models")

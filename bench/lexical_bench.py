@@ -31,8 +31,9 @@ import numpy as np
 
 from thoughtvec.service.index.build import read_documents
 from thoughtvec.service.index.contents import BuiltIndex
-from thoughtvec.service.index.indexes import new_config
-from thoughtvec.service.index.lexical import LexicalIndex
+from thoughtvec.service.index.indexes import VectorIndex, new_config
+from thoughtvec.service.index.lexical import Analyzer, LexicalIndex
+from thoughtvec.service.index.store import SNAPSHOT, IndexStore
 from thoughtvec.service.settings import PACKAGE_DATA
 
 
@@ -69,9 +70,6 @@ def _rss_kib() -> int:
 
 def _load_here(root: str, half: str) -> dict:
     """Load the index under ``root`` in this (fresh) process: ``vectors`` alone or ``both`` halves."""
-    from thoughtvec.service.index.indexes import VectorIndex
-    from thoughtvec.service.index.lexical import Analyzer
-    from thoughtvec.service.index.store import SNAPSHOT, IndexStore
 
     Analyzer().terms(["warm the analyser up"])  # imports and the stemmer: paid by any process, counted in neither
     before, t = _rss_kib(), time.perf_counter()
@@ -89,7 +87,6 @@ def _load_here(root: str, half: str) -> dict:
 
 def load(n: int, dim: int) -> list[dict]:
     """Write an index of ``n`` sample sentences, then load it in a fresh process per half: the two figures."""
-    from thoughtvec.service.index.store import IndexStore
 
     docs = read_documents(PACKAGE_DATA / "search_sample.tsv.gz", n)
     vectors = np.random.default_rng(0).standard_normal((len(docs), dim)).astype(np.float32)

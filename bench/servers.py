@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from thoughtvec.bench.arguments import add_peer_arguments
 from thoughtvec.bench.load import RATIO_LEVELS, Flood, free_port, load_sentences, parse_wrk, request_bodies, start_wrk, wrk_script
 
 KINDS = ("uvicorn", "uvicorn-route", "granian")
@@ -206,13 +207,6 @@ def print_summary(got: dict[tuple[str, int, int], list[Flood]], ours: str, peer:
         med = [np.median([f.sentences_per_s for f in fs]) for fs in (a, b)]
         p99 = [np.median([f.latency_ms.get(99, float("nan")) for f in fs]) for fs in (a, b)]
         print(f"| {size} | {conc} | {med[0]:.0f} | {med[1]:.0f} | x{ratio:.2f} | {p99[0]:.1f} | {p99[1]:.1f} |")
-
-
-def add_peer_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--peer", default="", help="a shell command starting another embedding server, with {port} where its port goes")
-    p.add_argument("--peer-path", default="/embeddings", help="the peer's OpenAI-style embeddings route (infinity: /embeddings)")
-    p.add_argument("--peer-ready", default="/health", help="a route of the peer that answers 200 once it serves")
-    p.add_argument("--peer-name", default="peer", help="the peer's name in the tables")
 
 
 def peer_of(args: argparse.Namespace) -> Peer | None:

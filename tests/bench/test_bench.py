@@ -6,7 +6,8 @@ import shutil
 
 import pytest
 
-from thoughtvec.bench.bench import add_arguments, cpu_seconds, parse_wrk, request_bodies, resident_mb, run, wrk_script
+from thoughtvec.bench.arguments import add_arguments
+from thoughtvec.bench.bench import cpu_seconds, parse_wrk, request_bodies, resident_mb, run, wrk_script
 
 WRK_OUTPUT = """Running 4s test @ http://127.0.0.1:40000
   1 threads and 64 connections
