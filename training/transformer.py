@@ -173,7 +173,7 @@ def export_sentence_transformer(folder: str | Path, out: str | Path, sentences: 
         tokenizer=TokenizerSpec(kind="hf-tokenizers", file=TOKENIZER_FILE, lowercase=False),
         max_input_tokens=int(st.max_seq_length),
         long_inputs="passages",  # a passage encoder: split inputs are packed up to the limit (SciFact dev: 0.649 vs 0.627)
-        onnx=OnnxSpec(opset=OPSET, weights_dtype="float32" if weights == "float32" else "float16"),
+        onnx=OnnxSpec(opset=OPSET, weights_dtype=weights),
         views={
             VIEW: ViewSpec(
                 output=VIEW,

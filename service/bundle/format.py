@@ -83,7 +83,9 @@ class VocabularySpec(_Strict):
 class OnnxSpec(_Strict):
     file: str = "model.onnx"
     inputs: tuple[str, str] = INPUT_NAMES
-    weights_dtype: Literal["float32", "float16", "int8"] = "float32"  # int8: dynamic quantisation (thoughtvec quantize)
+    # how the weights are stored (compute is float32 but where int8): int8, `thoughtvec quantize`'s static int8 or
+    # per-token int8 products; float16-int8-embeddings, float16 with the word-embedding table in int8, one scale a row
+    weights_dtype: Literal["float32", "float16", "int8", "float16-int8-embeddings"] = "float32"
     opset: int = Field(ge=13)
 
 

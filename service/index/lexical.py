@@ -56,9 +56,14 @@ class Analyzer:
 
     @cached_property
     def _stopwords(self) -> list[str]:
-        from bm25s.tokenization import _infer_stopwords  # bm25s loads scipy (0.5 s): at the first analysis, not at start
+        from bm25s import stopwords  # bm25s loads scipy (0.5 s): at the first analysis, not at start
 
-        return list(_infer_stopwords(self.stopwords)) if self.stopwords else []
+        lists = {"en": stopwords.STOPWORDS_EN, "en_plus": stopwords.STOPWORDS_EN_PLUS}  # bm25s's public lists, by its names
+        if self.stopwords is None:
+            return []
+        if self.stopwords not in lists:
+            raise ValueError(f"stopwords {self.stopwords!r}: one of {sorted(lists)} or None")
+        return list(lists[self.stopwords])
 
     def terms(self, texts: Sequence[str]) -> list[list[str]]:
         """The terms of each text, in order (repeats kept: they are the term frequencies)."""

@@ -146,3 +146,12 @@ def test_all_minilm_bundle_matches_its_sentence_transformers_model():
     texts = [*SENTENCES, "A man is playing a guitar.", "Stocks fell sharply on Monday after the report.", "Ünïcödé — “quotes” and emoji 😀"]
     cos = np.einsum("ij,ij->i", Encoder.load(bundle, threads=1).encode(texts), reference(pkg.get_model_path(), texts))
     assert cos.min() >= 0.99, cos
+
+
+def test_the_bundle_records_how_its_weights_are_stored(st_folder, tmp_path):
+    """bundle.json says what the export stored: float16 with an int8 word-embedding table is not plain float16."""
+    from thoughtvec.training.transformer import export_sentence_transformer
+
+    out = tmp_path / "tiny-bert-int8-embeddings"
+    export_sentence_transformer(st_folder, out, SENTENCES * 3, weights="float16-int8-embeddings", licence="Apache-2.0")
+    assert load_bundle(out).spec.onnx.weights_dtype == "float16-int8-embeddings"

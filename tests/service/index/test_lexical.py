@@ -97,3 +97,10 @@ def test_stemming_joins_word_forms():
     assert [d for d, _ in index.search("the dog runs", 5)] == ["a"]
     plain = LexicalIndex.from_documents([("a", "running dogs"), ("b", "a cat")], Analyzer(stemmer=None))
     assert plain.search("the dog runs", 5) == []
+
+
+def test_stop_words_are_bm25s_lists_by_name():
+    assert "the" not in Analyzer(stemmer=None, stopwords="en").terms(["the cat"])[0]
+    assert Analyzer(stemmer=None, stopwords=None).terms(["the cat"])[0] == ["the", "cat"]
+    with pytest.raises(ValueError, match="stopwords 'klingon'"):
+        Analyzer(stemmer=None, stopwords="klingon").terms(["the cat"])
