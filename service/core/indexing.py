@@ -160,6 +160,14 @@ class IndexService:
         if not 1 <= k <= self.settings.max_k:
             raise InvalidInput(f"k is {k}; it must be between 1 and {self.settings.max_k}", field="k")
         texts_or_vector = self._query(query, config.dim, name)
+        vector_query = isinstance(texts_or_vector, np.ndarray)
+        if config.mode == "lexical" and (vector_query or mode not in (None, "lexical")):
+            raise InvalidInput(
+                f"index '{name}' is lexical-only (made with mode 'lexical', its documents are not embedded): it is searched by "
+                f"text in mode 'lexical'; {'a vector query' if vector_query else f'mode {mode!r}'} needs an index made with mode "
+                "'dense' or 'hybrid'",
+                field="query" if vector_query else "mode",
+            )
         if isinstance(texts_or_vector, np.ndarray):
             if mode not in (None, "dense"):
                 raise InvalidInput(
@@ -277,12 +285,16 @@ class IndexService:
         texts = self.embedding.texts([d.text for d in docs], fields, truncation)
         for i, d in enumerate(docs):  # checked before anything is stored: a search must always be able to return it
             check_metadata(d.metadata, f"documents[{i}].metadata", self.settings.max_metadata_bytes, self.settings.max_metadata_depth)
-        model = self.index_model(name, config)
-        enc = await self.embedding.encode(model, config.view, texts, fields, normalize=False, mode=truncation)
+        if config.mode == "lexical":  # lexical-only: BM25 needs the words alone, so no model runs (zero rows fill the vectors' place)
+            vectors, usage = np.zeros((len(texts), config.dim), np.float32), Usage()
+        else:
+            model = self.index_model(name, config)
+            enc = await self.embedding.encode(model, config.view, texts, fields, normalize=False, mode=truncation, bulk=True)
+            vectors, usage = enc.vectors, enc.usage
         items = [Doc(d.id or new_id(), t, d.metadata) for d, t in zip(docs, texts)]
-        ids = await asyncio.get_running_loop().run_in_executor(None, self.store.add, name, items, enc.vectors)
+        ids = await asyncio.get_running_loop().run_in_executor(None, self.store.add, name, items, vectors)
         count = await asyncio.get_running_loop().run_in_executor(None, self.store.count, name)
-        return DocumentsAdded(name, ids, count, enc.usage)
+        return DocumentsAdded(name, ids, count, usage)
 
     async def index_map(
         self, name: str, query: str | None, limit: int, include: Sequence[str] = (), k: int = 0, mode: SearchMode | None = None
