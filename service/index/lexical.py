@@ -95,22 +95,34 @@ class BM25:
 
 
 class _Postings:
-    """One term's postings: growable (slot, tf) arrays."""
+    """One term's postings: growable (slot, tf) arrays. An add appends to plain lists (an add touches every term
+    of its documents, most of them rare: a NumPy call per term would cost more than the term's postings); the
+    lists join the arrays when the term is next read (:meth:`flush`)."""
 
-    __slots__ = ("n", "slots", "tfs")
+    __slots__ = ("n", "slots", "tfs", "_new_slots", "_new_tfs")
 
     def __init__(self) -> None:
-        self.slots = np.zeros(4, np.int64)
-        self.tfs = np.zeros(4, np.float32)
+        self.slots = np.zeros(0, np.int64)
+        self.tfs = np.zeros(0, np.float32)
         self.n = 0
+        self._new_slots: list[int] = []
+        self._new_tfs: list[int] = []
 
-    def extend(self, slots: np.ndarray, tfs: np.ndarray) -> None:
-        end = self.n + len(slots)
-        if end > len(self.slots):  # amortised doubling: an add is O(1) per term
-            size = max(end, 2 * len(self.slots))
-            self.slots, self.tfs = np.resize(self.slots, size), np.resize(self.tfs, size)
-        self.slots[self.n : end], self.tfs[self.n : end] = slots, tfs
-        self.n = end
+    def extend(self, slots: list[int], tfs: list[int]) -> None:
+        self._new_slots += slots
+        self._new_tfs += tfs
+
+    def flush(self) -> _Postings:
+        """Move what was added since the last read into the arrays (amortised doubling: O(1) per posting)."""
+        if self._new_slots:
+            end = self.n + len(self._new_slots)
+            if end > len(self.slots):
+                size = max(end, 2 * len(self.slots))
+                self.slots, self.tfs = np.resize(self.slots, size), np.resize(self.tfs, size)
+            self.slots[self.n : end], self.tfs[self.n : end] = self._new_slots, self._new_tfs
+            self.n = end
+            self._new_slots, self._new_tfs = [], []
+        return self
 
 
 class LexicalIndex:
@@ -180,20 +192,22 @@ class LexicalIndex:
         one sort of (term, document) pairs instead of a Counter per document (a 50,000-sentence index
         is rebuilt at every load)."""
         vocab: dict[str, int] = {}
-        term_of = np.fromiter((vocab.setdefault(t, len(vocab)) for doc in terms for t in doc), np.int64)  # (tokens,)
+        term_of = np.array([vocab.setdefault(t, len(vocab)) for doc in terms for t in doc], np.int64)  # (tokens,)
         doc_of = np.repeat(np.arange(len(terms), dtype=np.int64), [len(doc) for doc in terms])  # (tokens,)
         pairs, tf = np.unique(term_of * len(terms) + doc_of, return_counts=True)  # sorted by term, then document
         term_ids, docs = np.divmod(pairs, len(terms))
         starts = np.flatnonzero(np.diff(term_ids, prepend=-1))  # where each term's run begins
         ends = np.append(starts[1:], len(pairs))
         names = list(vocab)
-        for a, b in zip(starts.tolist(), ends.tolist()):
-            term = names[term_ids[a]]
-            p = self._postings.get(term)
+        slots, tfs = (docs + first).tolist(), tf.tolist()  # plain lists: sliced per term below
+        postings, df = self._postings, self._df
+        for t, a, b in zip(term_ids[starts].tolist(), starts.tolist(), ends.tolist()):
+            term = names[t]
+            p = postings.get(term)
             if p is None:
-                p = self._postings[term] = _Postings()
-            p.extend(docs[a:b] + first, tf[a:b])
-            self._df[term] += b - a
+                p = postings[term] = _Postings()
+            p.extend(slots[a:b], tfs[a:b])
+            df[term] += b - a
 
     def delete(self, ids: Sequence[str]) -> list[str]:
         """Remove documents by id; returns the ids that were here."""
@@ -214,7 +228,7 @@ class LexicalIndex:
         live = self._alive[: len(self._ids)]
         new_slot = np.cumsum(live) - 1  # old slot -> new slot, for live ones
         for term in list(self._postings):
-            p = self._postings[term]
+            p = self._postings[term].flush()
             keep = live[p.slots[: p.n]]
             if not keep.any():
                 del self._postings[term]
@@ -241,7 +255,7 @@ class LexicalIndex:
             df = self._df.get(term, 0)
             if df <= 0:
                 continue
-            p = self._postings[term]
+            p = self._postings[term].flush()
             slots, tfs = p.slots[: p.n], p.tfs[: p.n]
             alive = self._alive[slots]
             slots, tfs = slots[alive], tfs[alive]
