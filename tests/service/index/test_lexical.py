@@ -97,3 +97,13 @@ def test_stemming_joins_word_forms():
     assert [d for d, _ in index.search("the dog runs", 5)] == ["a"]
     plain = LexicalIndex.from_documents([("a", "running dogs"), ("b", "a cat")], Analyzer(stemmer=None))
     assert plain.search("the dog runs", 5) == []
+
+
+@pytest.mark.parametrize("stemmer", ["english", None])
+@pytest.mark.parametrize("stopwords", ["en", None])
+def test_the_terms_are_bm25s_tokenize_s(stemmer, stopwords):
+    """The analysis is bm25s's, done without its id tables: the same terms for every setting."""
+    analyzer = Analyzer(stemmer=stemmer, stopwords=stopwords)
+    texts = CORPUS + QUERIES + ["", "  ", "I", "don't STOP: naïve façades, Ünïcode ÆON 2x a1", "x" * 300, "résumé résumés"]
+    want = bm25s.tokenize(texts, stopwords=analyzer._stopwords, stemmer=analyzer._stem, return_ids=False, show_progress=False)
+    assert analyzer.terms(texts) == [list(t) for t in want]
