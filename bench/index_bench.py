@@ -9,13 +9,27 @@ the encoder. Each backend gets an empty ``Flat`` (exact, cosine) index; document
 batches through the store's ``add`` (the path ``POST /v1/indexes/{name}/documents`` takes after
 embedding), then single queries are timed through ``search`` (``POST /v1/search`` after
 embedding). Prints figures; asserts nothing about time.
+
+``--ingest``: ingestion against embedding on one live server. A ``thoughtvec serve`` subprocess serves one
+bundle; a BEIR corpus's documents (``title text``, read in place) are sent, in requests of ``--request-size``
+texts with ``--concurrency`` in flight, as ``POST /v1/embeddings`` (base64) and as
+``POST /v1/indexes/{name}/documents`` to a new index of the same bundle (``--mode``), alternating which goes
+first, ``--repeats`` rounds. Prints each round's texts/s of both and their ratio, then the median and the
+spread of the ratios (on a shared machine compare within a round)::
+
+    python -m thoughtvec.bench.index_bench --ingest --bundle models/all-minilm-l6-v2 \\
+        --corpus ../shared/data/retrieval/scifact-dev --repeats 5
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
+import json
+import statistics
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +81,100 @@ def run_one(backend: str, x: np.ndarray, q: np.ndarray, batch: int, k: int, uri:
     }
 
 
+def read_corpus(folder: Path, n: int) -> list[str]:
+    """The first ``n`` documents of a BEIR ``corpus.jsonl`` (all when ``n`` is 0), each ``(title + " " + text).strip()``."""
+    texts = []
+    with open(folder / "corpus.jsonl", encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                d = json.loads(line)
+                texts.append(((d.get("title") or "") + " " + d["text"]).strip())
+                if len(texts) == n:
+                    break
+    return texts
+
+
+def _post_all(port: int, path: str, bodies: list[bytes], concurrency: int) -> float:
+    """Seconds to POST every body to ``path``, ``concurrency`` in flight (keep-alive connections); any non-2xx raises."""
+
+    def send(part: list[bytes]) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        try:
+            for body in part:
+                conn.request("POST", path, body, {"Content-Type": "application/json"})
+                r = conn.getresponse()
+                answer = r.read()
+                if r.status >= 300:
+                    raise RuntimeError(f"POST {path}: {r.status} {answer[:300]!r}")
+        finally:
+            conn.close()
+
+    parts = [bodies[i::concurrency] for i in range(concurrency)]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(send, parts))
+    return time.perf_counter() - started
+
+
+def _request(port: int, method: str, path: str, body: dict | None = None) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    try:
+        conn.request(method, path, json.dumps(body).encode() if body is not None else None, {"Content-Type": "application/json"})
+        r = conn.getresponse()
+        answer = r.read()
+        if r.status >= 300:
+            raise RuntimeError(f"{method} {path}: {r.status} {answer[:300]!r}")
+    finally:
+        conn.close()
+
+
+def ingest(args: argparse.Namespace) -> int:
+    """``--ingest``: texts/s of adding documents to a new index against ``/v1/embeddings``, alternated on one server."""
+    from thoughtvec.bench.bench import Server  # the server subprocess ``thoughtvec bench`` floods
+
+    texts = read_corpus(args.corpus, args.documents)
+    model = args.bundle.name
+    chunks = [texts[i : i + args.request_size] for i in range(0, len(texts), args.request_size)]
+    embed_bodies = [json.dumps({"model": model, "input": c, "encoding_format": "base64"}).encode() for c in chunks]
+    add_bodies = [json.dumps({"documents": [{"text": t} for t in c]}).encode() for c in chunks]
+    flags = ["--truncation", args.truncation, *args.server_flag]
+    print(
+        f"{len(texts)} documents of {args.corpus} ({sum(map(len, texts)) / len(texts):.0f} characters on average), {len(chunks)} "
+        f"requests of up to {args.request_size}, {args.concurrency} in flight; {model}, truncation={args.truncation}, index mode {args.mode}",
+        flush=True,
+    )
+    server = Server(args.bundle, flags)
+    ratios = []
+    try:
+        # warm-up of both routes (the first add also loads the BM25 analyser)
+        _post_all(server.port, "/v1/embeddings", embed_bodies[: args.concurrency], args.concurrency)
+        _request(server.port, "POST", "/v1/indexes", {"name": "ingest-warm-up", "model": model, "mode": args.mode})
+        _post_all(server.port, "/v1/indexes/ingest-warm-up/documents", add_bodies[: args.concurrency], args.concurrency)
+        _request(server.port, "DELETE", "/v1/indexes/ingest-warm-up")
+        print("| round | first | embeddings texts/s | add texts/s | add / embeddings |")
+        print("|---:|---|---:|---:|---:|")
+        for r in range(args.repeats):
+            name = f"ingest-{r}"
+            _request(server.port, "POST", "/v1/indexes", {"name": name, "model": model, "mode": args.mode})
+            timed = {}
+            order = ("embeddings", "add") if r % 2 == 0 else ("add", "embeddings")
+            for what in order:
+                if what == "embeddings":
+                    timed[what] = _post_all(server.port, "/v1/embeddings", embed_bodies, args.concurrency)
+                else:
+                    timed[what] = _post_all(server.port, f"/v1/indexes/{name}/documents", add_bodies, args.concurrency)
+            _request(server.port, "DELETE", f"/v1/indexes/{name}")
+            emb, add = len(texts) / timed["embeddings"], len(texts) / timed["add"]
+            ratios.append(add / emb)
+            print(f"| {r + 1} | {order[0]} | {emb:.1f} | {add:.1f} | {add / emb:.3f} |", flush=True)
+    finally:
+        server.close()
+    print(
+        f"add / embeddings: median {statistics.median(ratios):.3f}, min {min(ratios):.3f}, max {max(ratios):.3f} over {len(ratios)} rounds"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=100_000, help="vectors added")
@@ -76,7 +184,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=1000, help="documents per add call")
     p.add_argument("--backends", default="faiss,milvus-lite,milvus-server")
     p.add_argument("--milvus-uri", default="http://127.0.0.1:19530", help="the Milvus server for the milvus-server backend")
+    p.add_argument("--ingest", action="store_true", help="instead: adding documents against /v1/embeddings on one live server")
+    p.add_argument("--bundle", type=Path, default=Path("models/all-minilm-l6-v2"), help="--ingest: the bundle served")
+    p.add_argument("--corpus", type=Path, default=Path("../shared/data/retrieval/scifact-dev"), help="--ingest: a BEIR folder")
+    p.add_argument("--documents", type=int, default=0, help="--ingest: the corpus's first documents sent (0: all)")
+    p.add_argument("--request-size", type=int, default=64, help="--ingest: texts per request")
+    p.add_argument("--concurrency", type=int, default=2, help="--ingest: requests in flight")
+    p.add_argument("--mode", default="hybrid", choices=["dense", "hybrid", "lexical"], help="--ingest: the new index's mode")
+    p.add_argument("--truncation", default="split", choices=["split", "truncate", "reject"], help="--ingest: the server's truncation")
+    p.add_argument("--repeats", type=int, default=3, help="--ingest: rounds, alternating which route goes first")
+    p.add_argument("--server-flag", action="append", default=[], help="--ingest: extra flag for the server")
     args = p.parse_args(argv)
+    if args.ingest:
+        return ingest(args)
     x, q = unit(args.n, args.dim, 0), unit(args.queries, args.dim, 1)
     results = []
     with tempfile.TemporaryDirectory(prefix="index-bench-") as tmp:

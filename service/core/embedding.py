@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -46,6 +47,11 @@ from thoughtvec.service.errors import EmptyInput, InputTooLong, InvalidInput, Qu
 from thoughtvec.service.settings import Settings, Truncation
 
 log = logging.getLogger(__name__)
+
+# The bulk path (documents added to an index) keeps this many sub-requests of LOOKAHEAD batches each in the
+# model's queue: the worker always finds the next one waiting, and a request arriving meanwhile waits behind
+# at most these few batches, never behind the whole bulk.
+BULK_IN_FLIGHT = 2
 
 
 class EmbeddingService:
@@ -104,9 +110,12 @@ class EmbeddingService:
         normalize: bool = True,
         mode: Truncation | None = None,
         dimensions: int | None = None,
+        bulk: bool = False,
     ) -> Encoded:
         """Vectors for checked texts: long ones split (and pooled), truncated or rejected as ``mode`` says;
-        with ``dimensions``, projected on the view's top principal axes (``Encoder.reduce``)."""
+        with ``dimensions``, projected on the view's top principal axes (``Encoder.reduce``). ``bulk``: through
+        :meth:`embed_parts` (many texts at once, e.g. documents added to an index) instead of one request's
+        place in the queue."""
         enc, mode = model.encoder, self.mode(mode)
         enc.dimensions(view, dimensions)  # a 422 before any work
         chars = check_chars(texts, fields, self.settings.max_request_chars)
@@ -116,38 +125,61 @@ class EmbeddingService:
             else:
                 prep = prepare(enc, texts, fields, mode)
             check_tokens(map(len, prep.parts), [fields[i] for i in prep.owner], self.settings.max_request_tokens)
-            emb = await model.batcher.embed_ids(prep.parts, view, admission)
+            if not bulk:
+                emb = await model.batcher.embed_ids(prep.parts, view, admission)
         if prep.truncated:  # text was dropped: say so where operators look, not only in the response
             log.info("%s: %d input(s) over %d tokens truncated (truncation=truncate)", model.name, prep.truncated, enc.max_tokens)
         if prep.split:
             log.debug("%s: %d input(s) over %d tokens split into sentences and pooled", model.name, prep.split, enc.max_tokens)
-        vecs = enc.reduce(pool(emb.vectors, prep, len(texts)), view, dimensions)
-        tokens = sum(emb.tokens)
+        if bulk:  # the places held while tokenizing are given back: the parts queue a few batches at a time
+            raw, tokens = await self.embed_parts(model, view, prep.parts), sum(map(len, prep.parts))
+        else:
+            raw, tokens = emb.vectors, sum(emb.tokens)
+        vecs = enc.reduce(pool(raw, prep, len(texts)), view, dimensions)
         self.metrics.embedded(model.name, len(texts), len(prep.parts), tokens, prep.split, prep.truncated)
         return Encoded(model.name, view, l2_normalize(vecs) if normalize else vecs, tokens, prep.split, prep.truncated)
 
     async def embed_bulk(self, model: Model, view: str, texts: list[str]) -> np.ndarray:
-        """Raw vectors for many texts through the model's batcher (its one ONNX thread, its metrics).
-
-        Long texts are split and pooled; the parts are planned once, by length, and queued a few batches
-        at a time, so requests arriving meanwhile wait behind a few batches, never behind the whole build.
-        A full queue (429 for a request) only makes the build wait its turn.
-        """
-        enc, lim = model.encoder, model.batcher.limits
+        """Raw vectors for many texts (long ones split and pooled) through :meth:`embed_parts`."""
         fields = [f"documents[{i}]" for i in range(len(texts))]
-        prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, "split")
-        order = [i for batch in plan_batches([len(p) for p in prep.parts], lim.max_batch_size, lim.max_batch_tokens) for i in batch]
-        out = np.empty((len(prep.parts), enc.dim(view)), np.float32)
+        prep = await asyncio.get_running_loop().run_in_executor(None, prepare, model.encoder, texts, fields, "split")
+        return pool(await self.embed_parts(model, view, prep.parts), prep, len(texts))
+
+    async def embed_parts(self, model: Model, view: str, parts: list[list[int]]) -> np.ndarray:
+        """Raw vectors (one row per part, in order) for many token-id parts, through the model's batcher (its one
+        ONNX thread, its metrics) without taking its queue.
+
+        The parts are planned once, by length, and sent as sub-requests of ``LOOKAHEAD`` batches of like lengths,
+        ``BULK_IN_FLIGHT`` of them queued at a time: the worker is never idle between two, and requests arriving
+        meanwhile wait behind a few batches, never behind the whole bulk. A full queue (429 for a request) only
+        makes the bulk wait its turn. A part's vector does not depend on its batch, so the order is invisible.
+        """
+        lim = model.batcher.limits
+        order = [i for batch in plan_batches([len(p) for p in parts], lim.max_batch_size, lim.max_batch_tokens) for i in batch]
+        out = np.empty((len(parts), model.encoder.dim(view)), np.float32)  # (parts, dim)
         step = lim.max_batch_size * LOOKAHEAD
-        for start in range(0, len(order), step):
-            idx = order[start : start + step]
+
+        async def run(idx: list[int]) -> None:
             while True:
                 try:
-                    out[idx] = (await model.batcher.embed_ids([prep.parts[i] for i in idx], view)).vectors
-                    break
+                    out[idx] = (await model.batcher.embed_ids([parts[i] for i in idx], view)).vectors
+                    return
                 except QueueFull as e:
                     await asyncio.sleep(e.retry_after_s)
-        return pool(out, prep, len(texts))
+
+        queued: deque[asyncio.Task] = deque()
+        try:
+            for start in range(0, len(order), step):
+                queued.append(asyncio.ensure_future(run(order[start : start + step])))
+                if len(queued) >= BULK_IN_FLIGHT:
+                    await queued.popleft()  # the batcher is first in, first out: the oldest finishes first
+            while queued:
+                await queued.popleft()
+        finally:  # an error or the caller gone: the rest is not run for nobody
+            for task in queued:
+                task.cancel()
+            await asyncio.gather(*queued, return_exceptions=True)
+        return out
 
     # -- embeddings ----------------------------------------------------------------------
     async def embeddings(

@@ -192,6 +192,14 @@ class IndexService:
         texts_or_vector = self._query(query, config.dim, name)
         hits = len(texts_or_vector) * k  # the fewest bytes such an answer can have, before any search runs
         check_answer(hits * HIT_JSON_BYTES, self.settings.max_response_bytes, "k", f"{len(texts_or_vector)} queries x k {k}")
+        vector_query = isinstance(texts_or_vector, np.ndarray)
+        if not config.embedded and (vector_query or mode not in (None, "lexical")):
+            raise InvalidInput(
+                f"index '{name}' is lexical-only (made with mode 'lexical' named, its documents are not embedded): it is searched by "
+                f"text in mode 'lexical'; {'a vector query' if vector_query else f'mode {mode!r}'} needs an index made with mode "
+                "'dense' or 'hybrid'",
+                field="query" if vector_query else "mode",
+            )
         if isinstance(texts_or_vector, np.ndarray):
             if mode not in (None, "dense"):
                 raise InvalidInput(
@@ -296,7 +304,10 @@ class IndexService:
         normalize: bool = True,
         train_size: int | None = None,
     ) -> IndexStats:
-        """A new empty index for one model's view, searched in ``mode`` unless a search names another."""
+        """A new empty index for one model's view, searched in ``mode`` unless a search names another. Named
+        ``mode`` ``lexical``, it is lexical-only: its documents are not embedded (BM25 alone, no model runs); a
+        lexical mode chosen by the dev rule (no ``mode`` named) keeps the vectors, for dense search on request."""
+        named_mode = mode
         m, view, mode = self.new_index_search(model, view, mode)
         if name in self.building:
             raise Conflict(f"index '{name}' already exists (it is being built)", field="name")
@@ -312,6 +323,8 @@ class IndexService:
             fingerprint=m.encoder.fingerprint(view),
             mode=mode,
         )
+        if named_mode == "lexical":  # lexical-only: no model runs for its documents
+            config = config.model_copy(update={"embedded": False})
         await asyncio.get_running_loop().run_in_executor(None, self.store.create, config)
         return self.index_stats(name)
 
@@ -323,12 +336,16 @@ class IndexService:
         texts = self.embedding.texts([d.text for d in docs], fields, truncation)
         for i, d in enumerate(docs):  # checked before anything is stored: a search must always be able to return it
             check_metadata(d.metadata, f"documents[{i}].metadata", self.settings.max_metadata_bytes, self.settings.max_metadata_depth)
-        model = self.index_model(name, config)
-        enc = await self.embedding.encode(model, config.view, texts, fields, normalize=False, mode=truncation)
+        if not config.embedded:  # lexical-only: BM25 needs the words alone, so no model runs (zero rows fill the vectors' place)
+            vectors, usage = np.zeros((len(texts), config.dim), np.float32), Usage()
+        else:
+            model = self.index_model(name, config)
+            enc = await self.embedding.encode(model, config.view, texts, fields, normalize=False, mode=truncation, bulk=True)
+            vectors, usage = enc.vectors, enc.usage
         items = [Doc(d.id or new_id(), t, d.metadata) for d, t in zip(docs, texts)]
-        ids = await asyncio.get_running_loop().run_in_executor(None, self.store.add, name, items, enc.vectors)
+        ids = await asyncio.get_running_loop().run_in_executor(None, self.store.add, name, items, vectors)
         count = await asyncio.get_running_loop().run_in_executor(None, self.store.count, name)
-        return DocumentsAdded(name, ids, count, enc.usage)
+        return DocumentsAdded(name, ids, count, usage)
 
     async def index_map(
         self, name: str, query: str | None, limit: int, include: Sequence[str] = (), k: int = 0, mode: SearchMode | None = None
@@ -337,6 +354,10 @@ class IndexService:
         query's ``k`` best documents by :meth:`search` (in ``mode``, default the index's: the search
         ``/v1/search`` makes), then those ``include`` names, then the first added."""
         config = self.config(name)
+        if not config.embedded:
+            raise InvalidInput(
+                f"index '{name}' is lexical-only (made with mode 'lexical' named): its documents have no vectors to draw", field="name"
+            )
         if not 3 <= limit <= self.settings.max_inputs:
             raise InvalidInput(f"limit is {limit}; it must be between 3 and {self.settings.max_inputs}", field="limit")
         if k and query is None or not 0 <= k <= limit:

@@ -40,6 +40,11 @@ class IndexConfig(BaseModel):
         "", description="Encoder.fingerprint of the model's view that made the vectors ('' in indexes made before it was kept)"
     )
     mode: SearchMode = Field("dense", description="the search a request that names no mode gets ('dense' in indexes made before modes)")
+    embedded: bool = Field(
+        True,
+        description="its documents are embedded; False: a lexical-only index (its creator named mode 'lexical'), searched by BM25 alone, "
+        "so no model runs when documents are added (True in indexes made before it was kept: they hold vectors)",
+    )
 
 
 def created_now() -> str:

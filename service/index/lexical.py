@@ -18,6 +18,7 @@ The index keeps no text: it is rebuilt from the documents the index store keeps 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from thoughtvec.service import model_guide
 
 Method = Literal["lucene", "robertson", "atire"]
 METHODS: tuple[Method, ...] = ("lucene", "robertson", "atire")
+_TOKEN_PATTERN = re.compile(r"(?u)\b\w\w+\b")  # bm25s's default (scikit-learn's CountVectorizer's)
 # the defaults below are the model guide's: the settings every dev retrieval record was measured with
 _ANALYZER, _BM25 = model_guide.search("analyzer"), model_guide.search("bm25")
 
@@ -65,14 +67,23 @@ class Analyzer:
             raise ValueError(f"stopwords {self.stopwords!r}: one of {sorted(lists)} or None")
         return list(lists[self.stopwords])
 
-    def terms(self, texts: Sequence[str]) -> list[list[str]]:
-        """The terms of each text, in order (repeats kept: they are the term frequencies)."""
-        import bm25s  # it loads scipy (0.5 s): at the first analysis, not at every start (thoughtvec index list)
+    @cached_property
+    def _stopset(self) -> frozenset[str]:
+        return frozenset(self._stopwords)
 
-        if not texts:
-            return []
-        out = bm25s.tokenize(list(texts), stopwords=self._stopwords, stemmer=self._stem, return_ids=False, show_progress=False)
-        return [list(t) for t in out]
+    def terms(self, texts: Sequence[str]) -> list[list[str]]:
+        """The terms of each text, in order (repeats kept: they are the term frequencies).
+
+        ``bm25s.tokenize``'s analysis step for step (lower-case, its scikit-learn token pattern, stop words out,
+        each distinct word stemmed once), without its id tables and per-text set building: the same terms
+        (``tests/service/index/test_lexical.py`` compares them), in less time."""
+        find, stop = _TOKEN_PATTERN.findall, self._stopset
+        words = [[w for w in find(t.lower()) if w not in stop] for t in texts]
+        if self._stem is None:
+            return words
+        distinct = list(dict.fromkeys(w for doc in words for w in doc))
+        stem = dict(zip(distinct, self._stem.stemWords(distinct)))
+        return [[stem[w] for w in doc] for doc in words]
 
 
 @dataclass(frozen=True)
@@ -99,22 +110,34 @@ class BM25:
 
 
 class _Postings:
-    """One term's postings: growable (slot, tf) arrays."""
+    """One term's postings: growable (slot, tf) arrays. An add appends to plain lists (an add touches every term
+    of its documents, most of them rare: a NumPy call per term would cost more than the term's postings); the
+    lists join the arrays when the term is next read (:meth:`flush`)."""
 
-    __slots__ = ("n", "slots", "tfs")
+    __slots__ = ("n", "slots", "tfs", "_new_slots", "_new_tfs")
 
     def __init__(self) -> None:
-        self.slots = np.zeros(4, np.int64)
-        self.tfs = np.zeros(4, np.float32)
+        self.slots = np.zeros(0, np.int64)
+        self.tfs = np.zeros(0, np.float32)
         self.n = 0
+        self._new_slots: list[int] = []
+        self._new_tfs: list[int] = []
 
-    def extend(self, slots: np.ndarray, tfs: np.ndarray) -> None:
-        end = self.n + len(slots)
-        if end > len(self.slots):  # amortised doubling: an add is O(1) per term
-            size = max(end, 2 * len(self.slots))
-            self.slots, self.tfs = np.resize(self.slots, size), np.resize(self.tfs, size)
-        self.slots[self.n : end], self.tfs[self.n : end] = slots, tfs
-        self.n = end
+    def extend(self, slots: list[int], tfs: list[int]) -> None:
+        self._new_slots += slots
+        self._new_tfs += tfs
+
+    def flush(self) -> _Postings:
+        """Move what was added since the last read into the arrays (amortised doubling: O(1) per posting)."""
+        if self._new_slots:
+            end = self.n + len(self._new_slots)
+            if end > len(self.slots):
+                size = max(end, 2 * len(self.slots))
+                self.slots, self.tfs = np.resize(self.slots, size), np.resize(self.tfs, size)
+            self.slots[self.n : end], self.tfs[self.n : end] = self._new_slots, self._new_tfs
+            self.n = end
+            self._new_slots, self._new_tfs = [], []
+        return self
 
 
 class LexicalIndex:
@@ -184,20 +207,22 @@ class LexicalIndex:
         one sort of (term, document) pairs instead of a Counter per document (a 50,000-sentence index
         is rebuilt at every load)."""
         vocab: dict[str, int] = {}
-        term_of = np.fromiter((vocab.setdefault(t, len(vocab)) for doc in terms for t in doc), np.int64)  # (tokens,)
+        term_of = np.array([vocab.setdefault(t, len(vocab)) for doc in terms for t in doc], np.int64)  # (tokens,)
         doc_of = np.repeat(np.arange(len(terms), dtype=np.int64), [len(doc) for doc in terms])  # (tokens,)
         pairs, tf = np.unique(term_of * len(terms) + doc_of, return_counts=True)  # sorted by term, then document
         term_ids, docs = np.divmod(pairs, len(terms))
         starts = np.flatnonzero(np.diff(term_ids, prepend=-1))  # where each term's run begins
         ends = np.append(starts[1:], len(pairs))
         names = list(vocab)
-        for a, b in zip(starts.tolist(), ends.tolist()):
-            term = names[term_ids[a]]
-            p = self._postings.get(term)
+        slots, tfs = (docs + first).tolist(), tf.tolist()  # plain lists: sliced per term below
+        postings, df = self._postings, self._df
+        for t, a, b in zip(term_ids[starts].tolist(), starts.tolist(), ends.tolist()):
+            term = names[t]
+            p = postings.get(term)
             if p is None:
-                p = self._postings[term] = _Postings()
-            p.extend(docs[a:b] + first, tf[a:b])
-            self._df[term] += b - a
+                p = postings[term] = _Postings()
+            p.extend(slots[a:b], tfs[a:b])
+            df[term] += b - a
 
     def delete(self, ids: Sequence[str]) -> list[str]:
         """Remove documents by id; returns the ids that were here."""
@@ -218,7 +243,7 @@ class LexicalIndex:
         live = self._alive[: len(self._ids)]
         new_slot = np.cumsum(live) - 1  # old slot -> new slot, for live ones
         for term in list(self._postings):
-            p = self._postings[term]
+            p = self._postings[term].flush()
             keep = live[p.slots[: p.n]]
             if not keep.any():
                 del self._postings[term]
@@ -245,7 +270,7 @@ class LexicalIndex:
             df = self._df.get(term, 0)
             if df <= 0:
                 continue
-            p = self._postings[term]
+            p = self._postings[term].flush()
             slots, tfs = p.slots[: p.n], p.tfs[: p.n]
             alive = self._alive[slots]
             slots, tfs = slots[alive], tfs[alive]

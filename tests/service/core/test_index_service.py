@@ -4,6 +4,7 @@ and each one's domain errors."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from types import SimpleNamespace
 
@@ -12,6 +13,8 @@ import pytest
 
 from tests.service.conftest import SENTENCES, write_sample
 from tests.service.core.fake_runtime import fake_services
+from thoughtvec.service.core.batcher import LOOKAHEAD
+from thoughtvec.service.core.embedding import BULK_IN_FLIGHT
 from thoughtvec.service.core.results import DocumentsAdded, IndexListing, IndexStats, SearchResult
 from thoughtvec.service.errors import Conflict, InvalidInput, NotReady, TooManyInputs, UnknownIndex, UnknownModel
 from thoughtvec.service.index.contents import BuiltIndex
@@ -73,7 +76,7 @@ async def test_a_new_index_gets_the_best_mode_the_backend_serves(services, monke
 
 async def test_add_documents_embeds_stores_and_counts(services):
     async with services() as (_, indexes, fakes):
-        await indexes.create_index(name="docs", model="tiny")
+        await indexes.create_index(name="docs", model="tiny", mode="dense")
         added = await indexes.add_documents("docs", docs(SENTENCES[:3], ["x", None, None]))
         assert added.ids[0] == "x" and all(len(i) == 32 for i in added.ids[1:]) and added.documents == 3
         assert added.usage.tokens == sum(len(fakes["tiny"].token_ids(s)) for s in SENTENCES[:3])
@@ -89,6 +92,40 @@ async def test_add_documents_embeds_stores_and_counts(services):
         with pytest.raises(UnknownIndex) as e:
             await indexes.add_documents("nope", docs(["x"]))
         assert e.value.field == "index" and indexes.store.count("docs") == 3
+
+
+async def test_a_lexical_only_index_adds_documents_without_running_the_model(services):
+    """Mode lexical: the documents' words are indexed, no model runs (nothing reaches the encoder, usage 0), and a
+    search needing vectors (a vector query, mode dense or hybrid) is a 422 naming the field, not a wrong answer."""
+    async with services() as (_, indexes, fakes):
+        await indexes.create_index(name="docs", model="tiny", mode="lexical")
+        runs = {name: list(f.batches) for name, f in fakes.items()}
+        added = await indexes.add_documents("docs", docs(SENTENCES, [f"d{i}" for i in range(len(SENTENCES))]))
+        assert {name: f.batches for name, f in fakes.items()} == runs  # the encoder never ran
+        assert added.documents == len(SENTENCES) and added.usage.tokens == 0
+        found = await indexes.search(query="the happy woman", index="docs", k=3)
+        assert found.mode == "lexical" and found.results[0][0].id == "d6" and found.usage.tokens == 0
+        assert {name: f.batches for name, f in fakes.items()} == runs
+        for kw, fld in [(dict(mode="dense"), "mode"), (dict(mode="hybrid"), "mode"), (dict(query=[0.1] * 8), "query")]:
+            with pytest.raises(InvalidInput) as e:
+                await indexes.search(**({"query": "the happy woman", "index": "docs"} | kw))
+            assert e.value.field == fld and "lexical-only" in str(e.value)
+        with pytest.raises(InvalidInput) as e:  # a bad document is still named
+            await indexes.add_documents("docs", docs(["ok", " "]))
+        assert e.value.field == "documents[1].text" and indexes.store.count("docs") == len(SENTENCES)
+
+
+async def test_documents_added_in_bulk_get_the_vectors_the_embeddings_route_gives(services):
+    """Many documents in one add (several batches, lengths mixed): each stored vector is the one the embeddings
+    route returns for its text alone, whatever it was batched with."""
+    async with services() as (embedding, indexes, _fakes):
+        texts = [s * (1 + i % 4) for i, s in enumerate(SENTENCES * 12)]  # more than a batch, lengths varied
+        await indexes.create_index(name="docs", model="tiny", mode="dense", normalize=False, metric="ip")
+        await indexes.add_documents("docs", docs(texts, [f"d{i}" for i in range(len(texts))]))
+        vi = indexes.store.entry("docs").index
+        stored = np.stack([vi.index.reconstruct(vi.labels[f"d{i}"]) for i in range(len(texts))])
+        alone = np.concatenate([(await embedding.embeddings([t], "tiny", None, normalize=False)).vectors for t in texts])
+        np.testing.assert_allclose(stored, alone, rtol=1e-5, atol=1e-6)
 
 
 async def test_add_documents_limits(services):
@@ -125,10 +162,31 @@ async def test_search_dense_by_text_texts_and_vector(services):
         assert by_vector.results[0][0].id == "d5" and by_vector.usage.tokens == 0 and by_vector.mode == "dense"
 
 
+async def test_a_big_add_does_not_starve_a_request_arriving_meanwhile(services):
+    """A big add queues a few batches at a time: a request arriving while it runs is served after those few
+    batches, not after the whole add, and is not refused for a queue the add filled."""
+    async with services(max_batch_size=2) as (embedding, indexes, fakes):
+        fake, batcher = fakes["tiny"], embedding.registry.models["tiny"].batcher
+        await indexes.create_index(name="docs", model="tiny", mode="dense")
+        texts = SENTENCES * 20
+        fake.gate.clear()  # the worker is held inside its first run
+        add = asyncio.create_task(indexes.add_documents("docs", docs(texts)))
+        assert await asyncio.to_thread(fake.entered.wait, 10)
+        await asyncio.sleep(0.05)  # room for the add to queue whatever it would
+        assert batcher.depth <= BULK_IN_FLIGHT * LOOKAHEAD * 2 < len(texts)
+        late = asyncio.create_task(embedding.embeddings("a late request", "tiny", None, normalize=True))
+        fake.gate.set()
+        await late
+        # served after the few batches queued before it (the worker may have run a few more since), not after
+        # the add's len(texts) / 2 batches
+        assert len(fake.batches) < len(texts) // 4
+        assert (await add).documents == len(texts)
+
+
 async def test_search_lexical_and_hybrid(services):
     async with services() as (_, indexes, _fakes):
-        await filled(indexes)  # lexical by default over tiny
-        lexical = await indexes.search(query="the happy woman", index="docs", k=3)
+        await filled(indexes, mode="hybrid")
+        lexical = await indexes.search(query="the happy woman", index="docs", k=3, mode="lexical")
         assert lexical.mode == "lexical" and lexical.results[0][0].id == "d6" and lexical.usage.tokens == 0  # no model runs
         hybrid = await indexes.search(query="the happy woman sleeps", index="docs", k=3, mode="hybrid")
         top = hybrid.results[0][0]
@@ -138,7 +196,7 @@ async def test_search_lexical_and_hybrid(services):
 
 async def test_search_errors_name_the_field(services):
     async with services(max_k=5) as (_, indexes, _fakes):
-        await filled(indexes)
+        await filled(indexes, mode="dense")
         cases = [
             (dict(query="x", index="nope"), UnknownIndex, "index"),
             (dict(query="x", index="docs", k=0), InvalidInput, "k"),
@@ -186,7 +244,7 @@ async def test_index_map_places_documents_and_the_query(services):
             with pytest.raises(InvalidInput) as e:
                 await indexes.index_map("docs", kw.pop("query", "x"), **kw)
             assert e.value.field == fld
-        await indexes.create_index(name="small", model="tiny")
+        await indexes.create_index(name="small", model="tiny", mode="dense")
         added = await indexes.add_documents("small", docs(["a", "b"]))
         small = await indexes.index_map("small", None, limit=5)  # fewer documents than a plane needs: still drawn
         assert sorted(p.id for p in small.points) == sorted(added.ids)
@@ -194,7 +252,7 @@ async def test_index_map_places_documents_and_the_query(services):
 
 async def test_delete_drop_list_and_stats(services):
     async with services() as (_, indexes, _fakes):
-        await filled(indexes)
+        await filled(indexes, mode="dense")
         gone = await indexes.delete_documents("docs", ["d1", "d9", "d2"])
         assert (gone.deleted, gone.not_found, gone.documents) == (["d1", "d2"], ["d9"], len(SENTENCES) - 2)
         found = await indexes.search(query=SENTENCES[1], index="docs", k=len(SENTENCES), mode="dense")
@@ -244,7 +302,7 @@ async def test_the_default_index_is_built_from_the_sample_once(services, tmp_pat
 
 async def test_indexes_outlive_the_service(services):
     async with services() as (_, indexes, _fakes):
-        await filled(indexes)
+        await filled(indexes, mode="dense")
         await indexes.delete_documents("docs", ["d0"])
     async with services() as (_, indexes, _fakes):  # load() at start, close() at the end
         assert indexes.readiness() == ({"docs": "ready"}, []) and indexes.index_stats("docs").documents == len(SENTENCES) - 1
@@ -261,3 +319,18 @@ def test_devices_are_read_from_the_backends_capabilities(models_dir, tmp_path, m
     on_gpu = dataclasses.replace(store.capabilities, gpus=2, on_gpu=True)
     monkeypatch.setattr(type(store), "capabilities", property(lambda self: on_gpu))
     assert (core.devices()["faiss_gpus"], core.devices()["indexes_on_gpu"]) == (2, True)
+
+
+async def test_only_a_named_lexical_mode_makes_an_index_lexical_only(services):
+    """The dev rule's lexical default keeps the vectors (dense on request); a creator's `mode: lexical` keeps none."""
+    async with services() as (_, indexes, fakes):
+        await indexes.create_index(name="ruled", model="tiny")  # the rule: lexical for tiny
+        await indexes.create_index(name="named", model="tiny", mode="lexical")
+        assert indexes.store.config("ruled").mode == indexes.store.config("named").mode == "lexical"
+        assert indexes.store.config("ruled").embedded and not indexes.store.config("named").embedded
+        for name in ("ruled", "named"):
+            await indexes.add_documents(name, docs(SENTENCES[:4]))
+        assert (await indexes.search(query=SENTENCES[1], index="ruled", k=2, mode="dense")).results[0]
+        with pytest.raises(InvalidInput) as e:
+            await indexes.search(query=SENTENCES[1], index="named", k=2, mode="dense")
+        assert e.value.field == "mode"

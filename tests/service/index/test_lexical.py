@@ -104,3 +104,13 @@ def test_stop_words_are_bm25s_lists_by_name():
     assert Analyzer(stemmer=None, stopwords=None).terms(["the cat"])[0] == ["the", "cat"]
     with pytest.raises(ValueError, match="stopwords 'klingon'"):
         Analyzer(stemmer=None, stopwords="klingon").terms(["the cat"])
+
+
+@pytest.mark.parametrize("stemmer", ["english", None])
+@pytest.mark.parametrize("stopwords", ["en", None])
+def test_the_terms_are_bm25s_tokenize_s(stemmer, stopwords):
+    """The analysis is bm25s's, done without its id tables: the same terms for every setting."""
+    analyzer = Analyzer(stemmer=stemmer, stopwords=stopwords)
+    texts = CORPUS + QUERIES + ["", "  ", "I", "don't STOP: naïve façades, Ünïcode ÆON 2x a1", "x" * 300, "résumé résumés"]
+    want = bm25s.tokenize(texts, stopwords=analyzer._stopwords, stemmer=analyzer._stem, return_ids=False, show_progress=False)
+    assert analyzer.terms(texts) == [list(t) for t in want]
