@@ -12,6 +12,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import socket
 import time
 import uuid
 from pathlib import Path
@@ -60,6 +61,11 @@ class TestMilvusServer:
         import urllib.request
 
         t = time.perf_counter()
+        # the same port again: the package takes the next free one when it cannot bind it, and a stop leaves the
+        # connections it closed in TIME_WAIT on that port (up to 60 s), so wait for it rather than move
+        self.server.listen_port = self.port
+        while not _bindable(self.port) and time.perf_counter() - t < timeout_s:
+            time.sleep(0.5)
         self.server.wait_for_started = False
         self.server.start()
         health = f"http://127.0.0.1:{self.server.webservice_port}/healthz"
@@ -71,6 +77,8 @@ class TestMilvusServer:
             try:
                 with urllib.request.urlopen(health, timeout=1) as r:
                     if b"OK" in r.read():
+                        if int(self.server.listen_port) != self.port:  # clients know the URI, not the port it moved to
+                            raise RuntimeError(f"the server came up on port {self.server.listen_port}, not {self.port}")
                         return time.perf_counter() - t
             except OSError:
                 pass
@@ -80,6 +88,16 @@ class TestMilvusServer:
 
     def stop(self) -> None:
         self.server.stop()
+
+
+def _bindable(port: int) -> bool:
+    """Whether ``port`` can be listened on now, as the ``milvus`` package tries it (no SO_REUSEADDR)."""
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def prefix() -> str:
