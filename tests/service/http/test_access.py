@@ -16,7 +16,6 @@ from fastapi import APIRouter, FastAPI
 
 from tests.service.conftest import serve_process
 from thoughtvec.service.http import app as app_module
-from thoughtvec.service.http import fastpath
 from thoughtvec.service.http.middleware import family
 from thoughtvec.service.http.routes import ACCESS
 from thoughtvec.service.http.rules import Access
@@ -104,20 +103,6 @@ def test_a_route_without_an_entry_keeps_the_app_from_starting(monkeypatch, model
     monkeypatch.setattr(app_module, "ROUTERS", [*app_module.ROUTERS, extra])
     with pytest.raises(ValueError, match=r"POST /v1/extra"):
         app_module.create_app(app_module.Settings(models_dir=models_dir, index_dir=tmp_path, build_default_index=False))
-
-
-@pytest.fixture
-def taken(monkeypatch) -> list[bytes]:
-    """The bodies the embeddings fast path parsed."""
-    seen: list[bytes] = []
-    original = fastpath.parse
-
-    def spy(body: bytes):
-        seen.append(body)
-        return original(body)
-
-    monkeypatch.setattr(fastpath, "parse", spy)
-    return seen
 
 
 @pytest.mark.parametrize("fast_path", [True, False], ids=["fast-path", "route"])

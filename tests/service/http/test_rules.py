@@ -15,7 +15,6 @@ import httpx
 import pytest
 
 from tests.service.conftest import serve_process
-from thoughtvec.service.http import fastpath
 
 KEY, ADMIN, ORIGIN, LIMIT = "k1", "boss", "https://app.example", 2048
 RULES = {"api_keys": KEY, "admin_keys": ADMIN, "max_body_bytes": LIMIT, "cors_origins": ORIGIN}
@@ -32,20 +31,6 @@ def chunked(body: bytes, size: int = 512) -> Iterator[bytes]:
     """A generator: httpx sends it with ``Transfer-Encoding: chunked``, no Content-Length."""
     for i in range(0, len(body), size):
         yield body[i : i + size]
-
-
-@pytest.fixture
-def taken(monkeypatch) -> list[bytes]:
-    """The bodies the fast path parsed (in this process: the route and fast-path ways)."""
-    seen: list[bytes] = []
-    original = fastpath.parse
-
-    def spy(body: bytes):
-        seen.append(body)
-        return original(body)
-
-    monkeypatch.setattr(fastpath, "parse", spy)
-    return seen
 
 
 @pytest.fixture(params=WAYS)
