@@ -10,11 +10,10 @@ sentences/s, p50 and p99 latency and the server's CPU per request (its whole pro
 worker counts). Every contender gets the same request bodies (the same sentences, the bundle's name as
 ``model``, the same ``encoding_format``) from the same wrk script. Contenders:
 
-* ``uvicorn``: what ``thoughtvec serve`` runs (httptools, uvloop), the embeddings fast path on, serving the
-  bundle alone, with ``thoughtvec bench``'s settings (no default index, a deep queue, ``truncation=truncate``);
-* ``uvicorn-route``: the same with ``embeddings_fast_path`` off: every request through FastAPI's route;
+* ``uvicorn``: what ``thoughtvec serve`` runs (httptools, uvloop), serving the bundle alone, with
+  ``thoughtvec bench``'s settings (no default index, a deep queue, ``truncation=truncate``);
 * ``granian``: granian's command line (``pip install granian==2.8.7``; left out when absent), ASGI, one
-  worker process calling the app factory, uvloop, the fast path on;
+  worker process calling the app factory, uvloop;
 * a **peer** (``--peer``): another embedding server started by a shell command with ``{port}`` in it,
   flooded at ``--peer-path`` (OpenAI's body: ``input``, ``model``, ``encoding_format``) once
   ``--peer-ready`` answers 200. With a peer, the summary is thoughtvec's sentences/s over the peer's at each
@@ -44,7 +43,7 @@ import numpy as np
 from thoughtvec.bench.arguments import add_peer_arguments
 from thoughtvec.bench.load import RATIO_LEVELS, Flood, free_port, load_sentences, parse_wrk, request_bodies, start_wrk, wrk_script
 
-KINDS = ("uvicorn", "uvicorn-route", "granian")
+KINDS = ("uvicorn", "granian")
 OURS = "/v1/embeddings"
 
 
@@ -87,8 +86,7 @@ def command(kind: str, port: int) -> list[str]:
     if kind == "granian":  # the app factory, as granian's own command line runs one (its worker calls create_app)
         return [sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host", "127.0.0.1", "--port", str(port),
                 "--workers", "1", "--loop", "uvloop", "--log-level", "warning", "thoughtvec.service.http.app:create_app"]  # fmt: skip
-    route_only = ["--no-embeddings-fast-path"] if kind == "uvicorn-route" else []
-    return [sys.executable, "-m", "thoughtvec.service.cli", "serve", "--port", str(port), *route_only]
+    return [sys.executable, "-m", "thoughtvec.service.cli", "serve", "--port", str(port)]
 
 
 def wait_ready(proc: subprocess.Popen, port: int, path: str, name: str, timeout: float = 300) -> int:

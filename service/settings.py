@@ -118,10 +118,6 @@ class Settings(BaseSettings):
     ort_spinning: bool = Field(
         False, description="let ONNX Runtime's idle threads spin; off leaves the cores to the HTTP loop between batches"
     )
-    embeddings_fast_path: bool = Field(
-        True,
-        description="answer a JSON `POST /v1/embeddings` with a Content-Length without FastAPI's routing (inside every request rule; the route's own validation, answer and errors: `service/http/fastpath.py`; less CPU per request); off: every request through the route",
-    )
     prefer_cuda: bool = Field(True, description="use CUDAExecutionProvider / GPU FAISS when present")
     warmup: bool = Field(True, description="run each model on a few inputs before /ready turns true")
 

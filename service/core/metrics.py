@@ -69,7 +69,7 @@ class Metrics:
         return child
 
     def request_done(self, route: str, method: str, status: int, seconds: float) -> None:
-        """One HTTP request answered (``MetricsMiddleware``, and the embeddings fast path that bypasses it)."""
+        """One HTTP request answered (``MetricsMiddleware``)."""
         self._child(self.requests, route, method, str(status)).inc()
         self._child(self.latency, route, method, str(status)).observe(seconds)
 

@@ -3,9 +3,8 @@
 Middleware, outermost first: metrics (sees every answer, 401/413 included) → the request rules
 (CORS → body limit → access by route and method: ``service/http/rules.py``, over the table
 ``routes.ACCESS``) → catch-all (an unexpected exception becomes
-a JSON 500) → the embeddings fast path (a well-formed ``POST /v1/embeddings`` answered without
-FastAPI's routing: ``service/http/fastpath.py``; setting ``embeddings_fast_path``) → routes. Every
-request comes in this one way, through uvicorn (``server_config``). Start-up runs in the background
+a JSON 500) → routes (each validates its JSON body once, from its bytes: ``routes.deps.JsonRoute``).
+Every request comes in this one way, through uvicorn (``server_config``). Start-up runs in the background
 (``lifespan``), so ``/health`` answers while models load and the default index builds; ``/ready``
 tells when the models are warm.
 """
@@ -23,8 +22,6 @@ from thoughtvec.service import __version__
 from thoughtvec.service.core.engine import Core
 from thoughtvec.service.core.metrics import Metrics, MetricsMiddleware
 from thoughtvec.service.http import openapi
-from thoughtvec.service.http.fastpath import PATH as EMBEDDINGS_PATH
-from thoughtvec.service.http.fastpath import EmbeddingsFastPath
 from thoughtvec.service.http.middleware import CatchAllMiddleware, install_error_handlers
 from thoughtvec.service.http.routes import ACCESS, ROUTERS
 from thoughtvec.service.http.rules import RequestRules, routes_of
@@ -63,19 +60,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
+        # FastAPI's OpenTelemetry hooks off: the service exports its own metrics (``/metrics``), and the hooks
+        # would look up a tracer provider on every request
+        telemetry={"tracing": False, "metrics": False},
     )
     app.state.core = core
     app.state.settings = settings
     app.state.rules = rules = RequestRules.of(settings)
-    for router in ROUTERS:
-        app.include_router(router)
+    for router in ROUTERS:  # each router's routes as the app's own: one flat list matched per request
+        app.router.routes.extend(router.routes)
     install_error_handlers(app, settings)
     openapi.install(app, settings)  # the schema states this server's limits
     metrics.routes_known([(r.path, m) for r in routes_of(app.routes) for m in sorted(getattr(r, "methods", None) or ()) if m != "HEAD"])
     # add_middleware wraps what is there: the last added is the outermost.
-    if settings.embeddings_fast_path:
-        embeddings_route = next(r for r in routes_of(app.routes) if getattr(r, "path", None) == EMBEDDINGS_PATH)
-        app.add_middleware(EmbeddingsFastPath, embedding=core.embedding, route=embeddings_route, retry_after_s=settings.retry_after_s)
     app.add_middleware(CatchAllMiddleware)
     rules.install(app, ACCESS)  # outside everything that answers: no way in skips a rule
     app.add_middleware(MetricsMiddleware, metrics=metrics)

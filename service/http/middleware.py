@@ -132,7 +132,7 @@ def error_body(exc: ThoughtvecError, fam: Family, request_id: str | None = None)
 
 class ErrorAnswer(Response):
     """An error as an ASGI answer, said in the family of the path it answers: whoever raised it (a route, a request
-    rule, the fast path, the catch-all) need not know which API the caller speaks."""
+    rule, the catch-all) need not know which API the caller speaks."""
 
     media_type = "application/json"
 
@@ -180,6 +180,8 @@ def validation_error(exc: RequestValidationError) -> ErrorAnswer:
     fld = field_path(tuple(first["loc"]))
     msg = first["msg"]
     got = first.get("input")
+    if isinstance(got, bytes):  # a body FastAPI did not decode: its content type is not JSON
+        return ErrorAnswer(InvalidRequest("body: send a JSON body with Content-Type: application/json", field="body"))
     if first.get("type") not in ("missing", "extra_forbidden") and not isinstance(got, (dict, list)) and got is not None:
         msg += f" (got {repr(got[:80]) if isinstance(got, str) else json.dumps(got)[:80]})"  # a scalar, as JSON wrote it
     if first.get("type") == "extra_forbidden":
@@ -304,20 +306,30 @@ async def _disconnected(request: Request) -> None:
 
 
 async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
-    """Await ``work``; if the client goes away first, cancel it (its queued sentences are dropped)."""
-    task = asyncio.ensure_future(work)
+    """Await ``work``; if the client goes away first, cancel it (its queued sentences are dropped).
+
+    The work runs in the caller's task; one watcher task cancels that task when the client leaves."""
+    caller = asyncio.current_task()
+    assert caller is not None  # called from a request's task
+    left = False
+
+    def on_disconnect(watch: asyncio.Task) -> None:
+        nonlocal left
+        if not watch.cancelled() and watch.exception() is None:
+            left = True
+            caller.cancel()
+
     watch = asyncio.ensure_future(_disconnected(request))
+    watch.add_done_callback(on_disconnect)
     try:
-        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+        return await work
     except asyncio.CancelledError:
-        task.cancel()
+        if left and caller.uncancel() == 0:  # cancelled for the client's leaving alone, not by the server
+            raise ClientGone() from None
         raise
     finally:
+        watch.remove_done_callback(on_disconnect)
         watch.cancel()
-    if task.done():
-        return task.result()
-    task.cancel()
-    raise ClientGone()
 
 
 def json_bytes(payload: Any) -> bytes:

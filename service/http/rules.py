@@ -2,7 +2,7 @@
 and CORS. Each is defined here once.
 
 :meth:`RequestRules.install` puts them around the app as middleware, outside everything that answers
-a request (the embeddings fast path and the routes), so no way in can skip one. Outermost first:
+a request (the routes), so no way in can skip one. Outermost first:
 
 * CORS (``cors_origins``): a preflight is answered here; every answer, errors included, carries the
   CORS headers, so a page can read a 401 or a 413;

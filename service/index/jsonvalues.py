@@ -26,8 +26,29 @@ def _children(value: Any, path: str):
     return []
 
 
+def _any_surrogate(value: Any) -> bool:
+    """Whether any string (value or key) holds a lone surrogate: every request body is checked, so this walk
+    builds no paths, and an ASCII string (most of them) is passed over without a search."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if not v.isascii() and _SURROGATE.search(v):
+                return True
+        elif isinstance(v, dict):
+            for k in v:
+                if isinstance(k, str) and not k.isascii() and _SURROGATE.search(k):
+                    return True
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
 def lone_surrogate_path(value: Any, path: str = "") -> str | None:
     """The path of the first string (value or key) holding a lone surrogate; ``None`` if there is none."""
+    if not _any_surrogate(value):
+        return None
     stack = [(value, path)]
     while stack:
         v, p = stack.pop()

@@ -8,13 +8,14 @@ enforces it before anything answers). A route the table does not name keeps the 
 from thoughtvec.service.http.routes import docs, embeddings, generate, indexes, info, models, ops, playground, rerank, search, similarity
 from thoughtvec.service.http.rules import Access, AccessTable
 
+# The router tries routes in this order: the embeddings routes, the most requested, first.
 ROUTERS = [
+    embeddings.router,
     ops.router,
     playground.router,
     docs.router,
     info.router,
     models.router,
-    embeddings.router,
     similarity.router,
     rerank.router,
     search.router,

@@ -16,11 +16,11 @@ from thoughtvec.service.core.token_ids import is_ids
 from thoughtvec.service.errors import ThoughtvecError
 from thoughtvec.service.http.middleware import unless_disconnected
 from thoughtvec.service.http.peer_schemas import EmbedForms, TeiEmbedRequest, TeiEmbedResponse, TeiSimilarityRequest, TeiSimilarityResponse
-from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep
+from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep, JsonRoute
 from thoughtvec.service.http.routes.similarity import tei_similarity
 from thoughtvec.service.http.schemas import EmbeddingsRequest, EmbeddingsResponse, Usage
 
-router = APIRouter(tags=["embeddings"])
+router = APIRouter(tags=["embeddings"], route_class=JsonRoute)
 
 
 def check_finite(enc: Encoded) -> None:

@@ -6,9 +6,9 @@ from fastapi import APIRouter, Request, Response
 
 from thoughtvec.service.http.generate_schemas import GenerateRequest, GenerateResponse
 from thoughtvec.service.http.middleware import unless_disconnected
-from thoughtvec.service.http.routes.deps import ERRORS, CoreDep, json_body
+from thoughtvec.service.http.routes.deps import ERRORS, CoreDep, JsonRoute, json_body
 
-router = APIRouter(tags=["generate"])
+router = APIRouter(tags=["generate"], route_class=JsonRoute)
 
 
 @router.post("/v1/generate", response_model=GenerateResponse, responses=ERRORS)

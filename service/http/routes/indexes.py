@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from thoughtvec.service.http.routes.deps import ERRORS, WRITE_ERRORS, DocId, DocumentRoute, IndexDep, IndexName, NewIndexName, json_body
+from thoughtvec.service.http.routes.deps import (
+    ERRORS,
+    WRITE_ERRORS,
+    DocId,
+    DocumentRoute,
+    IndexDep,
+    IndexName,
+    JsonRoute,
+    NewIndexName,
+    json_body,
+)
 from thoughtvec.service.http.schemas import (
     AddDocumentsRequest,
     AddDocumentsResponse,
@@ -15,7 +25,7 @@ from thoughtvec.service.http.schemas import (
     IndexStats,
 )
 
-router = APIRouter(prefix="/v1/indexes", tags=["indexes"])
+router = APIRouter(prefix="/v1/indexes", tags=["indexes"], route_class=JsonRoute)
 
 
 @router.get("", response_model=IndexList, responses=ERRORS)

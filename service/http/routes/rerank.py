@@ -7,10 +7,10 @@ from fastapi import APIRouter, Request, Response
 
 from thoughtvec.service.http.middleware import unless_disconnected
 from thoughtvec.service.http.peer_schemas import CohereRerankRequest, CohereRerankResponse, RerankForms, TeiRerankRequest, TeiRerankResponse
-from thoughtvec.service.http.routes.deps import COHERE_ERRORS, TEI_ERRORS, EmbeddingDep, json_body
+from thoughtvec.service.http.routes.deps import COHERE_ERRORS, TEI_ERRORS, EmbeddingDep, JsonRoute, json_body
 from thoughtvec.service.http.schemas import RerankRequest, RerankResponse, Usage
 
-router = APIRouter(tags=["similarity"])
+router = APIRouter(tags=["similarity"], route_class=JsonRoute)
 
 
 @router.post("/v1/rerank", response_model=RerankResponse, responses=COHERE_ERRORS)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from thoughtvec.service.http.middleware import unless_disconnected
-from thoughtvec.service.http.routes.deps import ERRORS, IndexDep, json_body
+from thoughtvec.service.http.routes.deps import ERRORS, IndexDep, JsonRoute, json_body
 from thoughtvec.service.http.schemas import SearchRequest, SearchResponse
 
-router = APIRouter(tags=["search"])
+router = APIRouter(tags=["search"], route_class=JsonRoute)
 
 
 @router.post("/v1/search", response_model=SearchResponse, responses=ERRORS)

@@ -6,10 +6,10 @@ from fastapi import APIRouter, Request, Response
 
 from thoughtvec.service.http.middleware import unless_disconnected
 from thoughtvec.service.http.peer_schemas import TeiSimilarityRequest, TeiSimilarityResponse
-from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep, json_body
+from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep, JsonRoute, json_body
 from thoughtvec.service.http.schemas import SimilarityRequest, SimilarityResponse, Usage
 
-router = APIRouter(tags=["similarity"])
+router = APIRouter(tags=["similarity"], route_class=JsonRoute)
 
 
 @router.post("/v1/similarity", response_model=SimilarityResponse, responses=ERRORS)

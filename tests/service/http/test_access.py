@@ -1,8 +1,7 @@
 """Who may call what: the access table (``thoughtvec.service.http.routes.ACCESS``) decides per route and method.
 
 Every route the app serves (those left out of the OpenAPI schema too), with every method, is sent a request
-with no key, a wrong key, an API key and an admin key, through the route and through the embeddings fast
-path: what the table protects refuses a missing or wrong key (401), an admin route refuses a non-admin key
+with no key, a wrong key, an API key and an admin key: what the table protects refuses a missing or wrong key (401), an admin route refuses a non-admin key
 (403), and only what the table opens answers without a key. A route with no entry keeps the app from starting.
 """
 
@@ -105,9 +104,8 @@ def test_a_route_without_an_entry_keeps_the_app_from_starting(monkeypatch, model
         app_module.create_app(app_module.Settings(models_dir=models_dir, index_dir=tmp_path, build_default_index=False))
 
 
-@pytest.mark.parametrize("fast_path", [True, False], ids=["fast-path", "route"])
-def test_only_what_the_table_opens_answers_without_a_key(make_client, taken, fast_path):
-    c = make_client(api_keys=KEY, admin_keys=ADMIN, embeddings_fast_path=fast_path)
+def test_only_what_the_table_opens_answers_without_a_key(make_client):
+    c = make_client(api_keys=KEY, admin_keys=ADMIN)
     paths = {p for _, p in served(c.app)} | {"/no/such/route"}
     for path in sorted(paths):
         for method in METHODS:
@@ -121,12 +119,10 @@ def test_only_what_the_table_opens_answers_without_a_key(make_client, taken, fas
                     assert r.headers["www-authenticate"] == "Bearer"
                     if method != "HEAD":
                         assert unauthorized(r.json(), path), (method, path, r.text)
-    assert not taken  # the fast path saw none of the refused requests
 
 
-@pytest.mark.parametrize("fast_path", [True, False], ids=["fast-path", "route"])
-def test_each_route_takes_the_key_its_entry_names(make_client, taken, fast_path):
-    c = make_client(api_keys=KEY, admin_keys=ADMIN, embeddings_fast_path=fast_path)
+def test_each_route_takes_the_key_its_entry_names(make_client):
+    c = make_client(api_keys=KEY, admin_keys=ADMIN)
     assert c.post("/v1/indexes", json=BODIES["/v1/indexes"], headers=auth(ADMIN)).status_code == 201
     for (method, path), access in sorted(ACCESS.items(), key=lambda e: (e[1] is Access.admin, e[0])):
         if (method, path) == ("DELETE", "/v1/indexes/{name}"):
@@ -141,7 +137,6 @@ def test_each_route_takes_the_key_its_entry_names(make_client, taken, fast_path)
             }, (method, path)
         else:  # admin keys are API keys too
             assert api.status_code not in (401, 403), (method, path, api.status_code, api.text)
-    assert (len(taken) > 0) == fast_path  # POST /v1/embeddings with a key went the fast path where it is on
     assert c.delete("/v1/indexes/notes", headers=auth(KEY)).status_code == 403
     assert c.delete("/v1/indexes/notes", headers=auth(ADMIN)).status_code == 204
 

@@ -153,9 +153,8 @@ def test_the_hostile_requests_are_refused_cheaply_with_the_defaults(make_indexed
     assert r.status_code == 413 and "max_query_chars" in r.json()["error"]["message"], r.text
 
 
-@pytest.mark.parametrize("fast_path", [True, False], ids=["fast-path", "route"])
-def test_every_compute_route_shares_the_models_queue(make_indexed, fast_path):
-    c = make_indexed(max_queue_size=64, retry_after_s=3, embeddings_fast_path=fast_path)
+def test_every_compute_route_shares_the_models_queue(make_indexed):
+    c = make_indexed(max_queue_size=64, retry_after_s=3)
     batcher = c.app.state.core.embedding.model("tiny").batcher
     calls = routes("the cat sat", 2)
     with batcher.admit(64):  # requests admitted before these hold every place in the queue

@@ -1,6 +1,5 @@
-"""Every request rule (API keys, admin keys for index writes, the body limit, CORS) holds on every way a
-request can be answered: the FastAPI route (``embeddings_fast_path`` off, and chunked bodies), the
-embeddings fast path, and a real ``thoughtvec serve`` process over a socket.
+"""Every request rule (API keys, admin keys for index writes, the body limit, CORS) holds in the app (bodies
+with a Content-Length and chunked ones) and in a real ``thoughtvec serve`` process over a socket.
 
 The rules are defined once (``thoughtvec.service.http.rules``); these tests send the same requests
 each way and expect the same answers.
@@ -8,7 +7,6 @@ each way and expect the same answers.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 
 import httpx
@@ -18,7 +16,7 @@ from tests.service.conftest import serve_process
 
 KEY, ADMIN, ORIGIN, LIMIT = "k1", "boss", "https://app.example", 2048
 RULES = {"api_keys": KEY, "admin_keys": ADMIN, "max_body_bytes": LIMIT, "cors_origins": ORIGIN}
-WAYS = ["route", "fast-path", "serve"]
+WAYS = ["app", "serve"]
 JSON = {"Content-Type": "application/json"}
 EMBED = b'{"input": "the cat sat"}'
 
@@ -34,10 +32,10 @@ def chunked(body: bytes, size: int = 512) -> Iterator[bytes]:
 
 
 @pytest.fixture(params=WAYS)
-def way(request, make_client, models_dir, tmp_path, taken) -> Iterator[tuple[str, httpx.Client]]:
+def way(request, make_client, models_dir, tmp_path) -> Iterator[tuple[str, httpx.Client]]:
     """(the way, a client that sends requests that way)."""
     if request.param != "serve":
-        yield request.param, make_client(embeddings_fast_path=request.param == "fast-path", **RULES)
+        yield request.param, make_client(**RULES)
         return
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in RULES.items()]
     proc, base = serve_process(models_dir, "--index-dir", str(tmp_path / "idx"), *flags, key=KEY)
@@ -49,30 +47,18 @@ def way(request, make_client, models_dir, tmp_path, taken) -> Iterator[tuple[str
         proc.wait(20)
 
 
-@contextlib.contextmanager
-def took_fast_path(name: str, taken: list[bytes], expected: bool) -> Iterator[None]:
-    """Where the fast path lives in this process, check that it answered (or not) the requests inside."""
-    before = len(taken)
-    yield
-    if name != "serve":
-        assert (len(taken) > before) == expected, f"{name}: the fast path {'did not take' if expected else 'took'} the request"
-
-
-def test_a_missing_or_invalid_key_is_401(way, taken):
-    name, c = way
-    with took_fast_path(name, taken, False):
-        for headers in ({}, auth("wrong"), {"Authorization": "Basic k1"}):
-            r = c.post("/v1/embeddings", content=EMBED, headers=JSON | headers)
-            assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer", (headers, r.text)
-            assert r.json()["error"]["code"] == "unauthorized" and r.json()["error"]["field"] == "Authorization"
-        assert c.get("/v1/models").status_code == 401
+def test_a_missing_or_invalid_key_is_401(way):
+    _, c = way
+    for headers in ({}, auth("wrong"), {"Authorization": "Basic k1"}):
+        r = c.post("/v1/embeddings", content=EMBED, headers=JSON | headers)
+        assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer", (headers, r.text)
+        assert r.json()["error"]["code"] == "unauthorized" and r.json()["error"]["field"] == "Authorization"
+    assert c.get("/v1/models").status_code == 401
     assert c.get("/health").status_code == 200  # open
-    with took_fast_path(name, taken, name != "route"):
-        assert c.post("/v1/embeddings", content=EMBED, headers=JSON | auth(KEY)).status_code == 200
-        assert c.post("/v1/embeddings", content=EMBED, headers=JSON | auth(ADMIN)).status_code == 200  # admin keys are API keys
-    with took_fast_path(name, taken, False):  # chunked: the route reads it, under the same rule
-        assert c.post("/v1/embeddings", content=chunked(EMBED), headers=JSON).status_code == 401
-        assert c.post("/v1/embeddings", content=chunked(EMBED), headers=JSON | auth(KEY)).status_code == 200
+    assert c.post("/v1/embeddings", content=EMBED, headers=JSON | auth(KEY)).status_code == 200
+    assert c.post("/v1/embeddings", content=EMBED, headers=JSON | auth(ADMIN)).status_code == 200  # admin keys are API keys
+    assert c.post("/v1/embeddings", content=chunked(EMBED), headers=JSON).status_code == 401  # chunked: the same rule
+    assert c.post("/v1/embeddings", content=chunked(EMBED), headers=JSON | auth(KEY)).status_code == 200
 
 
 def test_index_writes_need_an_admin_key(way):
@@ -96,11 +82,10 @@ def test_index_writes_need_an_admin_key(way):
 
 
 @pytest.mark.parametrize("send", ["content-length", "chunked"])
-def test_a_body_over_the_limit_is_413(way, taken, send):
-    name, c = way
+def test_a_body_over_the_limit_is_413(way, send):
+    _, c = way
     big = b'{"input": "%s"}' % (b"a " * LIMIT)
-    with took_fast_path(name, taken, False):
-        r = c.post("/v1/embeddings", content=big if send == "content-length" else chunked(big), headers=JSON | auth(KEY))
+    r = c.post("/v1/embeddings", content=big if send == "content-length" else chunked(big), headers=JSON | auth(KEY))
     error = r.json()["error"]
     assert r.status_code == 413 and error["code"] == "body_too_large" and error["field"] == "body", r.text
     assert str(LIMIT) in error["message"] and "max_body_bytes" in error["message"]
@@ -108,16 +93,15 @@ def test_a_body_over_the_limit_is_413(way, taken, send):
     assert r.status_code == 413 and r.json()["error"]["code"] == "body_too_large"
 
 
-def test_cors_preflight_and_headers(way, taken):
-    name, c = way
+def test_cors_preflight_and_headers(way):
+    _, c = way
     preflight = {"Origin": ORIGIN, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization,content-type"}
     r = c.options("/v1/embeddings", headers=preflight)  # no key: a preflight never carries one
     assert r.status_code == 200 and r.headers["access-control-allow-origin"] == ORIGIN
     assert {"GET", "POST", "DELETE"} <= {m.strip() for m in r.headers["access-control-allow-methods"].split(",")}
     assert {"authorization", "content-type"} <= {h.strip().lower() for h in r.headers["access-control-allow-headers"].split(",")}
     assert c.options("/v1/embeddings", headers=preflight | {"Origin": "https://other.example"}).status_code == 400
-    with took_fast_path(name, taken, name != "route"):
-        ok = c.post("/v1/embeddings", content=EMBED, headers=JSON | auth(KEY) | {"Origin": ORIGIN})
+    ok = c.post("/v1/embeddings", content=EMBED, headers=JSON | auth(KEY) | {"Origin": ORIGIN})
     assert ok.status_code == 200 and ok.headers["access-control-allow-origin"] == ORIGIN
     for answer in (  # errors carry the headers too, so a page can read them
         c.post("/v1/embeddings", content=EMBED, headers=JSON | {"Origin": ORIGIN}),
