@@ -41,7 +41,8 @@ from thoughtvec.training.evaluation.retrieval import Ranking
 
 # Milvus's hybrid_search rankers: RRF at its usual k and at the fusion grid's smaller ones; WeightedRanker (dense,
 # lexical) at equal weights and leaning lexical as the server's fusion does (1 : 1.5). Milvus takes weights in
-# [0, 1] and maps each side's scores into [0, 1] by arctan before weighing them (norm_score, its default).
+# [0, 1] and maps each side's scores into [0, 1] by arctan before weighing them (norm_score, its default); Milvus
+# Lite 2.5.1 maps BM25's as it maps distances (1 - 2 arctan(s) / pi), so a better match counts less there.
 MILVUS_RANKERS: tuple[tuple[str, Any], ...] = (
     ("rrf", 60),
     ("rrf", 20),
