@@ -289,10 +289,20 @@ def test_index_build_command_writes_to_the_backend(backend, request, models_dir,
         mode = "dense" if backend == "milvus-server" else "lexical"  # the best on dev of what the backend serves
         assert listed[1].split()[:3] == ["built", "tiny/mean", mode] and str(len(SENTENCES)) in listed[1].split()
         hybrid = main([*build, "--name", "hybrid", "--mode", "hybrid"])
+        words = main([*build, "--name", "words", "--mode", "lexical"])  # lexical-only: nothing embedded
         if backend != "milvus-server":
-            assert hybrid == 0
+            assert hybrid == 0 and words == 0
+            store = open_store(
+                opts.get("index_backend", "faiss"),
+                index_dir=tmp_path / "indexes",
+                milvus=MilvusOptions(opts.get("milvus_uri", ""), prefix=opts.get("milvus_collection_prefix", "")),
+            )
+            store.load_all()
+            assert store.config("words").embedded is False and store.config("hybrid").embedded is True
+            assert store.lexical_search("words", [SENTENCES[1]], 1)[0][0][0].id == "2"
+            store.close()
         else:  # refused before anything is embedded, saying why
-            assert hybrid == 1 and "BM25" in capsys.readouterr().err
+            assert hybrid == 1 and words == 1 and "BM25" in capsys.readouterr().err
 
 
 def test_a_name_milvus_lite_2_4_could_not_index_is_served(tmp_path):
