@@ -52,7 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=SEARCH_MODES,
         default=None,
         help="the search a request naming no mode gets (default: the best on dev for the model and backend: hybrid over "
-        "all-minilm-l6-v2, lexical over any other model, dense on Milvus)",
+        "all-minilm-l6-v2, lexical over any other model, dense on a Milvus without BM25); lexical named: a lexical-only "
+        "index, its documents not embedded",
     )
     build.add_argument("--factory", default="Flat", help="FAISS factory string (default Flat = exact)")
     build.add_argument("--metric", default="cosine", choices=["cosine", "ip", "l2"])

@@ -9,7 +9,7 @@ modules. The core and the commands know the index only through its contract (``_
 ``IndexBackend`` protocol and its opener, the backend-neutral data, bulk builds and metadata checks), never a
 backend (FAISS's or Milvus's modules, or ``faiss`` and ``pymilvus`` themselves); ``service.cli`` (the parsers) and ``service.handlers`` sit on top; ``bench`` measures the service from outside; ``training`` uses the
 bundle contract, the encoder and the index's ranking functions (BM25, fusion), never HTTP or the index
-store; ``thoughtvec`` composes the commands.
+store (but for ``training.evaluation.milvus_fusion``, which compares Milvus's own rankers on a Milvus index); ``thoughtvec`` composes the commands.
 """
 
 from __future__ import annotations
@@ -57,6 +57,12 @@ ALLOWED: dict[str, set[str]] = {
     f"{S}.handlers": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.core", f"{S}.http"},  # what the serving commands run
     f"{TOP}.bench": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.index", f"{S}.core", f"{S}.cli", f"{TOP}.paths"},
     f"{TOP}.training": {f"{S}.bundle", f"{S}.core", f"{S}.model_guide", f"{TOP}.paths"} | _RANKING,
+    # the harness's one module that measures a backend itself: Milvus's own hybrid rankers against the server's
+    # fusion, over an index it makes through the Milvus store (nothing of training imports it: a command of its own)
+    f"{TOP}.training.evaluation.milvus_fusion": {f"{TOP}.training", f"{S}.bundle", f"{S}.core", f"{S}.model_guide", f"{TOP}.paths"}
+    | _RANKING
+    | _CONTRACT
+    | {f"{S}.index"},
     f"{TOP}.paths": set(),  # the checkout's folders, named once
     TOP: {f"{TOP}.training", f"{S}.cli", f"{TOP}.bench", f"{TOP}.paths"},
 }

@@ -41,6 +41,8 @@ def cmd_index_build(args: argparse.Namespace) -> int:
                 fingerprint=encoder.fingerprint(view),
                 mode=mode,
             )
+            if args.mode == "lexical":  # named, as by a POST /v1/indexes: lexical-only, no model runs for its documents
+                config = config.model_copy(update={"embedded": False})
             docs = read_documents(args.input, args.limit)
             log.info("%d texts from %s; model %s view %s, searched %s", len(docs), args.input, encoder.name, view, mode)
 

@@ -86,7 +86,9 @@ def build_index(encode: Encode, config: IndexConfig, docs: list[Doc], *, chunk: 
     """Embed ``docs`` with ``encode`` (texts -> raw vectors ``(n, config.dim)``): the index to install (not yet in any store).
 
     ``config``'s model, view, dim and fingerprint describe what ``encode`` produces. ``encode`` is called on
-    ``chunk`` texts at a time (it plans its own batches), then progress is reported.
+    ``chunk`` texts at a time (it plans its own batches), then progress is reported. A lexical-only index
+    (``config.embedded`` false) is never embedded: BM25 needs the words alone, and zero rows fill the vectors' place
+    (as the server's adds to one).
     """
     seen: set[str] = set()
     for d in docs:
@@ -95,6 +97,9 @@ def build_index(encode: Encode, config: IndexConfig, docs: list[Doc], *, chunk: 
         seen.add(d.id)
     name = config.name
     vectors = np.zeros((len(docs), config.dim), np.float32)
+    if not config.embedded:
+        log.info("index %s: %d documents, lexical-only (not embedded)", name, len(docs))
+        return BuiltIndex(config, docs, vectors)
     step = max(1, len(docs) // 10)
     next_log = step
     with tqdm(total=len(docs), desc=f"index {name}", unit="sent", file=sys.stderr, mininterval=1.0, disable=None) as bar:

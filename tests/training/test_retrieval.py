@@ -175,3 +175,33 @@ def test_retrieval_check_reads_the_coverage_of_a_bundle_with_its_own_tokenizer()
     unk, expanded = retrieval_check.coverage(enc, ["a dog ran", "a dog 🙂"])  # 🙂 is [UNK] in its WordPiece vocabulary
     assert unk == pytest.approx(1 / 6) and expanded == 0.0
     assert retrieval_check.fully_known(enc, ["a dog ran", "a dog 🙂"]).tolist() == [True, False]
+
+
+def test_milvus_fusion_scores_the_server_s_fusion_and_milvus_s_rankers_on_one_index(toy):
+    """The Milvus comparison (docs/search.md, *Indexes in Milvus*) on Milvus Lite: every ranker scored over one index
+    of the corpus, each judged document found first, the server's fusion the baseline of the paired differences,
+    and the index dropped afterwards."""
+    from tests.service.index.milvus_support import need, released_lite
+
+    need("milvus_lite")
+    from thoughtvec.service.index.milvus import MilvusStore
+    from thoughtvec.service.index.milvus_schema import MilvusOptions
+    from thoughtvec.training.evaluation import milvus_fusion
+
+    root, task = toy
+    lines: list[str] = []
+    with released_lite(root / "milvus.db"):
+        got = milvus_fusion.milvus_grid(
+            task, sources.BundleSource(root / "tiny", truncation="split"), "mean", str(root / "milvus.db"), lines.append
+        )
+        store = MilvusStore(MilvusOptions(str(root / "milvus.db"), prefix="tuning_"))
+        assert store.names() == []
+        store.close()
+    server, *others = got
+    assert server.startswith("server: minmax") and len(others) == len(milvus_fusion.MILVUS_RANKERS)
+    assert "Milvus RRFRanker(k=60)" in others and "Milvus WeightedRanker(0.4, 0.6)" in others
+    for label, r in got.items():
+        assert r["metrics"]["ndcg@10"]["mean"] == pytest.approx(1.0), label
+        assert r["vs_server"]["ndcg@10"]["queries"] == len(task.query_ids)
+    assert got[server]["vs_server"]["ndcg@10"]["diff"] == 0.0
+    assert any("paired difference from the server's fusion" in line for line in lines)

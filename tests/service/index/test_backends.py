@@ -289,10 +289,20 @@ def test_index_build_command_writes_to_the_backend(backend, request, models_dir,
         mode = "dense" if backend == "milvus-server" else "lexical"  # the best on dev of what the backend serves
         assert listed[1].split()[:3] == ["built", "tiny/mean", mode] and str(len(SENTENCES)) in listed[1].split()
         hybrid = main([*build, "--name", "hybrid", "--mode", "hybrid"])
+        words = main([*build, "--name", "words", "--mode", "lexical"])  # lexical-only: nothing embedded
         if backend != "milvus-server":
-            assert hybrid == 0
+            assert hybrid == 0 and words == 0
+            store = open_store(
+                opts.get("index_backend", "faiss"),
+                index_dir=tmp_path / "indexes",
+                milvus=MilvusOptions(opts.get("milvus_uri", ""), prefix=opts.get("milvus_collection_prefix", "")),
+            )
+            store.load_all()
+            assert store.config("words").embedded is False and store.config("hybrid").embedded is True
+            assert store.lexical_search("words", [SENTENCES[1]], 1)[0][0][0].id == "2"
+            store.close()
         else:  # refused before anything is embedded, saying why
-            assert hybrid == 1 and "BM25" in capsys.readouterr().err
+            assert hybrid == 1 and words == 1 and "BM25" in capsys.readouterr().err
 
 
 def test_a_name_milvus_lite_2_4_could_not_index_is_served(tmp_path):
@@ -331,3 +341,39 @@ def test_a_closed_milvus_channel_is_reconnected_never_a_500(backend_client, back
         r = call()
         assert r.status_code == 200, r.text
     assert c.get("/v1/indexes/docs").json()["documents"] == len(SENTENCES) + 1
+
+
+@pytest.mark.parametrize("backend", ["milvus-lite"], indirect=True)
+def test_two_replicas_on_one_milvus_see_each_other_s_writes_in_both_halves(backend_client):
+    """Two servers (two apps, each with its own Milvus store and connection) on one Milvus with BM25: a document added
+    through A is found at once by B's lexical, dense and hybrid search, with the same BM25 scores (the statistics are
+    Milvus's, not a replica's), and one deleted through B is gone from A's lexical search, whose scores then move
+    with B's. Milvus Lite runs one Milvus per file in a process, which both stores share (pymilvus's server manager);
+    two processes need a Milvus 2.5 server (test_milvus_server.py runs two on the 2.3 server: the dense half)."""
+    a, b = backend_client(), backend_client()
+    store_a, store_b = a.app.state.core.indexes.store, b.app.state.core.indexes.store
+    assert store_a is not store_b and store_a._connect() is not store_b._connect()  # a connection each, as replicas have
+    assert a.post("/v1/indexes", json={"name": "shared", "model": "tiny", "mode": "hybrid"}).status_code == 201
+    assert b.get("/v1/indexes/shared").json()["mode"] == "hybrid"
+
+    def search(c, query: str, mode: str, k: int = 7) -> list[tuple[str, float]]:
+        r = c.post("/v1/search", json={"index": "shared", "query": query, "k": k, "mode": mode})
+        assert r.status_code == 200 and r.json()["mode"] == mode, r.text
+        return [(h["id"], h["score"]) for h in r.json()["results"][0]]
+
+    for i, s in enumerate(SENTENCES[:5]):  # each write through one replica, searched through the other at once
+        writer, reader = (a, b) if i % 2 == 0 else (b, a)
+        r = writer.post("/v1/indexes/shared/documents", json={"documents": [{"id": f"s{i}", "text": s}]})
+        assert r.status_code == 200 and r.json()["documents"] == i + 1, r.text
+        for mode in ("lexical", "dense", "hybrid"):
+            assert search(reader, s, mode)[0][0] == f"s{i}", (i, mode)
+        assert search(reader, s, "lexical") == search(writer, s, "lexical")  # one BM25, the same scores
+    query = "the city"
+    before = dict(search(a, query, "lexical"))
+    assert {"s1", "s4"} <= set(before)
+    assert b.post("/v1/indexes/shared/documents/delete", json={"ids": ["s1"]}).json()["deleted"] == ["s1"]
+    after = search(a, query, "lexical")
+    assert "s1" not in dict(after) and after == search(b, query, "lexical")
+    for mode in ("dense", "hybrid"):
+        assert "s1" not in dict(search(a, SENTENCES[1], mode)) and "s1" not in dict(search(b, SENTENCES[1], mode))
+    assert a.get("/v1/indexes/shared").json()["documents"] == b.get("/v1/indexes/shared").json()["documents"] == 4

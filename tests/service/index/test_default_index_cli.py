@@ -207,6 +207,39 @@ def test_index_build_and_list_commands(models_dir, tmp_path, capsys):
         assert c.post("/v1/search", json={"index": "hn", "query": "a dog ran", "k": 1}).json()["mode"] == "hybrid"
 
 
+def test_index_build_of_a_lexical_only_index_runs_no_model(models_dir, tmp_path, capsys, monkeypatch):
+    """``--mode lexical`` named makes a lexical-only index, as ``POST /v1/indexes`` does: its documents are not
+    embedded (the encoder never runs), lexical search finds them, and dense or hybrid search is the 422 naming
+    ``mode``. Without ``--mode``, the dev rule's lexical default still embeds them (dense search on request)."""
+    from thoughtvec.service.core.encoder import Encoder
+
+    src = tmp_path / "docs.txt"
+    src.write_text("the cat sat on the mat\na dog ran in the park\nshe walked home\n")
+    idx = tmp_path / "idx"
+    ran: list[int] = []
+    real = Encoder.encode_views  # every encode goes through it
+
+    def spy(self, texts, *args, **kw):
+        ran.append(len(texts))
+        return real(self, texts, *args, **kw)
+
+    monkeypatch.setattr(Encoder, "encode_views", spy)
+    build = ["index", "build", "--model", "tiny", "--input", str(src), "--models-dir", str(models_dir), "--index-dir", str(idx)]
+    assert main([*build, "--name", "words", "--mode", "lexical"]) == 0
+    assert ran == [] and "searched lexical" in capsys.readouterr().out
+    assert main([*build, "--name", "ruled"]) == 0  # the dev rule's lexical: embedded
+    assert ran == [3]
+    with serve_test(settings_for(models_dir, idx)) as c:
+        store = c.app.state.core.indexes.store
+        assert store.config("words").embedded is False and store.config("ruled").embedded is True
+        answer = c.post("/v1/search", json={"index": "words", "query": "a dog in the park", "k": 1}).json()
+        assert answer["mode"] == "lexical" and answer["results"][0][0]["id"] == "2", answer
+        for mode in ("dense", "hybrid"):
+            r = c.post("/v1/search", json={"index": "words", "query": "a dog", "mode": mode})
+            assert r.status_code == 422 and r.json()["error"]["field"] == "mode" and "lexical-only" in r.json()["error"]["message"], r.text
+        assert c.post("/v1/search", json={"index": "ruled", "query": "a dog", "mode": "dense"}).status_code == 200
+
+
 def test_serve_settings_table_and_bad_setting(capsys, monkeypatch):
     assert main(["serve", "--settings-table"]) == 0
     assert "| `THOUGHTVEC_MAX_BATCH_SIZE` | `--max-batch-size` | `32` |" in capsys.readouterr().out
