@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from thoughtvec.bench.bench import Server
 from thoughtvec.service.index.backend import MilvusOptions, open_store
 from thoughtvec.service.index.contents import Doc
 from thoughtvec.service.settings import IndexBackendName
@@ -101,11 +102,7 @@ def _post_all(port: int, path: str, bodies: list[bytes], concurrency: int) -> fl
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
         try:
             for body in part:
-                conn.request("POST", path, body, {"Content-Type": "application/json"})
-                r = conn.getresponse()
-                answer = r.read()
-                if r.status >= 300:
-                    raise RuntimeError(f"POST {path}: {r.status} {answer[:300]!r}")
+                _call(conn, "POST", path, body)
         finally:
             conn.close()
 
@@ -116,22 +113,25 @@ def _post_all(port: int, path: str, bodies: list[bytes], concurrency: int) -> fl
     return time.perf_counter() - started
 
 
+def _call(conn: http.client.HTTPConnection, method: str, path: str, body: bytes | None) -> None:
+    """One JSON request on ``conn``, its answer read; any non-2xx raises."""
+    conn.request(method, path, body, {"Content-Type": "application/json"})
+    r = conn.getresponse()
+    answer = r.read()
+    if r.status >= 300:
+        raise RuntimeError(f"{method} {path}: {r.status} {answer[:300]!r}")
+
+
 def _request(port: int, method: str, path: str, body: dict | None = None) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     try:
-        conn.request(method, path, json.dumps(body).encode() if body is not None else None, {"Content-Type": "application/json"})
-        r = conn.getresponse()
-        answer = r.read()
-        if r.status >= 300:
-            raise RuntimeError(f"{method} {path}: {r.status} {answer[:300]!r}")
+        _call(conn, method, path, json.dumps(body).encode() if body is not None else None)
     finally:
         conn.close()
 
 
 def ingest(args: argparse.Namespace) -> int:
     """``--ingest``: texts/s of adding documents to a new index against ``/v1/embeddings``, alternated on one server."""
-    from thoughtvec.bench.bench import Server  # the server subprocess ``thoughtvec bench`` floods
-
     texts = read_corpus(args.corpus, args.documents)
     model = args.bundle.name
     chunks = [texts[i : i + args.request_size] for i in range(0, len(texts), args.request_size)]
