@@ -38,6 +38,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.core.planner import MAX_BATCH_SIZE, MAX_BATCH_TOKENS, RunCost, plan_batches
 from thoughtvec.service.errors import EmptyInput, InvalidInput, NotReady, QueueFull, TooManyInputs, WorkerDead
 from thoughtvec.service.settings import Truncation
@@ -90,6 +91,7 @@ class _Job:
 
     view: str
     out: np.ndarray  # (n, dim) raw vectors
+    unit: np.ndarray  # (n, dim) the same, L2-normalised
     remaining: int
     future: asyncio.Future
     enqueued: float
@@ -140,6 +142,7 @@ class Embedded:
 
     vectors: np.ndarray  # (n, dim), not normalised
     tokens: list[int] = field(default_factory=list)
+    unit: np.ndarray | None = None  # (n, dim): ``vectors`` L2-normalised, in the worker thread beside the graph run
 
 
 class Batcher:
@@ -244,14 +247,15 @@ class Batcher:
             admission.release()
         n = len(ids)
         loop = asyncio.get_running_loop()
-        job = _Job(view, np.empty((n, self.backend.dim(view)), np.float32), n, loop.create_future(), time.perf_counter())
+        dim = self.backend.dim(view)
+        job = _Job(view, np.empty((n, dim), np.float32), np.empty((n, dim), np.float32), n, loop.create_future(), time.perf_counter())
         if n == 0:
             job.future.set_result(job.out)
         self._queue.extend(_Item(job, i, s) for i, s in enumerate(ids))
         self._report_depth()
         self._arrived.set()
         vectors = await job.future
-        return Embedded(vectors, [len(s) for s in ids])
+        return Embedded(vectors, [len(s) for s in ids], job.unit)
 
     async def run_alone(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` on the model's one ONNX thread, between its batches (never beside one): work that is not
@@ -345,7 +349,7 @@ class Batcher:
     async def _run_batch(self, loop: asyncio.AbstractEventLoop, view: str, batch: list[_Item]) -> None:
         started = time.perf_counter()
         try:
-            vecs = await loop.run_in_executor(self._executor, self.backend.run_ids, [it.ids for it in batch], view)
+            vecs, unit = await loop.run_in_executor(self._executor, self._run, [it.ids for it in batch], view)
             if vecs.shape[0] != len(batch):
                 raise RuntimeError(f"backend returned {vecs.shape[0]} rows for {len(batch)} inputs")
         except asyncio.CancelledError:  # the worker is stopping or was killed: nobody may hang on this batch
@@ -366,11 +370,12 @@ class Batcher:
             return
         seconds = time.perf_counter() - started
         waits = []
-        for row, it in zip(vecs, batch):
+        for row, unit_row, it in zip(vecs, unit, batch):
             job = it.job
             if job.future.done():
                 continue
             job.out[it.pos] = row
+            job.unit[it.pos] = unit_row
             job.remaining -= 1
             if job.remaining == 0:
                 waits.append(started - job.enqueued)
@@ -380,6 +385,12 @@ class Batcher:
             self.observer.batch_done(self.name, len(batch), len(batch) * longest, seconds, waits)
         if self.cost is not None:
             self._observe(len(batch), longest, time.perf_counter() - started)
+
+    def _run(self, batch: list[list[int]], view: str) -> tuple[np.ndarray, np.ndarray]:
+        """A batch's raw vectors and the same L2-normalised, both on the model's thread: normalising a batch at once
+        there costs the event loop nothing, where each request's own would cost it a few numpy calls."""
+        vecs = self.backend.run_ids(batch, view)
+        return vecs, l2_normalize(vecs)
 
     def _observe(self, size: int, longest: int, seconds: float) -> None:
         """Keep a served run's time; every ``REFIT_EVERY`` runs, fit the run cost again with the calibration."""

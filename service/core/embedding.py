@@ -135,8 +135,10 @@ class EmbeddingService:
             raw, tokens = await self.embed_parts(model, view, prep.parts), sum(map(len, prep.parts))
         else:
             raw, tokens = emb.vectors, sum(emb.tokens)
-        vecs = enc.reduce(pool(raw, prep, len(texts)), view, dimensions)
         self.metrics.embedded(model.name, len(texts), len(prep.parts), tokens, prep.split, prep.truncated)
+        if not bulk and normalize and emb.unit is not None and len(prep.parts) == len(texts) and enc.dimensions(view, dimensions) is None:
+            return Encoded(model.name, view, emb.unit, tokens, prep.split, prep.truncated)  # one part a text: the worker's unit rows
+        vecs = enc.reduce(pool(raw, prep, len(texts)), view, dimensions)
         return Encoded(model.name, view, l2_normalize(vecs) if normalize else vecs, tokens, prep.split, prep.truncated)
 
     async def embed_bulk(self, model: Model, view: str, texts: list[str]) -> np.ndarray:

@@ -6,11 +6,9 @@ path, so a scan of random URLs cannot blow up the label space.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 # `_created` series double every counter for a timestamp no dashboard plots (process-wide switch).
 disable_created_metrics()
@@ -69,7 +67,7 @@ class Metrics:
         return child
 
     def request_done(self, route: str, method: str, status: int, seconds: float) -> None:
-        """One HTTP request answered (``MetricsMiddleware``)."""
+        """One HTTP request answered (the gate: ``thoughtvec.service.http.gate``)."""
         self._child(self.requests, route, method, str(status)).inc()
         self._child(self.latency, route, method, str(status)).observe(seconds)
 
@@ -122,31 +120,3 @@ class Metrics:
 
     def exposition(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
-
-
-class MetricsMiddleware:
-    """Counts every HTTP request (including 401/413/429 answered by other middleware) with its latency."""
-
-    def __init__(self, app: ASGIApp, metrics: Metrics):
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        start = time.perf_counter()
-        status = 500  # if the app dies before answering
-
-        async def send_wrapper(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_wrapper)
-        finally:
-            route = scope.get("route")
-            path = getattr(route, "path", None) or "unmatched"
-            self.metrics.request_done(path, scope["method"], status, time.perf_counter() - start)

@@ -116,6 +116,8 @@ class Registry:
     discovered: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     started: bool = False  # load_all finished (each bundle loaded or failed)
+    _picked: tuple[tuple, tuple[str | None, str | None]] | None = field(default=None, init=False, repr=False)  # see _picks
+    _aliases: tuple[tuple[str, ...], dict[str, str]] | None = field(default=None, init=False, repr=False)  # see alias_table
 
     def _limits(self) -> BatchLimits:
         s = self.settings
@@ -187,20 +189,44 @@ class Registry:
         coming = set() if self.started else set(self.discovered) - set(self.failed)
         return set(self.models) | coming
 
+    def _picks(self) -> tuple[str | None, str | None]:
+        """(default model, retrieval model), chosen again only when what may be served changes: every request
+        that names no model, or an alias, asks."""
+        key = (
+            len(self.models),
+            len(self.discovered),
+            len(self.failed),
+            self.started,
+            self.settings.default_model,
+            tuple(self.settings.model_preference),
+        )
+        if self._picked is None or self._picked[0] != key:
+            servable = self._servable()
+            self._picked = (key, (pick_default_model(self.settings, servable), pick_retrieval_model(self.settings, servable)))
+        return self._picked[1]
+
     @property
     def default_model(self) -> str | None:
-        return pick_default_model(self.settings, self._servable())
+        return self._picks()[0]
 
     @property
     def retrieval_model(self) -> str | None:
         """The model chosen for retrieval on dev among those a rule may name (OpenAI's names, a new index's model)."""
-        return pick_retrieval_model(self.settings, self._servable())
+        return self._picks()[1]
+
+    @property
+    def alias_table(self) -> dict[str, str]:
+        """The ``model_aliases`` setting as alias -> target, parsed again only when the setting changes."""
+        source = tuple(self.settings.model_aliases)
+        if self._aliases is None or self._aliases[0] != source:
+            self._aliases = (source, self.settings.aliases)
+        return self._aliases[1]
 
     def resolve(self, name: str) -> str | None:
         """A bundle name for ``name``: itself, or what the ``model_aliases`` setting maps it to."""
         if name in self.models:
             return name
-        target = self.settings.aliases.get(name)
+        target = self.alias_table.get(name)
         if target is None:
             return name
         if target == "retrieval":
@@ -209,7 +235,7 @@ class Registry:
 
     def aliases(self) -> dict[str, str]:
         """Each alias and the bundle it names now (aliases of a bundle not loaded are left out)."""
-        out = {a: self.resolve(a) for a in self.settings.aliases if a not in self.models}
+        out = {a: self.resolve(a) for a in self.alias_table if a not in self.models}
         return {a: t for a, t in out.items() if t in self.models}
 
     def get(self, name: str | None, field_name: str = "model") -> Model:

@@ -26,7 +26,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     logging.getLogger().setLevel(settings.log_level.upper())
     log.info("http://%s:%d  (docs at /docs)", settings.host, settings.port)
-    server = uvicorn.Server(server_config(create_app(settings), settings))
+    server = uvicorn.Server(server_config(create_app(settings, settle_heap=True), settings))
     try:
         server.run()
     except KeyboardInterrupt:

@@ -1,10 +1,10 @@
 """The FastAPI app factory. ``create_app(settings)`` is all a server or a test needs.
 
-Middleware, outermost first: metrics (sees every answer, 401/413 included) → the request rules
-(CORS → body limit → access by route and method: ``service/http/rules.py``, over the table
-``routes.ACCESS``) → catch-all (an unexpected exception becomes
-a JSON 500) → routes (each validates its JSON body once, from its bytes: ``routes.deps.JsonRoute``).
-Every request comes in this one way, through uvicorn (``server_config``). Start-up runs in the background
+Every request comes in one way, through uvicorn (``server_config``) and the gate (``service/http/gate.py``,
+CORS around it where configured): counted in the metrics, held to the request rules (the body limit, access by
+route and method: ``service/http/rules.py``, over the table ``routes.ACCESS``), answered by its route (each
+validates its JSON body once, from its bytes: ``routes.deps.JsonRoute``), its errors by the app's exception
+handlers, anything unexpected a JSON 500. Start-up runs in the background
 (``lifespan``), so ``/health`` answers while models load and the default index builds; ``/ready``
 tells when the models are warm.
 """
@@ -16,13 +16,14 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import uvicorn
-from fastapi import FastAPI
 
 from thoughtvec.service import __version__
 from thoughtvec.service.core.engine import Core
-from thoughtvec.service.core.metrics import Metrics, MetricsMiddleware
+from thoughtvec.service.core.metrics import Metrics
 from thoughtvec.service.http import openapi
-from thoughtvec.service.http.middleware import CatchAllMiddleware, install_error_handlers
+from thoughtvec.service.http.gate import ServiceApp, install_gate
+from thoughtvec.service.http.middleware import install_error_handlers
+from thoughtvec.service.http.protocol import http_protocol
 from thoughtvec.service.http.routes import ACCESS, ROUTERS
 from thoughtvec.service.http.rules import RequestRules, routes_of
 from thoughtvec.service.settings import Settings
@@ -38,22 +39,25 @@ every route but `GET /health` and the playground page (`GET /`); index writes ne
 keys are configured."""
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, settle_heap: bool = False) -> ServiceApp:
+    """The app on ``settings``; ``settle_heap``: after start-up, keep what it loaded out of the garbage collector's
+    way (``core.engine.settle_heap``: what ``thoughtvec serve`` does; a process that makes many apps, as the tests
+    do, should not)."""
     settings = settings or Settings()
     metrics = Metrics()
     core = Core(settings, metrics)
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):
+    async def lifespan(app: ServiceApp):
         log.info("serving %s (indexes in %s)", settings.models_dir, settings.index_dir)
-        core.start_background()
+        core.start_background(settle_heap)
         try:
             yield
         finally:
             await core.stop()
 
     # docs_url/redoc_url off: thoughtvec.service.http.routes.docs serves both pages with local assets (no CDN)
-    app = FastAPI(
+    app = ServiceApp(
         title="thoughtvec",
         version=__version__,
         description=DESCRIPTION,
@@ -61,8 +65,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         # FastAPI's OpenTelemetry hooks off: the service exports its own metrics (``/metrics``), and the hooks
-        # would look up a tracer provider on every request
-        telemetry={"tracing": False, "metrics": False},
+        # would look up a provider on every request
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.core = core
     app.state.settings = settings
@@ -72,14 +76,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app, settings)
     openapi.install(app, settings)  # the schema states this server's limits
     metrics.routes_known([(r.path, m) for r in routes_of(app.routes) for m in sorted(getattr(r, "methods", None) or ()) if m != "HEAD"])
-    # add_middleware wraps what is there: the last added is the outermost.
-    app.add_middleware(CatchAllMiddleware)
-    rules.install(app, ACCESS)  # outside everything that answers: no way in skips a rule
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    install_gate(app, rules, ACCESS, metrics)  # before everything that answers: no way in skips a rule
     return app
 
 
-def server_config(app: FastAPI, settings: Settings, **options: Any) -> uvicorn.Config:
+def server_config(app: ServiceApp, settings: Settings, **options: Any) -> uvicorn.Config:
     """uvicorn's configuration for ``app`` from ``settings`` (``options`` override it): what ``thoughtvec serve`` runs."""
-    kw: dict[str, Any] = {"host": settings.host, "port": settings.port, "log_level": settings.log_level, "access_log": settings.access_log}
+    kw: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level,
+        "access_log": settings.access_log,
+        "http": http_protocol(),  # a response's head and body in one write
+    }
     return uvicorn.Config(app, **(kw | options))

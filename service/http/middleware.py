@@ -30,7 +30,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from thoughtvec.service.errors import (
     BodyTooLarge,
@@ -254,38 +254,9 @@ def parse_problem(cause: BaseException) -> str:
     return str(cause)[:200] or type(cause).__name__
 
 
-class CatchAllMiddleware:
-    """Whatever escapes the routes and handlers becomes a JSON 500 ``internal_error`` with a request id.
-
-    The traceback is logged under the same id; the process and every other request go on. An
-    exception after the response has started cannot change it and is re-raised to uvicorn.
-    """
-
-    def __init__(self, app: ASGIApp):
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def watch(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, receive, watch)
-        except Exception:
-            response = internal_error(scope)
-            if started:
-                raise
-            await response(scope, receive, send)
-
-
 def internal_error(scope: Scope) -> ErrorAnswer:
-    """Log the exception being handled under a fresh request id; the 500 that names that id."""
+    """Log the exception being handled under a fresh request id; the 500 that names that id (the gate's answer to
+    whatever escapes the routes and handlers: the process and every other request go on)."""
     rid = uuid.uuid4().hex[:16]
     # %r: a path with odd characters is escaped, never a second error inside logging
     log.exception("request %s: %s %r failed", rid, scope.get("method"), scope.get("path"))
@@ -305,22 +276,33 @@ async def _disconnected(request: Request) -> None:
             return
 
 
-async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
+# Work done sooner than this is never watched: a watcher task costs a small request more than the work of a client
+# that left would (at most this long of it is done for nobody).
+WATCH_AFTER_S = 0.05
+
+
+async def unless_disconnected(request: Request, work: Awaitable[T], watch_after_s: float = WATCH_AFTER_S) -> T:
     """Await ``work``; if the client goes away first, cancel it (its queued sentences are dropped).
 
-    The work runs in the caller's task; one watcher task cancels that task when the client leaves."""
+    The work runs in the caller's task. After ``watch_after_s``, one watcher task waits for the client to leave
+    and cancels that task when it does."""
     caller = asyncio.current_task()
     assert caller is not None  # called from a request's task
     left = False
+    watch: asyncio.Future | None = None
 
-    def on_disconnect(watch: asyncio.Task) -> None:
+    def on_disconnect(done: asyncio.Future) -> None:
         nonlocal left
-        if not watch.cancelled() and watch.exception() is None:
+        if not done.cancelled() and done.exception() is None:
             left = True
             caller.cancel()
 
-    watch = asyncio.ensure_future(_disconnected(request))
-    watch.add_done_callback(on_disconnect)
+    def start_watch() -> None:
+        nonlocal watch
+        watch = asyncio.ensure_future(_disconnected(request))
+        watch.add_done_callback(on_disconnect)
+
+    timer = asyncio.get_running_loop().call_later(watch_after_s, start_watch)
     try:
         return await work
     except asyncio.CancelledError:
@@ -328,8 +310,10 @@ async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
             raise ClientGone() from None
         raise
     finally:
-        watch.remove_done_callback(on_disconnect)
-        watch.cancel()
+        timer.cancel()
+        if watch is not None:
+            watch.remove_done_callback(on_disconnect)
+            watch.cancel()
 
 
 def json_bytes(payload: Any) -> bytes:

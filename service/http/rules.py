@@ -1,10 +1,10 @@
 """The rules every request passes, whichever way it is answered: who may call which route, the body limit
 and CORS. Each is defined here once.
 
-:meth:`RequestRules.install` puts them around the app as middleware, outside everything that answers
-a request (the routes), so no way in can skip one. Outermost first:
+The gate (``thoughtvec.service.http.gate``), the app's one entrance, applies them to every request before
+anything answers it, so no way in can skip one. Outermost first:
 
-* CORS (``cors_origins``): a preflight is answered here; every answer, errors included, carries the
+* CORS (``cors_origins``), Starlette's middleware around the gate: a preflight is answered there; every answer, errors included, carries the
   CORS headers, so a page can read a 401 or a 413;
 * the body limit (``max_body_bytes``): 413 by ``Content-Length`` before reading, or while a chunked
   body streams in;
@@ -25,14 +25,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from fastapi import FastAPI
-from fastapi.middleware.cors import CORSMiddleware
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import BaseRoute, get_route_path
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.routing import BaseRoute
+from starlette.types import Message, Receive, Scope
 
 from thoughtvec.service.errors import BodyTooLarge, Forbidden, ThoughtvecError, Unauthorized
-from thoughtvec.service.http.middleware import domain_error
+from thoughtvec.service.http.middleware import ErrorAnswer, domain_error
 from thoughtvec.service.settings import Settings
 
 CORS_METHODS = ("GET", "POST", "DELETE")
@@ -95,74 +93,51 @@ class RequestRules:
             tuple(settings.cors_origins),
         )
 
-    def install(self, app: FastAPI, table: AccessTable) -> None:
-        """Wrap ``app``'s middleware so far in the rules (``add_middleware``: the last added is the outermost);
-        ``table`` says who may call each of its routes (``ValueError`` where it does not name one)."""
-        matcher = access_matcher(app.routes, table)
-        if self.keys or self.admin_keys:
-            app.add_middleware(AccessMiddleware, matcher=matcher, keys=self.keys, admin_keys=self.admin_keys)
-        app.add_middleware(BodyLimitMiddleware, limit=self.max_body_bytes)
-        if self.cors_origins:
-            app.add_middleware(
-                CORSMiddleware, allow_origins=list(self.cors_origins), allow_methods=list(CORS_METHODS), allow_headers=list(CORS_HEADERS)
-            )
+    @property
+    def guarded(self) -> bool:
+        """Whether any route needs a key (else :meth:`refusal` is always None)."""
+        return bool(self.keys or self.admin_keys)
 
-
-class _BodyTooLargeHTTP(StarletteHTTPException):
-    """Raised inside ``receive``; FastAPI re-raises HTTPExceptions from body parsing, so the 413 handler answers."""
-
-    def __init__(self, limit: int):
-        super().__init__(413, f"the request body is larger than {limit} bytes (the limit, max_body_bytes)")
-
-
-class BodyLimitMiddleware:
-    """Reject bodies over ``limit`` bytes: by Content-Length before reading, or while streaming chunks."""
-
-    def __init__(self, app: ASGIApp, limit: int):
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    # -- the body limit ------------------------------------------------------------------------
+    @staticmethod
+    def declared_length(scope: Scope) -> int | None:
+        """The body's ``Content-Length``; None for a chunked body (or an unreadable length: counted as it comes)."""
         for name, value in scope["headers"]:
-            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
-                exc = BodyTooLarge(f"the request body has {int(value)} bytes; the limit is {self.limit} (max_body_bytes)", field="body")
-                await domain_error(exc)(scope, receive, send)
-                return
-        seen = 0
+            if name == b"content-length":
+                return int(value) if value.isdigit() else None
+        return None
 
-        async def limited() -> Message:
+    def too_large(self, length: int | None) -> ErrorAnswer | None:
+        """The 413 for a declared length over the limit, before a byte of the body is read."""
+        if length is None or length <= self.max_body_bytes:
+            return None
+        return domain_error(
+            BodyTooLarge(f"the request body has {length} bytes; the limit is {self.max_body_bytes} (max_body_bytes)", field="body")
+        )
+
+    def limited(self, receive: Receive) -> Receive:
+        """``receive`` that counts a body of undeclared length as it streams in, and stops it past the limit (a
+        declared length is the server's to hold the body to)."""
+        limit, seen = self.max_body_bytes, 0
+
+        async def counted() -> Message:
             nonlocal seen
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _BodyTooLargeHTTP(self.limit)
+                if seen > limit:
+                    raise _BodyTooLargeHTTP(limit)
             return message
 
-        await self.app(scope, limited, send)
+        return counted
 
+    # -- access ----------------------------------------------------------------------------------
+    def refusal(self, access: Access, scope: Scope) -> ErrorAnswer | None:
+        """The 401 or 403 for a request to a route of ``access`` with the key it carries; None: it may come."""
+        problem = self.refused(access, bearer_token(scope))
+        return None if problem is None else domain_error(problem)
 
-class AccessMiddleware:
-    """Each request's route and method looked up in the access table (:func:`access_matcher`), its key checked."""
-
-    def __init__(self, app: ASGIApp, matcher: Matcher, keys: tuple[bytes, ...], admin_keys: tuple[bytes, ...]):
-        self.app = app
-        self.matcher = matcher
-        self.keys = keys
-        self.admin_keys = admin_keys
-
-    def access(self, scope: Scope) -> Access:
-        """The first route whose path and method match, as the router will pick it; none: a 404 or 405 to come."""
-        path, method = get_route_path(scope), scope["method"]
-        for pattern, methods in self.matcher:
-            if method in methods and pattern.match(path):
-                return methods[method]
-        return Access.key
-
-    def refusal(self, access: Access, token: bytes | None) -> ThoughtvecError | None:
+    def refused(self, access: Access, token: bytes | None) -> ThoughtvecError | None:
         if access is Access.open:
             return None
         if self.keys:  # API keys on: every route not open needs one (admin keys are among them)
@@ -177,11 +152,12 @@ class AccessMiddleware:
                 return Forbidden("this key may not write indexes; use an admin key", field="Authorization")
         return None
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and (problem := self.refusal(self.access(scope), bearer_token(scope))) is not None:
-            await domain_error(problem)(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
+
+class _BodyTooLargeHTTP(StarletteHTTPException):
+    """Raised inside ``receive``; FastAPI re-raises HTTPExceptions from body parsing, so the 413 handler answers."""
+
+    def __init__(self, limit: int):
+        super().__init__(413, f"the request body is larger than {limit} bytes (the limit, max_body_bytes)")
 
 
 def bearer_token(scope: Scope) -> bytes | None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
+from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -63,20 +65,23 @@ class JsonRoute(APIRoute):
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any):
         super().__init__(path, endpoint, **kwargs)
         plain = _plain_shape(self)
-        if plain is not None and getattr(self, "max_body_size", None) is None:  # the app's body limit applies
-            self.app = _direct(self.app, self.endpoint, *plain)
+        # direct: the gate (``thoughtvec.service.http.gate``) may call ``self.app`` without FastAPI's router
+        self.direct = plain is not None and getattr(self, "max_body_size", None) is None  # the app's body limit applies
+        if plain is not None and self.direct:
+            self.app = _direct(FileStack(self.app), self.endpoint, *plain)
 
 
 def _direct(standard: ASGIApp, endpoint: Callable[..., Any], model: type[BaseModel], body_name: str, request_name: str | None,
             dependencies: list[tuple[str, Callable]]) -> ASGIApp:  # fmt: skip
-    """The ASGI app of a :class:`JsonRoute` of the plain shape; ``standard`` is FastAPI's."""
+    """The ASGI app of a :class:`JsonRoute` of the plain shape; ``standard`` is FastAPI's (with its file stack)."""
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if not _json_content(scope) or scope["app"].dependency_overrides:
             await standard(scope, receive, send)
             return
+        raw = await read_body(receive)
         request = Request(scope, receive, send)
-        raw = await request.body()
+        request._body = raw  # Starlette's own cache of the body: ``request.body()`` gives it again
         try:
             body = model.model_validate_json(raw)
         except ValueError:  # pydantic's ValidationError, or JSON that is not UTF-8: FastAPI says which
@@ -91,6 +96,40 @@ def _direct(standard: ASGIApp, endpoint: Callable[..., Any], model: type[BaseMod
         await response(scope, receive, send)
 
     return app
+
+
+async def read_body(receive: Receive) -> bytes:
+    """A request's whole body, from its ``http.request`` messages (Starlette's ``Request.body`` without its stream)."""
+    message = await receive()
+    body = message.get("body", b"")
+    if message["type"] != "http.request":
+        raise ClientDisconnect()
+    if not message.get("more_body", False):
+        return body
+    chunks = [body]
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise ClientDisconnect()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+class FileStack:
+    """FastAPI's per-request exit stack (``fastapi_middleware_astack``: the files of a form body are closed on it),
+    which its route handlers expect in the scope, where the scope has none yet."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if "fastapi_middleware_astack" in scope:
+            await self.app(scope, receive, send)
+            return
+        async with AsyncExitStack() as stack:
+            scope["fastapi_middleware_astack"] = stack
+            await self.app(scope, receive, send)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -44,6 +44,21 @@ async def test_vectors_are_the_models_in_order_with_their_usage(services):
         np.testing.assert_allclose(raw.vectors[1], fakes["tiny2"].vector(fakes["tiny2"].token_ids(SENTENCES[1])), atol=1e-6)
 
 
+async def test_normalised_vectors_are_exactly_the_raw_ones_normalised(services):
+    """The model's thread normalises each batch beside its run; a request's vectors are those rows, bit for bit
+    what normalising its own raw vectors gives, whatever shared its batch."""
+    async with services(max_batch_size=4, max_wait_ms=20.0) as (emb, _, fakes):
+        fakes["tiny"].gate.clear()  # the requests below queue together, then share batches
+        unit = [asyncio.create_task(emb.embeddings(t, "tiny", None, normalize=True)) for t in SENTENCES]
+        raw = [asyncio.create_task(emb.embeddings(t, "tiny", None, normalize=False)) for t in SENTENCES]
+        assert await asyncio.to_thread(fakes["tiny"].entered.wait, 10)
+        fakes["tiny"].gate.set()
+        for u, r in zip(await asyncio.gather(*unit), await asyncio.gather(*raw)):
+            assert np.array_equal(u.vectors, l2_normalize(r.vectors))
+        alone = await emb.embeddings(SENTENCES, "tiny", None, normalize=True, dimensions=None)
+        assert np.array_equal(alone.vectors, l2_normalize((await emb.embeddings(SENTENCES, "tiny", None, normalize=False)).vectors))
+
+
 async def test_concurrent_requests_share_batches_within_the_limits_and_each_gets_its_own(services):
     async with services(max_batch_size=4, max_wait_ms=20.0) as (emb, _, fakes):
         fake = fakes["tiny"]

@@ -67,3 +67,20 @@ def test_with_every_bundle_served_the_picks_are_the_guides_best_for_similarity_a
 def test_openai_and_cohere_names_are_aliases_of_the_retrieval_pick():
     assert "text-embedding-3-small" in OPENAI_MODEL_NAMES and "rerank-v3.5" in COHERE_MODEL_NAMES
     assert Settings().aliases == {n: "retrieval" for n in (*OPENAI_MODEL_NAMES, *COHERE_MODEL_NAMES)}
+
+
+def test_the_picks_are_made_again_only_when_what_is_served_changes(models_dir, tmp_path, monkeypatch):
+    from thoughtvec.service.core import registry as registry_module
+
+    calls: list[int] = []
+    original = registry_module.pick_default_model
+    monkeypatch.setattr(registry_module, "pick_default_model", lambda *a: calls.append(1) or original(*a))
+    reg = half_loaded(models_dir, tmp_path, "tiny2", model_preference="tiny,tiny2", model_aliases="small=tiny2")
+    assert reg.default_model == "tiny"
+    made = len(calls)
+    assert [reg.default_model for _ in range(5)] == ["tiny"] * 5 and len(calls) == made  # not made again
+    reg.started = True  # tiny never came
+    assert reg.default_model == "tiny2" and len(calls) > made
+    assert reg.resolve("small") == "tiny2"
+    reg.settings.model_aliases = ["small=tiny"]  # the setting changed: the alias follows
+    assert reg.resolve("small") == "tiny"

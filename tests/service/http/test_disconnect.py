@@ -61,3 +61,27 @@ def test_a_server_cancellation_is_not_a_client_leaving():
             await task
 
     asyncio.run(main())
+
+
+def test_work_done_sooner_than_the_watch_starts_no_task():
+    async def main():
+        before = len(asyncio.all_tasks())
+        seen = []
+
+        async def work():
+            seen.append(len(asyncio.all_tasks()))
+            return "vectors"
+
+        assert await unless_disconnected(request_that_leaves(0.001), work(), watch_after_s=1.0) == "vectors"
+        return before, seen
+
+    before, seen = asyncio.run(main())
+    assert seen == [before]  # no watcher beside the caller
+
+
+def test_a_client_that_left_before_the_watch_starts_is_noticed_when_it_does():
+    async def main():
+        with pytest.raises(ClientGone):
+            await asyncio.wait_for(unless_disconnected(request_that_leaves(0.0), asyncio.sleep(30), watch_after_s=0.05), 10)
+
+    asyncio.run(main())

@@ -14,8 +14,6 @@ import pytest
 from pydantic import BaseModel
 
 from thoughtvec.service.http.routes import deps
-from thoughtvec.service.http.routes.deps import JsonRoute, _plain_shape
-from thoughtvec.service.http.rules import routes_of
 
 REQUESTS = [
     ("/v1/embeddings", {"input": "The cat sat on the mat."}),
@@ -101,11 +99,3 @@ def test_requests_are_counted_under_their_route(client):
     before = sample("thoughtvec_requests_total", labels) or 0.0
     assert client.post("/v1/embeddings", json={"input": "a cat sat ."}).status_code == 200
     assert sample("thoughtvec_requests_total", labels) == before + 1
-
-
-def test_which_routes_are_answered_directly(client):
-    direct = {(m, r.path) for r in routes_of(client.app.routes) if isinstance(r, JsonRoute) and _plain_shape(r) for m in r.methods}
-    assert {("POST", "/v1/embeddings"), ("POST", "/embed"), ("POST", "/v1/similarity"), ("POST", "/v1/search")} <= direct
-    assert ("POST", "/") not in direct  # a union of two bodies: FastAPI's handler
-    assert ("POST", "/v1/indexes/{name}/documents") not in direct  # a path parameter: FastAPI's handler
-    assert not any(m == "GET" for m, _ in direct)  # no body
