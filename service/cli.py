@@ -110,13 +110,24 @@ def dispatch(args: argparse.Namespace) -> int:
     return int(func(args) or 0)
 
 
+def exact_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``parser`` and every subcommand's parser take a flag only by its whole name: ``serve --models x`` is an
+    error, not ``--models-dir x`` (argparse takes any unambiguous prefix by default)."""
+    parser.allow_abbrev = False
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                exact_flags(sub)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     """The serving commands alone (``python -m thoughtvec.service.cli``): works even where training/ cannot import."""
     parser = argparse.ArgumentParser(prog="thoughtvec")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     register(sub)
-    args = parser.parse_args(argv)
+    args = exact_flags(parser).parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S"
     )

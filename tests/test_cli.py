@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 import textwrap
@@ -48,3 +49,19 @@ def test_train_rejects_unknown_model_setting(tmp_path):
     out = subprocess.run([sys.executable, "-m", "thoughtvec", "train", "--variant", "uni-skip", "--corpus", str(tmp_path / "c.txt"),
                           "--out", str(tmp_path / "r"), "--set", "hiden=10"], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 2 and "unknown skip-thought setting(s) ['hiden']" in out.stderr
+
+
+def every_parser(parser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from every_parser(sub)
+
+
+def test_a_flag_is_never_taken_for_a_longer_one(capsys):
+    """``serve --models x`` is not ``serve --models-dir x`` (a folder with no bundles: a server of nothing)."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--models", "mean-max-aae"])
+    assert "unrecognized arguments: --models" in capsys.readouterr().err
+    assert all(not p.allow_abbrev for p in every_parser(build_parser()))

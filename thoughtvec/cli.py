@@ -15,7 +15,7 @@ import sys
 
 from thoughtvec.bench import cli as benchmarks
 from thoughtvec.service import cli as serving
-from thoughtvec.service.cli import dispatch
+from thoughtvec.service.cli import dispatch, exact_flags
 from thoughtvec.training.commands import corpus, export, postprocess, quantize, train
 from thoughtvec.training.commands import eval as evaluate
 
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMAND_MODULES:
         module.register(sub)
-    return parser
+    return exact_flags(parser)
 
 
 def main(argv: list[str] | None = None) -> int:
