@@ -40,14 +40,14 @@ def render(enc: Encoded, usage: Usage, encoding_format: str) -> bytes:
     1000 x 1024 float list is not put through pydantic). The tests check it against the schema.
 
     Floats are written by orjson from Python's floats (each float32 value as a double): the shortest text that
-    reads back as that double, as ``json`` writes it (an exponent is written ``1e-5``, not ``1e-05``), in an
-    eighth of the time; a 32 x 1024 answer in float took the event loop 16 ms with ``json``."""
+    reads back as that double, as ``json`` writes it (an exponent is written ``1e-5``, not ``1e-05``), in a ninth
+    of the time (docs/BENCHMARKS.md)."""
     check_finite(enc)
     if encoding_format == "base64":
         little = np.ascontiguousarray(enc.vectors, dtype="<f4")  # no copy when it is already
         rows = [b'"' + binascii.b2a_base64(r, newline=False) + b'"' for r in little]
     else:
-        rows = [orjson.dumps(r.tolist()) for r in enc.vectors]  # the same numbers as json's, ~8x sooner
+        rows = [orjson.dumps(r.tolist()) for r in enc.vectors]  # the same numbers as json's
     data = b",".join([b'{"object":"embedding","embedding":%b,"index":%d}' % (e, i) for i, e in enumerate(rows)])
     model, counts = json.dumps(enc.model).encode(), usage.model_dump_json().encode()
     return b'{"object":"list","data":[%b],"model":%b,"usage":%b}' % (data, model, counts)
