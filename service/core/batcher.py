@@ -40,7 +40,7 @@ import numpy as np
 
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.core.planner import MAX_BATCH_SIZE, MAX_BATCH_TOKENS, RunCost, plan_batches
-from thoughtvec.service.errors import EmptyInput, InvalidInput, NotReady, QueueFull, TooManyInputs, WorkerDead
+from thoughtvec.service.errors import EmptyInput, InvalidInput, NotReady, QueueFull, ThoughtvecError, TooManyInputs, WorkerDead
 from thoughtvec.service.settings import Truncation
 
 log = logging.getLogger(__name__)
@@ -349,7 +349,7 @@ class Batcher:
     async def _run_batch(self, loop: asyncio.AbstractEventLoop, view: str, batch: list[_Item]) -> None:
         started = time.perf_counter()
         try:
-            vecs, unit = await loop.run_in_executor(self._executor, self._run, [it.ids for it in batch], view)
+            vecs, unit, finite = await loop.run_in_executor(self._executor, self._run, [it.ids for it in batch], view)
             if vecs.shape[0] != len(batch):
                 raise RuntimeError(f"backend returned {vecs.shape[0]} rows for {len(batch)} inputs")
         except asyncio.CancelledError:  # the worker is stopping or was killed: nobody may hang on this batch
@@ -370,9 +370,12 @@ class Batcher:
             return
         seconds = time.perf_counter() - started
         waits = []
-        for row, unit_row, it in zip(vecs, unit, batch):
+        for row, unit_row, ok, it in zip(vecs, unit, finite, batch):
             job = it.job
             if job.future.done():
+                continue
+            if not ok:  # this sentence's request fails; the batch's others go on
+                job.future.set_exception(ThoughtvecError(f"model '{self.name}' produced non-finite values"))
                 continue
             job.out[it.pos] = row
             job.unit[it.pos] = unit_row
@@ -386,11 +389,12 @@ class Batcher:
         if self.cost is not None:
             self._observe(len(batch), longest, time.perf_counter() - started)
 
-    def _run(self, batch: list[list[int]], view: str) -> tuple[np.ndarray, np.ndarray]:
-        """A batch's raw vectors and the same L2-normalised, both on the model's thread: normalising a batch at once
-        there costs the event loop nothing, where each request's own would cost it a few numpy calls."""
+    def _run(self, batch: list[list[int]], view: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A batch's raw vectors, the same L2-normalised, and whether each row is finite, all on the model's thread:
+        done for a batch at once there, it costs the event loop nothing, where each request's own would cost it a
+        few numpy calls."""
         vecs = self.backend.run_ids(batch, view)
-        return vecs, l2_normalize(vecs)
+        return vecs, l2_normalize(vecs), np.isfinite(vecs).all(axis=1)
 
     def _observe(self, size: int, longest: int, seconds: float) -> None:
         """Keep a served run's time; every ``REFIT_EVERY`` runs, fit the run cost again with the calibration."""

@@ -14,42 +14,34 @@ from fastapi import APIRouter, Request, Response
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.results import Encoded
 from thoughtvec.service.core.token_ids import is_ids
-from thoughtvec.service.errors import ThoughtvecError
 from thoughtvec.service.http.middleware import unless_disconnected
 from thoughtvec.service.http.peer_schemas import EmbedForms, TeiEmbedRequest, TeiEmbedResponse, TeiSimilarityRequest, TeiSimilarityResponse
 from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep, JsonRoute
 from thoughtvec.service.http.routes.similarity import tei_similarity
-from thoughtvec.service.http.schemas import EmbeddingsRequest, EmbeddingsResponse, Usage
+from thoughtvec.service.http.schemas import EmbeddingsRequest, EmbeddingsResponse, Usage, usage_headers
 
 router = APIRouter(tags=["embeddings"], route_class=JsonRoute)
 
 
-def check_finite(enc: Encoded) -> None:
-    if not np.isfinite(enc.vectors).all():
-        raise ThoughtvecError(f"model '{enc.model}' produced non-finite values")
-
-
 def render_list(enc: Encoded) -> bytes:
     """:class:`TeiEmbedResponse`'s JSON (a list of vectors), written by hand as :func:`render` is."""
-    check_finite(enc)
     return orjson.dumps(enc.vectors.tolist())
 
 
-def render(enc: Encoded, usage: Usage, encoding_format: str) -> bytes:
+def render(enc: Encoded, encoding_format: str) -> bytes:
     """:class:`EmbeddingsResponse`'s JSON, written by hand, as bytes: this is the hot path and vectors are long (a
     1000 x 1024 float list is not put through pydantic). The tests check it against the schema.
 
     Floats are written by orjson from Python's floats (each float32 value as a double): the shortest text that
     reads back as that double, as ``json`` writes it (an exponent is written ``1e-5``, not ``1e-05``), in a ninth
-    of the time (docs/BENCHMARKS.md)."""
-    check_finite(enc)
+    of the time (docs/BENCHMARKS.md). Every vector is finite: the batcher fails a request whose model output is not."""
     if encoding_format == "base64":
         little = np.ascontiguousarray(enc.vectors, dtype="<f4")  # no copy when it is already
         rows = [b'"' + binascii.b2a_base64(r, newline=False) + b'"' for r in little]
     else:
         rows = [orjson.dumps(r.tolist()) for r in enc.vectors]  # the same numbers as json's
     data = b",".join([b'{"object":"embedding","embedding":%b,"index":%d}' % (e, i) for i, e in enumerate(rows)])
-    model, counts = json.dumps(enc.model).encode(), usage.model_dump_json().encode()
+    model, counts = json.dumps(enc.model).encode(), Usage.json_of(enc.usage)
     return b'{"object":"list","data":[%b],"model":%b,"usage":%b}' % (data, model, counts)
 
 
@@ -61,8 +53,7 @@ async def answer(
     ``guard`` awaits the work on the caller's terms: the route cancels it when the client leaves
     (``unless_disconnected``), on either way in."""
     enc = await guard(embedding.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions, body.truncation))
-    usage = Usage.of(enc.usage)
-    return Response(render(enc, usage, body.encoding_format), media_type="application/json", headers=usage.headers())
+    return Response(render(enc, body.encoding_format), media_type="application/json", headers=usage_headers(enc.split, enc.truncated))
 
 
 @router.post("/v1/embeddings", response_model=EmbeddingsResponse, responses=ERRORS)
@@ -89,7 +80,7 @@ async def embed(body: TeiEmbedRequest, request: Request, embedding: EmbeddingDep
     else:
         work = embedding.embeddings(body.inputs, body.model, None, body.normalize, body.dimensions, body.truncation, "inputs", False)
     enc = await unless_disconnected(request, work)
-    return Response(render_list(enc), media_type="application/json", headers=Usage.of(enc.usage).headers())
+    return Response(render_list(enc), media_type="application/json", headers=usage_headers(enc.split, enc.truncated))
 
 
 @router.post("/", response_model=TeiEmbedResponse | TeiSimilarityResponse, responses=TEI_ERRORS, include_in_schema=False)

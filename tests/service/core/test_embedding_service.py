@@ -13,7 +13,16 @@ from tests.service.core.fake_runtime import DEVICES, FakeEncoder, fake_services
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.core.longinput import pool, prepare
 from thoughtvec.service.core.results import ModelDescription, ModelList
-from thoughtvec.service.errors import InputTooLong, InvalidInput, NotReady, QueueFull, TooManyInputs, UnknownModel, UnknownView
+from thoughtvec.service.errors import (
+    InputTooLong,
+    InvalidInput,
+    NotReady,
+    QueueFull,
+    ThoughtvecError,
+    TooManyInputs,
+    UnknownModel,
+    UnknownView,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -57,6 +66,20 @@ async def test_normalised_vectors_are_exactly_the_raw_ones_normalised(services):
             assert np.array_equal(u.vectors, l2_normalize(r.vectors))
         alone = await emb.embeddings(SENTENCES, "tiny", None, normalize=True, dimensions=None)
         assert np.array_equal(alone.vectors, l2_normalize((await emb.embeddings(SENTENCES, "tiny", None, normalize=False)).vectors))
+
+
+async def test_a_non_finite_vector_fails_its_own_request_alone(services):
+    async with services(max_batch_size=4, max_wait_ms=20.0) as (emb, _, fakes):
+        fake = fakes["tiny"]
+        bad = "zebra zebra ."
+        fake.table[fake.token_ids(bad)[0] % len(fake.table)] = np.nan  # the "model" gives this text NaNs
+        fake.gate.clear()  # both requests queue, then share a batch
+        calls = [asyncio.create_task(emb.embeddings(t, "tiny", None, normalize=True)) for t in (bad, SENTENCES[0])]
+        assert await asyncio.to_thread(fake.entered.wait, 10)
+        fake.gate.set()
+        failed, served = await asyncio.gather(*calls, return_exceptions=True)
+        assert isinstance(failed, ThoughtvecError) and "non-finite" in failed.message
+        np.testing.assert_allclose(served.vectors[0], fake.expected(SENTENCES[0]), atol=1e-6)
 
 
 async def test_concurrent_requests_share_batches_within_the_limits_and_each_gets_its_own(services):
