@@ -13,7 +13,7 @@ worker counts). Every contender gets the same request bodies (the same sentences
 * ``uvicorn``: what ``thoughtvec serve`` runs (httptools, uvloop), serving the bundle alone, with
   ``thoughtvec bench``'s settings (no default index, a deep queue, ``truncation=truncate``);
 * ``granian``: granian's command line (``pip install granian==2.8.7``; left out when absent), ASGI, one
-  worker process calling the app factory, uvloop;
+  worker process calling the app factory ``serving_app`` (the app as ``thoughtvec serve`` makes it), uvloop;
 * a **peer** (``--peer``): another embedding server started by a shell command with ``{port}`` in it,
   flooded at ``--peer-path`` (OpenAI's body: ``input``, ``model``, ``encoding_format``) once
   ``--peer-ready`` answers 200. With a peer, the summary is thoughtvec's sentences/s over the peer's at each
@@ -83,9 +83,9 @@ def tree_cpu_seconds(pid: int) -> float:
 
 def command(kind: str, port: int) -> list[str]:
     """The server process for ``kind``; the app's settings come from the environment (``start``)."""
-    if kind == "granian":  # the app factory, as granian's own command line runs one (its worker calls create_app)
+    if kind == "granian":  # the app factory, as granian's own command line runs one (its worker calls serving_app)
         return [sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host", "127.0.0.1", "--port", str(port),
-                "--workers", "1", "--loop", "uvloop", "--log-level", "warning", "thoughtvec.service.http.app:create_app"]  # fmt: skip
+                "--workers", "1", "--loop", "uvloop", "--log-level", "warning", "thoughtvec.service.http.app:serving_app"]  # fmt: skip
     return [sys.executable, "-m", "thoughtvec.service.cli", "serve", "--port", str(port)]
 
 

@@ -80,6 +80,13 @@ def create_app(settings: Settings | None = None, settle_heap: bool = False) -> S
     return app
 
 
+def serving_app() -> ServiceApp:
+    """The app as ``thoughtvec serve`` runs it (settings from the environment, the heap settled after start-up),
+    for another ASGI server's factory option, e.g. ``granian --interface asgi --factory
+    thoughtvec.service.http.app:serving_app``."""
+    return create_app(settle_heap=True)
+
+
 def server_config(app: ServiceApp, settings: Settings, **options: Any) -> uvicorn.Config:
     """uvicorn's configuration for ``app`` from ``settings`` (``options`` override it): what ``thoughtvec serve`` runs."""
     kw: dict[str, Any] = {
