@@ -6,9 +6,12 @@ path, so a scan of random URLs cannot blow up the label space.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 # `_created` series double every counter for a timestamp no dashboard plots (process-wide switch).
 disable_created_metrics()
@@ -25,10 +28,8 @@ class Metrics:
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}  # (metric, labels) -> its child: see `_child`
         self.registry = CollectorRegistry()
         r = self.registry
-        self.requests = Counter("thoughtvec_requests_total", "HTTP requests", ["route", "method", "status"], registry=r)
-        self.latency = Histogram(
-            "thoughtvec_request_seconds", "HTTP request latency", ["route", "method", "status"], buckets=LATENCY_BUCKETS, registry=r
-        )
+        self.tally = Tally()  # the series every request moves (requests, latency, what was embedded, queue depth)
+        r.register(self.tally)
         self.queue_wait = Histogram(
             "thoughtvec_queue_wait_seconds",
             "time from admission to the start of a request's last batch",
@@ -43,16 +44,10 @@ class Metrics:
         self.inference = Histogram(
             "thoughtvec_inference_seconds", "ONNX Runtime time per batch", ["model"], buckets=LATENCY_BUCKETS, registry=r
         )
-        self.depth = Gauge("thoughtvec_queue_depth", "sentences waiting", ["model"], registry=r)
         self.dropped_total = Counter(
             "thoughtvec_dropped_sentences_total", "queued sentences dropped because the client went away", ["model"], registry=r
         )
         self.index_size = Gauge("thoughtvec_index_documents", "documents in a search index", ["index"], registry=r)
-        self.inputs = Counter("thoughtvec_inputs_total", "texts embedded (a split text counts once)", ["model"], registry=r)
-        self.sentences = Counter(
-            "thoughtvec_sentences_total", "sentences (parts) embedded: a split text counts each part", ["model"], registry=r
-        )
-        self.tokens = Counter("thoughtvec_tokens_total", "tokens embedded (the usage the API reports)", ["model"], registry=r)
         self.long_inputs = Counter(
             "thoughtvec_long_inputs_total", "texts over the token limit, by what was done", ["model", "action"], registry=r
         )
@@ -68,26 +63,28 @@ class Metrics:
 
     def request_done(self, route: str, method: str, status: int, seconds: float) -> None:
         """One HTTP request answered (the gate: ``thoughtvec.service.http.gate``)."""
-        self._child(self.requests, route, method, str(status)).inc()
-        self._child(self.latency, route, method, str(status)).observe(seconds)
+        self.tally.request(route, method, status, seconds)
 
     def routes_known(self, routes: list[tuple[str, str]]) -> None:
         """Create each route's 200 series at zero: a rate over a route nobody called yet is 0, not absent."""
         for path, method in routes:
-            self.requests.labels(path, method, "200")
+            self.tally.requests.setdefault((path, method, 200), 0)
 
     def model_loaded(self, model: str) -> None:
         """Create a model's series at zero, so dashboards see them before the first request."""
-        for c in (self.inputs, self.sentences, self.tokens, self.dropped_total):
-            c.labels(model)
+        self.dropped_total.labels(model)
         for action in ("split", "truncated"):
             self.long_inputs.labels(model, action)
-        self.depth.labels(model).set(0)
+        self.tally.embedded.setdefault(model, [0, 0, 0])
+        self.tally.depth.setdefault(model, 0)
 
     def embedded(self, model: str, inputs: int, parts: int, tokens: int, split: int, truncated: int) -> None:
-        self._child(self.inputs, model).inc(inputs)
-        self._child(self.sentences, model).inc(parts)
-        self._child(self.tokens, model).inc(tokens)
+        row = self.tally.embedded.get(model)
+        if row is None:
+            row = self.tally.embedded[model] = [0, 0, 0]
+        row[0] += inputs
+        row[1] += parts
+        row[2] += tokens
         if split:
             self._child(self.long_inputs, model, "split").inc(split)
         if truncated:
@@ -95,7 +92,7 @@ class Metrics:
 
     # -- batcher hooks (thoughtvec.service.core.batcher.Observer) ------------------------------------------
     def queue_depth(self, model: str, depth: int) -> None:
-        self._child(self.depth, model).set(depth)
+        self.tally.depth[model] = depth
 
     def batch_done(self, model: str, size: int, padded_tokens: int, seconds: float, waits: list[float]) -> None:
         self._child(self.batch_size, model).observe(size)
@@ -120,3 +117,58 @@ class Metrics:
 
     def exposition(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class Tally:
+    """The series every request moves, kept as plain numbers and read when ``/metrics`` is scraped (a prometheus
+    collector): ``thoughtvec_requests_total`` and ``thoughtvec_request_seconds`` by route, method and status,
+    ``thoughtvec_inputs_total``, ``thoughtvec_sentences_total`` and ``thoughtvec_tokens_total`` by model, and
+    ``thoughtvec_queue_depth``. A client metric takes a lock and walks its buckets in Python at each update,
+    several a request; these are a few list updates. Every update and every scrape happen on the event loop,
+    so none needs a lock."""
+
+    def __init__(self) -> None:
+        self.requests: dict[tuple[str, str, int], int] = {}  # (route, method, status) -> requests
+        self.latency: dict[tuple[str, str, int], list[float]] = {}  # the same -> [sum, count in each bucket, +Inf last]
+        self.embedded: dict[str, list[int]] = {}  # model -> [inputs, sentences, tokens]
+        self.depth: dict[str, int] = {}  # model -> sentences waiting
+
+    def request(self, route: str, method: str, status: int, seconds: float) -> None:
+        key = (route, method, status)
+        self.requests[key] = self.requests.get(key, 0) + 1
+        row = self.latency.get(key)
+        if row is None:
+            row = self.latency[key] = [0.0] * (len(LATENCY_BUCKETS) + 2)
+        row[0] += seconds
+        row[1 + bisect_left(LATENCY_BUCKETS, seconds)] += 1  # a bucket counts what is <= its bound
+
+    def collect(self) -> Iterator[Metric]:
+        labels = ["route", "method", "status"]
+        requests = CounterMetricFamily("thoughtvec_requests", "HTTP requests", labels=labels)
+        for (route, method, status), n in sorted(self.requests.items()):
+            requests.add_metric([route, method, str(status)], n)
+        yield requests
+        latency = HistogramMetricFamily("thoughtvec_request_seconds", "HTTP request latency", labels=labels)
+        for (route, method, status), times in sorted(self.latency.items()):
+            cumulative: list[tuple[str, float]] = []
+            seen = 0.0
+            for bound, n in zip([*map(str, map(float, LATENCY_BUCKETS)), "+Inf"], times[1:]):
+                seen += n
+                cumulative.append((bound, seen))
+            latency.add_metric([route, method, str(status)], cumulative, times[0])
+        yield latency
+        for i, (name, doc) in enumerate(
+            (
+                ("thoughtvec_inputs", "texts embedded (a split text counts once)"),
+                ("thoughtvec_sentences", "sentences (parts) embedded: a split text counts each part"),
+                ("thoughtvec_tokens", "tokens embedded (the usage the API reports)"),
+            )
+        ):
+            family = CounterMetricFamily(name, doc, labels=["model"])
+            for model, counts in sorted(self.embedded.items()):
+                family.add_metric([model], counts[i])
+            yield family
+        depth = GaugeMetricFamily("thoughtvec_queue_depth", "sentences waiting", labels=["model"])
+        for model, n in sorted(self.depth.items()):
+            depth.add_metric([model], n)
+        yield depth
