@@ -152,8 +152,8 @@ class Tally:
         for (route, method, status), times in sorted(self.latency.items()):
             cumulative: list[tuple[str, float]] = []
             seen = 0.0
-            for bound, n in zip([*map(str, map(float, LATENCY_BUCKETS)), "+Inf"], times[1:]):
-                seen += n
+            for bound, in_bucket in zip([*map(str, map(float, LATENCY_BUCKETS)), "+Inf"], times[1:]):
+                seen += in_bucket
                 cumulative.append((bound, seen))
             latency.add_metric([route, method, str(status)], cumulative, times[0])
         yield latency
