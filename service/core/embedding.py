@@ -117,7 +117,7 @@ class EmbeddingService:
         :meth:`embed_parts` (many texts at once, e.g. documents added to an index) instead of one request's
         place in the queue."""
         enc, mode = model.encoder, self.mode(mode)
-        enc.dimensions(view, dimensions)  # a 422 before any work
+        reduced = enc.dimensions(view, dimensions)  # a 422 before any work
         chars = check_chars(texts, fields, self.settings.max_request_chars)
         with model.batcher.admit(room(texts, chars, enc.max_tokens)) as admission:  # before tokenizing: a 429 must be cheap
             if chars > OFFLOAD_CHARS:  # tokenizing and splitting long texts stays off the event loop
@@ -136,7 +136,7 @@ class EmbeddingService:
         else:
             raw, tokens = emb.vectors, sum(emb.tokens)
         self.metrics.embedded(model.name, len(texts), len(prep.parts), tokens, prep.split, prep.truncated)
-        if not bulk and normalize and emb.unit is not None and len(prep.parts) == len(texts) and enc.dimensions(view, dimensions) is None:
+        if not bulk and normalize and emb.unit is not None and len(prep.parts) == len(texts) and reduced is None:
             return Encoded(model.name, view, emb.unit, tokens, prep.split, prep.truncated)  # one part a text: the worker's unit rows
         vecs = enc.reduce(pool(raw, prep, len(texts)), view, dimensions)
         return Encoded(model.name, view, l2_normalize(vecs) if normalize else vecs, tokens, prep.split, prep.truncated)
