@@ -91,7 +91,7 @@ class _Job:
 
     view: str
     out: np.ndarray  # (n, dim) raw vectors
-    unit: np.ndarray  # (n, dim) the same, L2-normalised
+    unit: np.ndarray | None  # (n, dim) the same, L2-normalised, where the caller asked for them
     remaining: int
     future: asyncio.Future
     enqueued: float
@@ -142,7 +142,7 @@ class Embedded:
 
     vectors: np.ndarray  # (n, dim), not normalised
     tokens: list[int] = field(default_factory=list)
-    unit: np.ndarray | None = None  # (n, dim): ``vectors`` L2-normalised, in the worker thread beside the graph run
+    unit: np.ndarray | None = None  # (n, dim): ``vectors`` L2-normalised beside the graph run, where asked for
 
 
 class Batcher:
@@ -235,9 +235,10 @@ class Batcher:
             ids = self._admit(texts, truncation, fields)
         return await self.embed_ids(ids, view)
 
-    async def embed_ids(self, ids: Sequence[list[int]], view: str, admission: Admission | None = None) -> Embedded:
+    async def embed_ids(self, ids: Sequence[list[int]], view: str, admission: Admission | None = None, unit: bool = False) -> Embedded:
         """Raw vectors for already-fitted token-id lists (the caller applied the token limit); the room held by
-        ``admission`` (the request's own, from :meth:`admit`) is let go as its parts are queued."""
+        ``admission`` (the request's own, from :meth:`admit`) is let go as its parts are queued. ``unit``: with them
+        L2-normalised, on the model's thread beside the run (``Embedded.unit``)."""
         if self._death is not None or (self._task is not None and self._task.done()):
             raise WorkerDead(f"the batcher of model '{self.name}' is not running", field="model")
         if self._task is None:
@@ -248,7 +249,14 @@ class Batcher:
         n = len(ids)
         loop = asyncio.get_running_loop()
         dim = self.backend.dim(view)
-        job = _Job(view, np.empty((n, dim), np.float32), np.empty((n, dim), np.float32), n, loop.create_future(), time.perf_counter())
+        job = _Job(
+            view,
+            np.empty((n, dim), np.float32),
+            np.empty((n, dim), np.float32) if unit else None,
+            n,
+            loop.create_future(),
+            time.perf_counter(),
+        )
         if n == 0:
             job.future.set_result(job.out)
         self._queue.extend(_Item(job, i, s) for i, s in enumerate(ids))
@@ -349,7 +357,8 @@ class Batcher:
     async def _run_batch(self, loop: asyncio.AbstractEventLoop, view: str, batch: list[_Item]) -> None:
         started = time.perf_counter()
         try:
-            vecs, unit, finite = await loop.run_in_executor(self._executor, self._run, [it.ids for it in batch], view)
+            wanted = any(it.job.unit is not None for it in batch)
+            vecs, unit, finite = await loop.run_in_executor(self._executor, self._run, [it.ids for it in batch], view, wanted)
             if vecs.shape[0] != len(batch):
                 raise RuntimeError(f"backend returned {vecs.shape[0]} rows for {len(batch)} inputs")
         except asyncio.CancelledError:  # the worker is stopping or was killed: nobody may hang on this batch
@@ -370,7 +379,7 @@ class Batcher:
             return
         seconds = time.perf_counter() - started
         waits = []
-        for row, unit_row, ok, it in zip(vecs, unit, finite, batch):
+        for i, (row, ok, it) in enumerate(zip(vecs, finite, batch)):
             job = it.job
             if job.future.done():
                 continue
@@ -378,7 +387,8 @@ class Batcher:
                 job.future.set_exception(ThoughtvecError(f"model '{self.name}' produced non-finite values"))
                 continue
             job.out[it.pos] = row
-            job.unit[it.pos] = unit_row
+            if job.unit is not None:
+                job.unit[it.pos] = unit[i]
             job.remaining -= 1
             if job.remaining == 0:
                 waits.append(started - job.enqueued)
@@ -389,12 +399,12 @@ class Batcher:
         if self.cost is not None:
             self._observe(len(batch), longest, time.perf_counter() - started)
 
-    def _run(self, batch: list[list[int]], view: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """A batch's raw vectors, the same L2-normalised, and whether each row is finite, all on the model's thread:
-        done for a batch at once there, it costs the event loop nothing, where each request's own would cost it a
-        few numpy calls."""
+    def _run(self, batch: list[list[int]], view: str, unit: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A batch's raw vectors, the same L2-normalised (``unit``: some request asked; else the raw ones again), and
+        whether each row is finite, all on the model's thread: done for a batch at once there, it costs the event loop
+        nothing, where each request's own would cost it a few numpy calls."""
         vecs = self.backend.run_ids(batch, view)
-        return vecs, l2_normalize(vecs), np.isfinite(vecs).all(axis=1)
+        return vecs, l2_normalize(vecs) if unit else vecs, np.isfinite(vecs).all(axis=1)
 
     def _observe(self, size: int, longest: int, seconds: float) -> None:
         """Keep a served run's time; every ``REFIT_EVERY`` runs, fit the run cost again with the calibration."""

@@ -126,7 +126,9 @@ class EmbeddingService:
                 prep = prepare(enc, texts, fields, mode)
             check_tokens(map(len, prep.parts), [fields[i] for i in prep.owner], self.settings.max_request_tokens)
             if not bulk:
-                emb = await model.batcher.embed_ids(prep.parts, view, admission)
+                # one part a text, kept whole and normalised: the model's thread normalises them beside the run
+                unit = normalize and reduced is None and len(prep.parts) == len(texts)
+                emb = await model.batcher.embed_ids(prep.parts, view, admission, unit)
         if prep.truncated:  # text was dropped: say so where operators look, not only in the response
             log.info("%s: %d input(s) over %d tokens truncated (truncation=truncate)", model.name, prep.truncated, enc.max_tokens)
         if prep.split:
@@ -136,8 +138,8 @@ class EmbeddingService:
         else:
             raw, tokens = emb.vectors, sum(emb.tokens)
         self.metrics.embedded(model.name, len(texts), len(prep.parts), tokens, prep.split, prep.truncated)
-        if not bulk and normalize and emb.unit is not None and len(prep.parts) == len(texts) and reduced is None:
-            return Encoded(model.name, view, emb.unit, tokens, prep.split, prep.truncated)  # one part a text: the worker's unit rows
+        if not bulk and emb.unit is not None:  # asked for above
+            return Encoded(model.name, view, emb.unit, tokens, prep.split, prep.truncated)
         vecs = enc.reduce(pool(raw, prep, len(texts)), view, dimensions)
         return Encoded(model.name, view, l2_normalize(vecs) if normalize else vecs, tokens, prep.split, prep.truncated)
 

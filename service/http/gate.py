@@ -87,10 +87,11 @@ class Gate:
             receive = rules.limited(receive)
         method = scope["method"]
         hit = self.direct.get((method, get_route_path(scope)))
-        access = hit[1] if hit is not None else self.access(scope, method)
-        if rules.guarded and (refusal := rules.refusal(access, scope)) is not None:
-            await refusal(scope, receive, send)
-            return
+        if rules.guarded:  # without keys every route may be called: no lookup
+            access = hit[1] if hit is not None else self.access(scope, method)
+            if (refusal := rules.refusal(access, scope)) is not None:
+                await refusal(scope, receive, send)
+                return
         if hit is None:
             await self.standard(scope, receive, send)
             return

@@ -67,7 +67,8 @@ class JsonRoute(APIRoute):
         plain = _plain_shape(self)
         # direct: the gate (``thoughtvec.service.http.gate``) may call ``self.app`` without FastAPI's router
         self.direct = plain is not None and getattr(self, "max_body_size", None) is None  # the app's body limit applies
-        if plain is not None and self.direct:
+        if self.direct:
+            assert plain is not None
             self.app = _direct(FileStack(self.app), self.endpoint, *plain)
 
 
@@ -100,20 +101,14 @@ def _direct(standard: ASGIApp, endpoint: Callable[..., Any], model: type[BaseMod
 
 async def read_body(receive: Receive) -> bytes:
     """A request's whole body, from its ``http.request`` messages (Starlette's ``Request.body`` without its stream)."""
-    message = await receive()
-    body = message.get("body", b"")
-    if message["type"] != "http.request":
-        raise ClientDisconnect()
-    if not message.get("more_body", False):
-        return body
-    chunks = [body]
+    chunks: list[bytes] = []
     while True:
         message = await receive()
         if message["type"] != "http.request":
             raise ClientDisconnect()
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
-            return b"".join(chunks)
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 class FileStack:
