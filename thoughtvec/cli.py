@@ -16,11 +16,12 @@ import sys
 from thoughtvec.bench import cli as benchmarks
 from thoughtvec.service import cli as serving
 from thoughtvec.service.cli import dispatch, exact_flags
-from thoughtvec.training.commands import corpus, export, postprocess, quantize, train
+from thoughtvec.training.commands import checkpoint, corpus, export, postprocess, quantize, train
 from thoughtvec.training.commands import eval as evaluate
 
-# In the order of the --help listing: build a corpus, train, export, evaluate, post-process, quantise, serve, bench.
-COMMAND_MODULES = [corpus, train, export, evaluate, postprocess, quantize, serving, benchmarks]
+# In the order of the --help listing: build a corpus, train, carry a checkpoint, export, evaluate, post-process,
+# quantise, serve, bench.
+COMMAND_MODULES = [corpus, train, checkpoint, export, evaluate, postprocess, quantize, serving, benchmarks]
 
 
 def build_parser() -> argparse.ArgumentParser:

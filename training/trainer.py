@@ -200,7 +200,8 @@ class Trainer:
             "train_config": dataclasses.asdict(self.tcfg),
             "model_config": dataclasses.asdict(self.mcfg),
             "prepared": self.prepared.to_dict(),
-            "model": self.model.state_dict(),
+            "model": (state := self.model.state_dict()),
+            "rebuilt": [name for name, _ in self.model.named_buffers() if name in state],  # build() makes them again
             "optimizer": self.opt.state_dict(),
             "progress": dataclasses.asdict(self.progress),
             "rng": {"torch": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None},
