@@ -12,7 +12,8 @@ import pytest
 from thoughtvec.cli import build_parser
 
 SUBCOMMANDS = [
-    ["corpus", "build"], ["corpus", "sample"], ["train"], ["export"], ["eval"], ["postprocess"], ["quantize"],
+    ["corpus", "build"], ["corpus", "sample"], ["train"], ["checkpoint", "pack"], ["checkpoint", "unpack"], ["export"],
+    ["eval"], ["postprocess"], ["quantize"],
     ["serve"], ["index", "build"], ["index", "list"], ["generate"], ["bench"],
 ]  # fmt: skip
 
