@@ -79,3 +79,22 @@ def test_serving_does_not_import_torch():
             f"e = Encoder.load({str(ROOT / 'models' / BUNDLES[0])!r}, threads=1); e.encode(['hello world'], e.spec.default_view); "
             "assert 'torch' not in sys.modules, 'torch was imported'")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_the_models_page_lists_the_post_processing_each_bundle_carries():
+    """docs/models.md's table of maps says what each committed bundle's bundle.json says (map and dev figures)."""
+    import json
+    import re
+
+    carried = set()
+    for path in sorted((ROOT / "models").glob("*/bundle.json")):
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        for view, s in spec["views"].items():
+            if s.get("postprocess"):
+                note = s["postprocess"]["note"]
+                raw, mapped = re.search(r"cosine Spearman ([0-9.]+) raw -> ([0-9.]+)\)", note).groups()
+                carried.add(f"| `{spec['name']}` / `{view}` | {note.split(', estimated')[0]} | {raw} → {mapped} |")
+    page = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    table = page.split("The maps the committed bundles carry")[1].split("\n\n")[1]
+    listed = {line for line in table.splitlines() if line.startswith("| `")}
+    assert listed == carried
