@@ -4,6 +4,8 @@ has its evaluation in docs/results/ (so docs/RESULTS.md covers it)."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,9 +85,6 @@ def test_serving_does_not_import_torch():
 
 def test_the_models_page_lists_the_post_processing_each_bundle_carries():
     """docs/models.md's table of maps says what each committed bundle's bundle.json says (map and dev figures)."""
-    import json
-    import re
-
     carried = set()
     for path in sorted((ROOT / "models").glob("*/bundle.json")):
         spec = json.loads(path.read_text(encoding="utf-8"))

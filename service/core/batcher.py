@@ -388,6 +388,7 @@ class Batcher:
                 continue
             job.out[it.pos] = row
             if job.unit is not None:
+                assert unit is not None, "a job that wants unit rows made its batch ask for them"
                 job.unit[it.pos] = unit[i]
             job.remaining -= 1
             if job.remaining == 0:
@@ -399,12 +400,12 @@ class Batcher:
         if self.cost is not None:
             self._observe(len(batch), longest, time.perf_counter() - started)
 
-    def _run(self, batch: list[list[int]], view: str, unit: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """A batch's raw vectors, the same L2-normalised (``unit``: some request asked; else the raw ones again), and
-        whether each row is finite, all on the model's thread: done for a batch at once there, it costs the event loop
-        nothing, where each request's own would cost it a few numpy calls."""
+    def _run(self, batch: list[list[int]], view: str, unit: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """A batch's raw vectors, the same L2-normalised (``unit``: some request asked; else None), and whether each
+        row is finite, all on the model's thread: done for a batch at once there, it costs the event loop nothing,
+        where each request's own would cost it a few numpy calls."""
         vecs = self.backend.run_ids(batch, view)
-        return vecs, l2_normalize(vecs) if unit else vecs, np.isfinite(vecs).all(axis=1)
+        return vecs, l2_normalize(vecs) if unit else None, np.isfinite(vecs).all(axis=1)
 
     def _observe(self, size: int, longest: int, seconds: float) -> None:
         """Keep a served run's time; every ``REFIT_EVERY`` runs, fit the run cost again with the calibration."""

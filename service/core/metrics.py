@@ -79,12 +79,7 @@ class Metrics:
         self.tally.depth.setdefault(model, 0)
 
     def embedded(self, model: str, inputs: int, parts: int, tokens: int, split: int, truncated: int) -> None:
-        row = self.tally.embedded.get(model)
-        if row is None:
-            row = self.tally.embedded[model] = [0, 0, 0]
-        row[0] += inputs
-        row[1] += parts
-        row[2] += tokens
+        self.tally.embed(model, inputs, parts, tokens)
         if split:
             self._child(self.long_inputs, model, "split").inc(split)
         if truncated:
@@ -141,6 +136,14 @@ class Tally:
             row = self.latency[key] = [0.0] * (len(LATENCY_BUCKETS) + 2)
         row[0] += seconds
         row[1 + bisect_left(LATENCY_BUCKETS, seconds)] += 1  # a bucket counts what is <= its bound
+
+    def embed(self, model: str, inputs: int, parts: int, tokens: int) -> None:
+        row = self.embedded.get(model)
+        if row is None:
+            row = self.embedded[model] = [0, 0, 0]
+        row[0] += inputs
+        row[1] += parts
+        row[2] += tokens
 
     def collect(self) -> Iterator[Metric]:
         labels = ["route", "method", "status"]
