@@ -1,0 +1,120 @@
+"""Served requests on a GPU machine: `thoughtvec serve` flooded over HTTP beside the graph alone, per bundle.
+
+    python docker/gpu/serve_bench.py --models-dir /tmp/tv/models --out $OUT     # after docker/gpu/serve.sh stages
+
+For each bundle under ``--models-dir``:
+
+1. in process, on the first provider (CUDA where ONNX Runtime has it): ``Encoder.encode`` (tokenize in Python,
+   sort, run, normalise) and the graph alone on pre-tokenized batches, sentences/s at each ``--batches`` size;
+2. ``thoughtvec serve`` on the bundle alone under each server setting of ``--settings`` (the default batch
+   of 32, then larger GPU batches), flooded by wrk (or this process) at each ``--floods`` level
+   (sentences per request x requests in flight): sentences/s, p50/p99, sentences per ONNX run;
+3. with ``--cpu-too``, the first bundle's default server again with ``--no-prefer-cuda``: the same machine's CPUs.
+
+The served rate over the best graph-alone rate is printed per bundle. Writes ``serve.json`` under ``--out`` after
+every measurement (a machine taken back mid-run still returns what was measured). Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from check import gpu_name, throughput  # noqa: E402
+
+from thoughtvec.bench.bench import Load, LoadGenerator, Server  # noqa: E402
+from thoughtvec.bench.flops import graph_flops  # noqa: E402
+from thoughtvec.bench.load import load_sentences, request_bodies  # noqa: E402
+from thoughtvec.service.bundle.format import discover_bundles  # noqa: E402
+from thoughtvec.service.core.encoder import Encoder, available_providers  # noqa: E402
+
+SETTINGS = {
+    "batch 32 (default)": [],
+    "batch 512": ["--max-batch-size=512", "--max-batch-tokens=65536"],
+    "batch 2048": ["--max-batch-size=2048", "--max-batch-tokens=262144", "--max-wait-ms=4"],
+}
+
+
+def levels(spec: str) -> list[tuple[int, int]]:
+    return [(int(s), int(c)) for s, c in (x.split("x") for x in spec.split(","))]
+
+
+def serve(bundle: Path, flags: list[str], floods: list[tuple[int, int]], sentences: list[str], seconds: float, client: str) -> list[dict]:
+    server = Server(bundle, flags)
+    gen = LoadGenerator(server, client, seconds)
+    rows = []
+    try:
+        bodies = {s: request_bodies(sentences, s, 256 if s == 1 else 64, bundle.name, "base64") for s, _ in floods}
+        gen.run(Load(bodies[floods[0][0]], floods[0][0], floods[0][1]), seconds=min(2.0, seconds))  # warm-up
+        for s, c in floods:
+            f = gen.run(Load(bodies[s], s, c))[0]
+            rows.append({"size": s, "concurrency": c, "sentences_s": f.sentences_per_s, "p50_ms": f.latency_ms.get(50),
+                         "p99_ms": f.latency_ms.get(99), "errors": f.errors, "run_size": f.run_size,
+                         "server_cpu_ms": f.server_cpu_ms, "client": gen.name})  # fmt: skip
+            print(f"| {s} x {c} | {f.sentences_per_s:,.0f} | {f.latency_ms.get(50, float('nan')):.1f} | "
+                  f"{f.latency_ms.get(99, float('nan')):.1f} | {f.run_size:.0f} | {f.errors} |", flush=True)  # fmt: skip
+    finally:
+        gen.close()
+        server.close()
+    return rows
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models-dir", type=Path, default=ROOT / "models")
+    p.add_argument("--out", type=Path, default=Path("gpu-serve"))
+    p.add_argument("--batches", default="32,512,2048", help="in-process batch sizes")
+    p.add_argument("--floods", default="1x64,32x16,256x8", help="sentences per request x requests in flight")
+    p.add_argument("--settings", default=",".join(SETTINGS), help=f"server settings to run, of: {', '.join(SETTINGS)}")
+    p.add_argument("--seconds", type=float, default=4.0)
+    p.add_argument("--client", default="auto", choices=["auto", "wrk", "python"])
+    p.add_argument("--cpu-too", action="store_true", help="the first bundle's default server on the CPU provider as well")
+    args = p.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    texts = load_sentences(None, 4000)
+    floods = levels(args.floods)
+    report: dict = {"gpu": gpu_name(), "providers": available_providers(), "cpus": os.cpu_count(), "bundles": {}}
+    print(f"# served on {report['gpu']}; providers {report['providers']}; {os.cpu_count()} CPUs\n", flush=True)
+
+    def save() -> None:
+        (args.out / "serve.json").write_text(json.dumps(report, indent=1))
+
+    header = "| sentences x in flight | sentences/s | p50 ms | p99 ms | sentences per run | errors |\n|---|---:|---:|---:|---:|---:|"
+    for i, bundle in enumerate(discover_bundles(args.models_dir)):
+        t0 = time.time()
+        enc = Encoder.load(bundle)
+        fl = graph_flops(enc.bundle.onnx_path)
+        r: dict = {"device": enc.device, "in_process": throughput(enc, texts, [int(b) for b in args.batches.split(",")],
+                                                                   min(args.seconds, 3.0), fl["per_token"], fl["per_sentence"])}  # fmt: skip
+        del enc
+        report["bundles"][bundle.name] = r
+        save()
+        print(f"## {bundle.name} ({r['device']})\n\n| batch | encode() sentences/s | graph sentences/s |\n|---:|---:|---:|")
+        for row in r["in_process"]:
+            print(f"| {row['batch']} | {row['encode_sent_s']:,.0f} | {row['graph_sent_s']:,.0f} |")
+        runs = {name: SETTINGS[name] for name in args.settings.split(",")}
+        if args.cpu_too and i == 0:
+            runs["CPU provider, batch 32"] = ["--no-prefer-cuda"]
+        for name, flags in runs.items():
+            print(f"\nserver, {name}\n\n{header}", flush=True)
+            r.setdefault("served", {})[name] = serve(bundle, flags, floods, texts, args.seconds, args.client)
+            save()
+        graph = max(row["graph_sent_s"] for row in r["in_process"])
+        best = max((row["sentences_s"], name, row["size"]) for name, rows in r["served"].items() for row in rows if "CPU" not in name)
+        r["served_over_graph"] = best[0] / graph
+        save()
+        print(f"\nbest served {best[0]:,.0f} sentences/s ({best[1]}, {best[2]}-sentence requests) = "
+              f"{best[0] / graph:.0%} of the graph alone's best {graph:,.0f} ({time.time() - t0:.0f} s)\n", flush=True)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

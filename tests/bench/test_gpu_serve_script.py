@@ -1,0 +1,55 @@
+"""docker/gpu/serve.sh and serve_bench.py, dry-run on the CPU: staged from carried archives as on the GPU machine
+(without the CUDA provider, so ONNX Runtime stays on the CPU), the bundle is measured in process and served
+under two settings, and serve.json holds every flood."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_gpu_serving_script_stages_what_was_carried_and_measures_every_setting(models_dir, tmp_path):
+    carried = tmp_path / "carried" / "serve"
+    (tmp_path / "site").mkdir()
+    carried.mkdir(parents=True)
+    with tarfile.open(carried / "site.tar.xz", "w:xz") as tar:  # the serving install is this environment's here
+        tar.add(tmp_path / "site", arcname="site")
+    with tarfile.open(carried / "models.tar.xz", "w:xz") as tar:
+        tar.add(models_dir / "tiny", arcname="tiny")
+    env = {**os.environ, "PYTHON": sys.executable, "T": str(tmp_path / "tv"), "CARRIED": str(carried.parent), "OUT": str(tmp_path / "out")}
+    args = [
+        "--settings",
+        "batch 32 (default),batch 512",
+        "--floods",
+        "1x4,8x2",
+        "--seconds",
+        "0.5",
+        "--batches",
+        "4,16",
+        "--client",
+        "python",
+    ]
+    done = subprocess.run(["bash", "docker/gpu/serve.sh", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no CUDA provider staged" in done.stderr
+    report = json.loads((tmp_path / "out" / "serve.json").read_text())
+    tiny = report["bundles"]["tiny"]
+    assert tiny["device"] == "cpu" and [r["batch"] for r in tiny["in_process"]] == [4, 16]
+    assert all(r["graph_sent_s"] > 0 and r["encode_sent_s"] > 0 for r in tiny["in_process"])
+    assert list(tiny["served"]) == ["batch 32 (default)", "batch 512"]
+    for rows in tiny["served"].values():
+        assert [(r["size"], r["concurrency"]) for r in rows] == [(1, 4), (8, 2)]
+        assert all(r["sentences_s"] > 0 and r["errors"] == 0 and r["p99_ms"] >= r["p50_ms"] > 0 for r in rows)
+    assert 0 < tiny["served_over_graph"]
+    assert "of the graph alone's best" in done.stdout
+
+
+def test_usage_is_printed_for_an_unknown_step(tmp_path):
+    done = subprocess.run(["bash", "docker/gpu/serve.sh", "nonsense"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "usage: serve.sh cuda | serve.sh bench" in done.stderr and "serve.sh run" in done.stderr
