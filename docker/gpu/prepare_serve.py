@@ -1,7 +1,8 @@
 """Prepare, on the CPU, what `docker/gpu/serve.sh` reads on a lent GPU machine: two git-ignored folders, one call each.
 
-* .gpu/serve-cuda/cuda.so.xz: ONNX Runtime's CUDA provider library (onnxruntime-gpu's CUDA 13 build) with every
-  cubin but the H100's (sm_90) zeroed (`prune_fatbin.py`): 284 MB, 52 MB compressed; alone it fills a call.
+* .gpu/serve-cuda/cuda.so.xz: ONNX Runtime's CUDA provider library (onnxruntime-gpu as the `gpu` extra pins it, a
+  CUDA 13 build) with every cubin but the H100's (sm_90) zeroed (`prune_fatbin.py`): 284 MB, 52 MB compressed; alone
+  it fills a call.
 * .gpu/serve/site.tar.xz: the serving install for the machine's Python 3.12 that its image lacks — onnxruntime-gpu
   without its CUDA provider (and without the C API library and TensorRT provider the server never loads), FastAPI,
   uvicorn, pydantic, faiss-cpu and the rest of the serving dependencies at the versions installed here;
@@ -19,18 +20,29 @@ import importlib.metadata as md
 import io
 import json
 import lzma
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+import tomllib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from prune_fatbin import prune, section
 
 REPO = Path(__file__).resolve().parents[2]
-ORT_GPU = "onnxruntime-gpu==1.31.1"  # the first PyPI line built for CUDA 13, the lent machine's
+
+
+def ort_gpu() -> str:
+    """onnxruntime-gpu as the `gpu` extra pins it (the GPU image installs the same), without its extras: the
+    machine's own nvidia-* packages stand in for the CUDA libraries they would pull."""
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]["gpu"]
+    pin = next(r for r in extra if r.startswith("onnxruntime-gpu"))
+    return re.sub(r"\[.*?\]", "", pin.split(";")[0]).strip()
+
+
 # Serving dependencies the machine's image lacks (it has numpy, tokenizers, tiktoken, uvloop, click, prometheus-client,
 # threadpoolctl, tqdm, scipy, packaging): pinned to the versions installed here.
 WHEELS = ["fastapi", "starlette", "pydantic", "pydantic_core", "pydantic-settings", "annotated-types", "annotated-doc",
@@ -60,7 +72,7 @@ def site_and_cuda(serve: Path, cuda: Path, python: str) -> None:
     """The serving install into serve/site.tar.xz, its CUDA provider pruned to sm_90 into cuda/cuda.so.xz."""
     with tempfile.TemporaryDirectory() as tmp:
         site = Path(tmp) / "site"
-        install(site, [ORT_GPU, *(f"{n}=={md.version(n)}" for n in WHEELS)], python)
+        install(site, [ort_gpu(), *(f"{n}=={md.version(n)}" for n in WHEELS)], python)
         lib = site / CUDA_LIB
         data = bytearray(lib.read_bytes())
         where = section(data, b".nv_fatbin")
