@@ -39,8 +39,9 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.core.limits import OFFLOAD_CHARS
 from thoughtvec.service.core.planner import MAX_BATCH_SIZE, MAX_BATCH_TOKENS, RunCost, plan_batches
-from thoughtvec.service.errors import EmptyInput, InvalidInput, NotReady, QueueFull, ThoughtvecError, TooManyInputs, WorkerDead
+from thoughtvec.service.errors import InvalidInput, NotReady, QueueFull, ThoughtvecError, WorkerDead
 from thoughtvec.service.settings import Truncation
 
 log = logging.getLogger(__name__)
@@ -49,8 +50,6 @@ T = TypeVar("T")
 # The worker looks at this many batches' worth of the oldest sentences at once: enough to
 # group similar lengths, few enough that nobody waits behind a long backlog out of order.
 LOOKAHEAD = 4
-# Requests with more characters than this are tokenized on a thread, not on the event loop.
-OFFLOAD_CHARS = 8192
 # Shapes timed by :meth:`Batcher.calibrate` (sizes over max_batch_size, lengths over the model's
 # limit and shapes over max_batch_tokens are left out): one untimed pass, then this many timed
 # passes over all of them; each shape's fastest run counts.
@@ -459,11 +458,3 @@ class Batcher:
         self.cost = RunCost.fit(self._calibration)
         log.info("%s: %s", self.name, self.cost.describe())
         return self.cost
-
-
-def check_count(n: int, limit: int, field: str) -> None:
-    """413 for more items than a request may carry; 422 for none."""
-    if n == 0:
-        raise EmptyInput(f"{field} is empty; send at least one item", field=field)
-    if n > limit:
-        raise TooManyInputs(f"{field} has {n} items; the limit is {limit}", field=field)

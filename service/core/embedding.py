@@ -22,8 +22,17 @@ import numpy as np
 from thoughtvec.service import __version__
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.core import guide
-from thoughtvec.service.core.batcher import LOOKAHEAD, OFFLOAD_CHARS, check_count
-from thoughtvec.service.core.limits import FLOAT_JSON_BYTES, TOKEN_JSON_BYTES, check_answer, check_chars, check_tokens, room
+from thoughtvec.service.core.batcher import LOOKAHEAD
+from thoughtvec.service.core.limits import (
+    FLOAT_JSON_BYTES,
+    OFFLOAD_CHARS,
+    TOKEN_JSON_BYTES,
+    check_answer,
+    check_chars,
+    check_count,
+    check_tokens,
+    room,
+)
 from thoughtvec.service.core.longinput import pool, prepare
 from thoughtvec.service.core.metrics import Metrics
 from thoughtvec.service.core.planner import plan_batches
@@ -109,15 +118,14 @@ class EmbeddingService:
         fields: list[str],
         normalize: bool = True,
         mode: Truncation | None = None,
-        dimensions: int | None = None,
+        reduced: int | None = None,
         bulk: bool = False,
     ) -> Encoded:
         """Vectors for checked texts: long ones split (and pooled), truncated or rejected as ``mode`` says;
-        with ``dimensions``, projected on the view's top principal axes (``Encoder.reduce``). ``bulk``: through
-        :meth:`embed_parts` (many texts at once, e.g. documents added to an index) instead of one request's
-        place in the queue."""
+        with ``reduced`` (a request's ``dimensions`` as ``Encoder.dimensions`` checked it), projected on the view's
+        top principal axes (``Encoder.project``). ``bulk``: through :meth:`embed_parts` (many texts at once, e.g.
+        documents added to an index) instead of one request's place in the queue."""
         enc, mode = model.encoder, self.mode(mode)
-        reduced = enc.dimensions(view, dimensions)  # a 422 before any work
         chars = check_chars(texts, fields, self.settings.max_request_chars)
         with model.batcher.admit(room(texts, chars, enc.max_tokens)) as admission:  # before tokenizing: a 429 must be cheap
             if chars > OFFLOAD_CHARS:  # tokenizing and splitting long texts stays off the event loop
@@ -140,7 +148,7 @@ class EmbeddingService:
         self.metrics.embedded(model.name, len(texts), len(prep.parts), tokens, prep.split, prep.truncated)
         if not bulk and emb.unit is not None:  # asked for above
             return Encoded(model.name, view, emb.unit, tokens, prep.split, prep.truncated)
-        vecs = enc.reduce(pool(raw, prep, len(texts)), view, dimensions)
+        vecs = enc.project(pool(raw, prep, len(texts)), view, reduced)
         return Encoded(model.name, view, l2_normalize(vecs) if normalize else vecs, tokens, prep.split, prep.truncated)
 
     async def embed_bulk(self, model: Model, view: str, texts: list[str]) -> np.ndarray:
@@ -203,9 +211,10 @@ class EmbeddingService:
         view = model.encoder.view(view)
         items, fields = read_input(raw_input, field, token_ids)
         check_count(len(items), self.settings.max_inputs, field)
-        dim = model.encoder.dimensions(view, dimensions) or model.encoder.dim(view)
+        reduced = model.encoder.dimensions(view, dimensions)  # a 422 before any work
+        dim = reduced or model.encoder.dim(view)
         check_answer(len(items) * dim * FLOAT_JSON_BYTES, self.settings.max_response_bytes, field, f"{len(items)} vectors of {dim} values")
-        return await self.encode(model, view, self.texts(items, fields, truncation), fields, normalize, truncation, dimensions)
+        return await self.encode(model, view, self.texts(items, fields, truncation), fields, normalize, truncation, reduced)
 
     # -- what is served, and how a text is seen ------------------------------------------
     def models(self) -> ModelList:
@@ -240,7 +249,8 @@ class EmbeddingService:
         enc, view = model.encoder, model.encoder.view(None)
         lists, fields = ([raw_input], [field]) if is_ids(raw_input) else (raw_input, [f"{field}[{i}]" for i in range(len(raw_input))])
         check_count(len(lists), self.settings.max_inputs, field)
-        dim = enc.dimensions(view, dimensions) or enc.dim(view)  # a 422 before any work
+        reduced = enc.dimensions(view, dimensions)  # a 422 before any work
+        dim = reduced or enc.dim(view)
         check_answer(len(lists) * dim * FLOAT_JSON_BYTES, self.settings.max_response_bytes, field, f"{len(lists)} vectors of {dim} values")
         cut = self.mode(truncation) == "truncate"
         parts = []
@@ -258,7 +268,7 @@ class EmbeddingService:
         check_tokens(map(len, parts), fields, self.settings.max_request_tokens)
         with model.batcher.admit(len(parts)) as admission:  # the same queue and 429 as every compute route
             emb = await model.batcher.embed_ids(parts, view, admission)
-        vecs, tokens = enc.reduce(emb.vectors, view, dimensions), sum(emb.tokens)
+        vecs, tokens = enc.project(emb.vectors, view, reduced), sum(emb.tokens)
         self.metrics.embedded(model.name, len(parts), len(parts), tokens, 0, truncated)
         return Encoded(model.name, view, l2_normalize(vecs) if normalize else vecs, tokens, 0, truncated)
 

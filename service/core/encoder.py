@@ -245,8 +245,12 @@ class Encoder:
     def reduce(self, x: np.ndarray, view: str | None, dimensions: int | None) -> np.ndarray:
         """Vectors ``x`` of ``view`` (after its post-processing, before normalisation) with ``dimensions`` as
         :meth:`dimensions` allows: projected on the view's top principal axes; ``None``: unchanged."""
-        d = self.dimensions(view, dimensions)
-        return x if d is None else self.axes[self.view(view)].project(x, d)
+        return self.project(x, view, self.dimensions(view, dimensions))
+
+    def project(self, x: np.ndarray, view: str | None, reduced: int | None) -> np.ndarray:
+        """:meth:`reduce` for a ``reduced`` that :meth:`dimensions` already returned (a request's, checked before
+        its work): ``x`` on the view's top ``reduced`` principal axes; ``None``: unchanged."""
+        return x if reduced is None else self.axes[self.view(view)].project(x, reduced)
 
     # -- ids -> vectors --------------------------------------------------------------------
     def run_ids(self, batch: Sequence[Sequence[int]], view: str | None = None) -> np.ndarray:
@@ -318,8 +322,7 @@ class Encoder:
         and pools them, as the server does (``thoughtvec.service.core.longinput``). ``dimensions``: each
         view's vectors projected on its top principal axes (:meth:`reduce`)."""
         views = [self.view(v) for v in views]
-        for v in views:
-            self.dimensions(v, dimensions)  # a bad request fails before any work
+        reduced = {v: self.dimensions(v, dimensions) for v in views}  # a bad request fails before any work
         prep = prepare(self, texts, [f"input[{i}]" for i in range(len(texts))], truncation, allow_empty=True)
         ids = prep.parts
         out = {v: np.zeros((len(ids), self.dim(v)), np.float32) for v in views}
@@ -333,5 +336,5 @@ class Encoder:
                 progress(int(np.count_nonzero(left[np.unique(owners)] == 0)))
         if progress and (empty := int(np.count_nonzero(np.bincount(prep.owner, minlength=len(texts)) == 0))):
             progress(empty)  # texts without a part (blank under allow_empty) are done too
-        pooled = {v: self.reduce(pool(x, prep, len(texts)), v, dimensions) for v, x in out.items()}
+        pooled = {v: self.project(pool(x, prep, len(texts)), v, reduced[v]) for v, x in out.items()}
         return {v: l2_normalize(x) if normalize else x for v, x in pooled.items()}

@@ -20,9 +20,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from thoughtvec.service.core.batcher import check_count
 from thoughtvec.service.core.embedding import EmbeddingService
-from thoughtvec.service.core.limits import HIT_JSON_BYTES, check_answer, check_chars, room
+from thoughtvec.service.core.limits import HIT_JSON_BYTES, check_answer, check_chars, check_count, room
 from thoughtvec.service.core.projection import pca_2d, project
 from thoughtvec.service.core.registry import Model
 from thoughtvec.service.core.results import (

@@ -1,6 +1,7 @@
-"""What one request may ask of the server beyond its count of items (``max_inputs``) and each text's characters
-(``max_input_chars``, ``max_query_chars``): the characters of all its texts together (``max_request_chars``),
-their tokens (``max_request_tokens``) and the size of its answer (``max_response_bytes``).
+"""What one request may ask of the server: its count of items (``max_inputs``), each text's characters
+(``max_input_chars``, ``max_query_chars``), the characters of all its texts together (``max_request_chars``),
+their tokens (``max_request_tokens``) and the size of its answer (``max_response_bytes``); and from what size its
+texts are tokenized on a thread rather than on the event loop (``OFFLOAD_CHARS``).
 
 Each is checked before the work it bounds: characters before any tokenizing, tokens before the model runs
 (or ``/tokenize`` lists them), the answer's size before it is written. A request over one gets a 413
@@ -11,7 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from thoughtvec.service.errors import RequestTooLarge
+from thoughtvec.service.errors import EmptyInput, RequestTooLarge, TooManyInputs
+
+# Requests with more characters than this are tokenized on a thread, not on the event loop: below it, the hand-over
+# costs what it would save (docs/BENCHMARKS.md, "Tokenizing off the event loop").
+OFFLOAD_CHARS = 8192
 
 # Upper bounds of an answer's JSON, per item: what :func:`check_answer`'s callers multiply.
 FLOAT_JSON_BYTES = 25  # one vector value and its comma, as written (-0.012345678901234567,)
@@ -54,3 +59,11 @@ def check_answer(size: int, limit: int, field: str, what: str) -> None:
             f"the answer would have about {size} bytes ({what}); the limit is {limit} (max_response_bytes): ask for less {field}",
             field=field,
         )
+
+
+def check_count(n: int, limit: int, field: str) -> None:
+    """413 for more items than a request may carry; 422 for none."""
+    if n == 0:
+        raise EmptyInput(f"{field} is empty; send at least one item", field=field)
+    if n > limit:
+        raise TooManyInputs(f"{field} has {n} items; the limit is {limit}", field=field)
