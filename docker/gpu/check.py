@@ -41,6 +41,7 @@ from thoughtvec.bench.bench import load_sentences  # noqa: E402
 from thoughtvec.bench.flops import graph_flops  # noqa: E402
 from thoughtvec.service.bundle.format import discover_bundles, load_bundle  # noqa: E402
 from thoughtvec.service.core.encoder import CUDA, Encoder  # noqa: E402
+from thoughtvec.service.index.indexes import gpu_count  # noqa: E402
 
 CPU = "CPUExecutionProvider"
 
@@ -145,7 +146,7 @@ def faiss_search(dim: int, n: int, queries: int, k: int) -> dict:
     start = time.perf_counter()
     _, cpu_ids = index.search(xq, k)
     out["cpu_qps"] = queries / (time.perf_counter() - start)
-    out["gpus"] = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
+    out["gpus"] = gpu_count()  # 0 where FAISS's GPU code cannot run on this GPU (it would abort this process)
     if out["gpus"]:
         gpu = faiss.index_cpu_to_all_gpus(index)
         gpu.search(xq[:10], k)

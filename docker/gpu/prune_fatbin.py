@@ -1,6 +1,7 @@
 """Zero the CUDA machine code a GPU will never load, so a shared library compresses to what one GPU needs.
 
     python docker/gpu/prune_fatbin.py libonnxruntime_providers_cuda.so --keep-sm 90
+    python docker/gpu/prune_fatbin.py libfaiss.so --list      # which GPU generations it has code for; changes nothing
 
 A CUDA library's ``.nv_fatbin`` section holds, for each kernel module, one compiled ELF (a cubin) per
 GPU generation it was built for (sm_75 … sm_120), and the driver loads only the one that matches the
@@ -76,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("library", type=Path)
     p.add_argument("--keep-sm", type=int, default=90, help="the GPU generation to keep (90: H100/H200)")
+    p.add_argument("--list", action="store_true", help="only print which generations the library has code for")
     args = p.parse_args(argv)
     data = bytearray(args.library.read_bytes())
     where = section(data, b".nv_fatbin")
@@ -83,9 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.library}: no .nv_fatbin section", file=sys.stderr)
         return 1
     got = prune(data, *where, args.keep_sm)
-    args.library.write_bytes(data)
+    if not args.list:
+        args.library.write_bytes(data)
     for key in sorted(got["seen"], key=lambda k: int(k.split("_")[1])):
-        print(f"{key:>8}: {got['seen'][key] / 1e6:7.1f} MB, zeroed {got['zeroed'][key] / 1e6:7.1f} MB")
+        print(f"{key:>8}: {got['seen'][key] / 1e6:7.1f} MB" + ("" if args.list else f", zeroed {got['zeroed'][key] / 1e6:7.1f} MB"))
     return 0
 
 

@@ -16,9 +16,12 @@ Not thread-safe: :class:`thoughtvec.service.index.store.IndexStore` holds a lock
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, cast
 
@@ -62,11 +65,42 @@ def make_faiss(dim: int, factory: str, metric: Metric) -> faiss.Index:
 
 
 def gpu_count() -> int:
-    """GPUs FAISS can use: 0 with faiss-cpu, or with faiss-gpu on a machine without a visible GPU."""
+    """GPUs FAISS can use: 0 with faiss-cpu, with faiss-gpu on a machine without a visible GPU, or where FAISS's GPU
+    code does not run on the GPU there (:func:`gpu_kernels_run`)."""
     try:
-        return int(faiss.get_num_gpus())
+        n = int(faiss.get_num_gpus())
     except (AttributeError, RuntimeError):
         return 0
+    return n if n and gpu_kernels_run() else 0
+
+
+# A GPU index's add and search, in a child process: what gpu_kernels_run tries before any index goes to a GPU.
+GPU_PROBE_DEFAULT = (
+    "import faiss, numpy as np\n"
+    "x = np.eye(8, dtype='float32')\n"
+    "index = faiss.GpuIndexFlatIP(faiss.StandardGpuResources(), 8)\n"
+    "index.add(x)\n"
+    "assert (index.search(x, 1)[1].ravel() == np.arange(8)).all(), 'wrong neighbours'\n"
+)
+GPU_PROBE = GPU_PROBE_DEFAULT
+GPU_PROBE_TIMEOUT_S = 300  # a first run may compile PTX for this GPU
+
+
+@functools.cache
+def gpu_kernels_run() -> bool:
+    """Whether FAISS's GPU code runs on this machine's GPU: a small GPU index added to and searched in a child
+    process, once per process. A FAISS built without the GPU's architecture (PyPI's faiss-gpu-cu12 has code for
+    sm_70 and sm_80 only, nothing an H100 or H200 runs) aborts the process at its first GPU kernel ("CUDA error 209
+    no kernel image is available"), so the server must not be the process that finds out. Where it does not run,
+    indexes stay on the CPU and a warning says why."""
+    try:
+        done = subprocess.run([sys.executable, "-c", GPU_PROBE], capture_output=True, text=True, timeout=GPU_PROBE_TIMEOUT_S)
+        ok, why = done.returncode == 0, (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+    except (OSError, subprocess.TimeoutExpired) as e:
+        ok, why = False, str(e)
+    if not ok:
+        log.warning("FAISS sees a GPU, but FAISS's GPU code does not run here (%s): indexes stay on the CPU", why[:300])
+    return ok
 
 
 def _set_search_params(index: faiss.Index, space: Any) -> None:

@@ -69,6 +69,16 @@ def test_other_generations_are_zeroed_only_where_the_kept_one_is_there(tmp_path,
     assert "sm_80:" in out and "sm_90:" in out and "ptx_80:" in out
 
 
+def test_list_only_prints_the_generations(tmp_path, capsys):
+    lib = tmp_path / "lib.so"
+    lib.write_bytes(elf({b".nv_fatbin": container(entry(KIND_ELF, 70, 0x11), entry(KIND_ELF, 80, 0x22))}))
+    before = lib.read_bytes()
+    assert main([str(lib), "--list"]) == 0
+    assert lib.read_bytes() == before
+    out = capsys.readouterr().out
+    assert "sm_70:" in out and "sm_80:" in out and "sm_90" not in out and "zeroed" not in out
+
+
 def test_a_library_without_cubins_is_refused(tmp_path, capsys):
     lib = tmp_path / "plain.so"
     lib.write_bytes(elf({b".text": b"\x90" * 16}))

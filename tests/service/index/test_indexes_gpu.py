@@ -44,6 +44,7 @@ def gpu(monkeypatch) -> FakeGpu:
     fake = FakeGpu()
     monkeypatch.setattr(faiss, "get_num_gpus", lambda: 1)
     monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", fake)
+    monkeypatch.setattr(indexes, "gpu_kernels_run", lambda: True)  # the child-process probe would find no GPU here
     return fake
 
 
@@ -113,3 +114,40 @@ def test_store_puts_served_indexes_on_the_gpu_and_snapshots_from_the_cpu(gpu, tm
     assert set(again.entry("x").index.labels) == {f"d{i}" for i in range(1, 6)}
     assert again.entry("x").index.on_gpu
     assert IndexStore(tmp_path).load_all() == ["x"]  # gpu=False (prefer_cuda off): stays on the CPU
+
+
+# -- a FAISS whose GPU code cannot run on the visible GPU ---------------------------------------
+
+
+@pytest.fixture
+def probe(monkeypatch):
+    """gpu_kernels_run's probe replaced by a script, its cache cleared before and after."""
+
+    def use(script: str) -> None:
+        monkeypatch.setattr(indexes, "GPU_PROBE", script)
+        indexes.gpu_kernels_run.cache_clear()
+
+    yield use
+    indexes.gpu_kernels_run.cache_clear()
+
+
+def test_a_gpu_whose_faiss_kernels_do_not_run_is_not_used(monkeypatch, probe, caplog):
+    # PyPI's faiss-gpu-cu12 has no code for an H100: its first GPU kernel aborts the process (CUDA error 209)
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 1)
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", FakeGpu())
+    probe("import os; os.abort()")
+    with caplog.at_level("WARNING"):
+        assert indexes.gpu_count() == 0
+        vi = VectorIndex(new_config("a", "tiny", "mean", DIM))
+        assert vi.use_gpu() is False and not vi.on_gpu
+    assert sum("FAISS's GPU code does not run here" in r.getMessage() for r in caplog.records) == 1  # probed once
+
+
+def test_the_probe_passes_where_its_script_runs_and_fails_where_it_cannot_start(monkeypatch, probe):
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 2)
+    probe("pass")
+    assert indexes.gpu_count() == 2
+    probe("raise SystemExit(3)")
+    assert indexes.gpu_count() == 0
+    probe(indexes.GPU_PROBE_DEFAULT)  # the real one, with faiss-cpu and no GPU here: fails, and says why
+    assert indexes.gpu_kernels_run() is False
