@@ -9,7 +9,9 @@ For each bundle under ``--models-dir``:
 2. ``thoughtvec serve`` on the bundle alone under each server setting of ``--settings`` (the default batch
    of 32, then larger GPU batches), flooded by wrk (or this process) at each ``--floods`` level
    (sentences per request x requests in flight): sentences/s, p50/p99, sentences per ONNX run;
-3. with ``--cpu-too``, the first bundle's default server again with ``--no-prefer-cuda``: the same machine's CPUs.
+3. with ``--cpu-too``, the first bundle's default server again with ``--no-prefer-cuda``: the same machine's CPUs;
+4. with ``--processes 2,4,8``, that many servers at once under the last setting, each flooded by its own wrk: what
+   more Python processes feeding the one GPU would serve (the product runs one process a port).
 
 The served rate over the best graph-alone rate is printed per bundle. Writes ``serve.json`` under ``--out`` after
 every measurement (a machine taken back mid-run still returns what was measured). Asserts nothing.
@@ -21,7 +23,9 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +36,7 @@ from check import gpu_name, throughput  # noqa: E402
 
 from thoughtvec.bench.bench import Load, LoadGenerator, Server  # noqa: E402
 from thoughtvec.bench.flops import graph_flops  # noqa: E402
-from thoughtvec.bench.load import load_sentences, request_bodies  # noqa: E402
+from thoughtvec.bench.load import load_sentences, parse_wrk, request_bodies, start_wrk, wrk_script  # noqa: E402
 from thoughtvec.service.bundle.format import discover_bundles  # noqa: E402
 from thoughtvec.service.core.encoder import Encoder, available_providers  # noqa: E402
 
@@ -67,6 +71,33 @@ def serve(bundle: Path, flags: list[str], floods: list[tuple[int, int]], sentenc
     return rows
 
 
+def serve_many(bundle: Path, flags: list[str], floods: list[tuple[int, int]], sentences: list[str], seconds: float, n: int) -> list[dict]:
+    """``n`` servers on the bundle at once (each its own process, port and ONNX session on the same GPU), each flooded by
+    its own wrk at every level: the sentences/s of all of them together, and the worst p50/p99. What more Python
+    processes would give one GPU; the product serves one process a port."""
+    with ThreadPoolExecutor(n) as pool:  # each start loads the bundle and calibrates: side by side
+        servers = list(pool.map(lambda _: Server(bundle, flags), range(n)))
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="tv-many-") as tmp:
+            scripts = {s: wrk_script(request_bodies(sentences, s, 256 if s == 1 else 64, bundle.name, "base64"), Path(tmp) / f"b{s}.lua")
+                       for s, _ in floods}  # fmt: skip
+            for i, (s, c) in enumerate([floods[0], *floods]):  # the first: a warm-up
+                procs = [start_wrk(srv.port, scripts[s], c, seconds if i else min(2.0, seconds)) for srv in servers]
+                got = [parse_wrk(proc.communicate()[0], s, c) for proc in procs]
+                if not i:
+                    continue
+                total = sum(f.sentences_per_s for f in got)
+                p50, p99 = (max(f.latency_ms.get(q, float("nan")) for f in got) for q in (50, 99))
+                rows.append({"processes": n, "size": s, "concurrency": c, "sentences_s": total, "p50_ms": p50, "p99_ms": p99,
+                             "errors": sum(f.errors for f in got)})  # fmt: skip
+                print(f"| {n} | {s} x {c} each | {total:,.0f} | {p50:.1f} | {p99:.1f} | {rows[-1]['errors']} |", flush=True)
+    finally:
+        for srv in servers:
+            srv.close()
+    return rows
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models-dir", type=Path, default=ROOT / "models")
@@ -77,6 +108,7 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=4.0)
     p.add_argument("--client", default="auto", choices=["auto", "wrk", "python"])
     p.add_argument("--cpu-too", action="store_true", help="the first bundle's default server on the CPU provider as well")
+    p.add_argument("--processes", default="", help="also: this many servers at once under the last setting, e.g. 2,4,8 (needs wrk)")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     texts = load_sentences(None, 4000)
@@ -107,12 +139,29 @@ def main() -> int:
             print(f"\nserver, {name}\n\n{header}", flush=True)
             r.setdefault("served", {})[name] = serve(bundle, flags, floods, texts, args.seconds, args.client)
             save()
+        if args.processes:
+            last = args.settings.split(",")[-1]
+            print(
+                f"\nservers side by side, {last}\n\n| servers | sentences x in flight | sentences/s (all) | worst p50 ms | worst p99 ms | errors |\n|---:|---|---:|---:|---:|---:|"
+            )
+            for n in (int(x) for x in args.processes.split(",")):
+                r.setdefault("processes", []).extend(serve_many(bundle, SETTINGS[last], floods, texts, args.seconds, n))
+                save()
         graph = max(row["graph_sent_s"] for row in r["in_process"])
         best = max((row["sentences_s"], name, row["size"]) for name, rows in r["served"].items() for row in rows if "CPU" not in name)
         r["served_over_graph"] = best[0] / graph
         save()
         print(f"\nbest served {best[0]:,.0f} sentences/s ({best[1]}, {best[2]}-sentence requests) = "
               f"{best[0] / graph:.0%} of the graph alone's best {graph:,.0f} ({time.time() - t0:.0f} s)\n", flush=True)  # fmt: skip
+        if r.get("processes"):
+            many = max(r["processes"], key=lambda row: row["sentences_s"])
+            r["processes_over_graph"] = many["sentences_s"] / graph
+            save()
+            print(
+                f"best of servers side by side {many['sentences_s']:,.0f} sentences/s ({many['processes']} servers, "
+                f"{many['size']}-sentence requests) = {many['sentences_s'] / graph:.0%} of the graph alone's best\n",
+                flush=True,
+            )
     return 0
 
 

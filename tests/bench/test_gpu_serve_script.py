@@ -1,20 +1,24 @@
 """docker/gpu/serve.sh and serve_bench.py, dry-run on the CPU: staged from carried archives as on the GPU machine
 (without the CUDA provider, so ONNX Runtime stays on the CPU), the bundle is measured in process and served
-under two settings, and serve.json holds every flood."""
+under two settings, and serve.json holds every flood; servers side by side are summed."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_the_gpu_serving_script_stages_what_was_carried_and_measures_every_setting(models_dir, tmp_path):
+def _bench(models_dir: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """serve.sh bench on the tiny bundle, staged from archives as they would be carried."""
     carried = tmp_path / "carried" / "serve"
     (tmp_path / "site").mkdir()
     carried.mkdir(parents=True)
@@ -23,6 +27,10 @@ def test_the_gpu_serving_script_stages_what_was_carried_and_measures_every_setti
     with tarfile.open(carried / "models.tar.xz", "w:xz") as tar:
         tar.add(models_dir / "tiny", arcname="tiny")
     env = {**os.environ, "PYTHON": sys.executable, "T": str(tmp_path / "tv"), "CARRIED": str(carried.parent), "OUT": str(tmp_path / "out")}
+    return subprocess.run(["bash", "docker/gpu/serve.sh", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_the_gpu_serving_script_stages_what_was_carried_and_measures_every_setting(models_dir, tmp_path):
     args = [
         "--settings",
         "batch 32 (default),batch 512",
@@ -35,7 +43,7 @@ def test_the_gpu_serving_script_stages_what_was_carried_and_measures_every_setti
         "--client",
         "python",
     ]
-    done = subprocess.run(["bash", "docker/gpu/serve.sh", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    done = _bench(models_dir, tmp_path, *args)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "no CUDA provider staged" in done.stderr
     report = json.loads((tmp_path / "out" / "serve.json").read_text())
@@ -46,8 +54,20 @@ def test_the_gpu_serving_script_stages_what_was_carried_and_measures_every_setti
     for rows in tiny["served"].values():
         assert [(r["size"], r["concurrency"]) for r in rows] == [(1, 4), (8, 2)]
         assert all(r["sentences_s"] > 0 and r["errors"] == 0 and r["p99_ms"] >= r["p50_ms"] > 0 for r in rows)
-    assert 0 < tiny["served_over_graph"]
+    assert 0 < tiny["served_over_graph"] and "processes" not in tiny
     assert "of the graph alone's best" in done.stdout
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed (Debian: apt-get install wrk)")
+def test_servers_side_by_side_are_summed(models_dir, tmp_path):
+    args = ["--settings", "batch 32 (default)", "--floods", "1x4,8x2", "--seconds", "1", "--batches", "4", "--processes", "1,2"]
+    done = _bench(models_dir, tmp_path, *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    tiny = json.loads((tmp_path / "out" / "serve.json").read_text())["bundles"]["tiny"]
+    rows = tiny["processes"]
+    assert [(r["processes"], r["size"], r["concurrency"]) for r in rows] == [(1, 1, 4), (1, 8, 2), (2, 1, 4), (2, 8, 2)]
+    assert all(r["sentences_s"] > 0 and r["errors"] == 0 and r["p99_ms"] >= r["p50_ms"] > 0 for r in rows)
+    assert tiny["processes_over_graph"] > 0 and "best of servers side by side" in done.stdout
 
 
 def test_usage_is_printed_for_an_unknown_step(tmp_path):
