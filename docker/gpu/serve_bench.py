@@ -76,7 +76,12 @@ def serve_many(bundle: Path, flags: list[str], floods: list[tuple[int, int]], se
     its own wrk at every level: the sentences/s of all of them together, and the worst p50/p99. What more Python
     processes would give one GPU; the product serves one process a port."""
     with ThreadPoolExecutor(n) as pool:  # each start loads the bundle and calibrates: side by side
-        servers = list(pool.map(lambda _: Server(bundle, flags), range(n)))
+        starts = [pool.submit(Server, bundle, flags) for _ in range(n)]
+    servers = [f.result() for f in starts if f.exception() is None]
+    if len(servers) < n:  # one did not start: the others are not left running
+        for srv in servers:
+            srv.close()
+        raise next(e for f in starts if (e := f.exception()) is not None)
     rows = []
     try:
         with tempfile.TemporaryDirectory(prefix="tv-many-") as tmp:
@@ -116,8 +121,10 @@ def main() -> int:
     report: dict = {"gpu": gpu_name(), "providers": available_providers(), "cpus": os.cpu_count(), "bundles": {}}
     print(f"# served on {report['gpu']}; providers {report['providers']}; {os.cpu_count()} CPUs\n", flush=True)
 
-    def save() -> None:
-        (args.out / "serve.json").write_text(json.dumps(report, indent=1))
+    def save() -> None:  # whole or not at all: the machine may be taken back at any moment
+        tmp = args.out / "serve.json.tmp"
+        tmp.write_text(json.dumps(report, indent=1))
+        tmp.replace(args.out / "serve.json")
 
     header = "| sentences x in flight | sentences/s | p50 ms | p99 ms | sentences per run | errors |\n|---|---:|---:|---:|---:|---:|"
     for i, bundle in enumerate(discover_bundles(args.models_dir)):
