@@ -83,7 +83,7 @@ GPU_PROBE_DEFAULT = (
     "assert (index.search(x, 1)[1].ravel() == np.arange(8)).all(), 'wrong neighbours'\n"
 )
 GPU_PROBE = GPU_PROBE_DEFAULT
-GPU_PROBE_TIMEOUT_S = 300  # a first run may compile PTX for this GPU
+GPU_PROBE_TIMEOUT_S = 90  # a first run may compile PTX for this GPU; longer, and the CPU it is (within the GPU compose start period)
 
 
 @functools.cache
