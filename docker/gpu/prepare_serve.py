@@ -30,6 +30,7 @@ import tomllib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from prepare_train import tracked_bytes
 from prune_fatbin import prune, section
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,8 +127,7 @@ def main() -> int:
             d.mkdir(parents=True)
         site_and_cuda(serve, cuda, a.python_version)
     bundles(serve / "models.tar.xz", a.models_dir, a.bundles.split(","))
-    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
-    sent = sum((REPO / f).stat().st_size for f in tracked if f and not f.startswith("models/") and (REPO / f).is_file())
+    sent = tracked_bytes()
     for d in (cuda, serve):
         carried = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
         print(f"{d}: {carried / 2**20:.1f} MiB; with the tracked files outside models/: {(sent + carried) / 2**20:.1f} of 64 MiB")

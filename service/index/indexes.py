@@ -74,15 +74,15 @@ def gpu_count() -> int:
     return n if n and gpu_kernels_run() else 0
 
 
-# A GPU index's add and search, in a child process: what gpu_kernels_run tries before any index goes to a GPU.
-GPU_PROBE_DEFAULT = (
+# A GPU index's add and search, in a child process: what gpu_kernels_run tries before any index goes to a GPU
+# (at start-up: Core.start asks for the devices first).
+GPU_PROBE = (
     "import faiss, numpy as np\n"
     "x = np.eye(8, dtype='float32')\n"
     "index = faiss.GpuIndexFlatIP(faiss.StandardGpuResources(), 8)\n"
     "index.add(x)\n"
     "assert (index.search(x, 1)[1].ravel() == np.arange(8)).all(), 'wrong neighbours'\n"
 )
-GPU_PROBE = GPU_PROBE_DEFAULT
 GPU_PROBE_TIMEOUT_S = 90  # a first run may compile PTX for this GPU; longer, and the CPU it is (within the GPU compose start period)
 
 

@@ -127,6 +127,7 @@ def probe(monkeypatch):
         monkeypatch.setattr(indexes, "GPU_PROBE", script)
         indexes.gpu_kernels_run.cache_clear()
 
+    use.real = indexes.GPU_PROBE  # type: ignore[attr-defined]
     yield use
     indexes.gpu_kernels_run.cache_clear()
 
@@ -149,5 +150,5 @@ def test_the_probe_passes_where_its_script_runs_and_fails_where_it_cannot_start(
     assert indexes.gpu_count() == 2
     probe("raise SystemExit(3)")
     assert indexes.gpu_count() == 0
-    probe(indexes.GPU_PROBE_DEFAULT)  # the real one, with faiss-cpu and no GPU here: fails, and says why
+    probe(probe.real)  # the real one, with faiss-cpu and no GPU here: fails, and says why
     assert indexes.gpu_kernels_run() is False
