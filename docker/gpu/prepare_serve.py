@@ -1,4 +1,4 @@
-"""Prepare, on the CPU, what `docker/gpu/serve.sh` reads on a lent GPU machine: two git-ignored folders, one call each.
+"""Prepare, on the CPU, what `docker/gpu/serve.sh` reads on a lent GPU machine: three git-ignored folders, one call each.
 
 * .gpu/serve-cuda/cuda.so.xz: ONNX Runtime's CUDA provider library (onnxruntime-gpu as the `gpu` extra pins it, a
   CUDA 13 build) with every cubin but the H100's (sm_90) zeroed (`prune_fatbin.py`): 284 MB, 52 MB compressed; alone
@@ -7,6 +7,10 @@
   without its CUDA provider (and without the C API library and TensorRT provider the server never loads), FastAPI,
   uvicorn, pydantic, faiss-cpu and the rest of the serving dependencies at the versions installed here;
   models.tar.xz: the bundles to serve (the files the server reads); wrk with its LuaJIT library, for the load.
+* .gpu/serve-faiss/faiss.tar.xz: GPU FAISS built for the H100 and for the machine's CUDA 13 (faiss-gpu-cuvs: PyPI's
+  faiss-gpu-cu12 has no H100 code, faiss-gpu needs CUDA 12's cuBLAS, 377 MB compressed) with the cuVS libraries it
+  links, every library pruned to sm_90: 1.1 GB installed, 57 MiB compressed. Its cuBLAS, cuSOLVER, cuSPARSE, cuRAND,
+  NCCL and NVRTC are the machine's own.
 
   python docker/gpu/prepare_serve.py --bundles invertible-bijection,mean-max-aae
 
@@ -30,7 +34,7 @@ import tomllib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from prepare_train import tracked_bytes
+from prepare_train import LEFT_BEHIND, tracked_bytes
 from prune_fatbin import prune, section
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,6 +56,9 @@ WHEELS = ["fastapi", "starlette", "pydantic", "pydantic_core", "pydantic-setting
           "PyStemmer",
           "jsonschema_rs"]  # fmt: skip  # the last for the service tests (`serve.sh run python3 -m pytest ...`)
 DROP = ["onnxruntime/capi/libonnxruntime.so.*", "onnxruntime/capi/libonnxruntime_providers_tensorrt.so"]
+# GPU FAISS for sm_90 and CUDA 13, and what its libfaiss links (faiss-gpu-cuvs's own requirements, at one version)
+FAISS_GPU = ["faiss-gpu-cuvs==1.15.1", "libcuvs-cu13==26.6.0", "libraft-cu13==26.6.0", "librmm-cu13==26.6.0", "rapids-logger==0.2.3"]
+FAISS_DROP = ["libcuvs/lib64/libcuvs_c.so", "libcuvs/include", "libraft/include", "librmm/include", "rapids_logger/include"]
 BUNDLE_FILES = ("vocab.txt", "model.onnx", "postprocess.npz", "relatedness.npz", "MODEL_CARD.md")
 CUDA_LIB = "onnxruntime/capi/libonnxruntime_providers_cuda.so"
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"]
@@ -96,6 +103,33 @@ def site_and_cuda(serve: Path, cuda: Path, python: str) -> None:
         shutil.copy("/lib/x86_64-linux-gnu/libluajit-5.1.so.2", serve / "libluajit-5.1.so.2")
 
 
+def faiss_gpu(out: Path, python: str) -> None:
+    """GPU FAISS and the cuVS libraries into out/faiss.tar.xz, each CUDA library pruned to sm_90 (what the H100 loads)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        site = Path(tmp) / "faiss-gpu"
+        install(site, FAISS_GPU, python)
+        for rel in FAISS_DROP:
+            path = site / rel
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+        for lib in sorted(site.rglob("*.so*")):
+            data = bytearray(lib.read_bytes())
+            where = section(data, b".nv_fatbin")
+            if where is None:
+                continue
+            got = prune(data, *where, keep_sm=90)
+            lib.write_bytes(data)
+            print(
+                f"{lib.relative_to(site)}: zeroed {sum(got['zeroed'].values()) / 1e6:.0f} of {sum(got['seen'].values()) / 1e6:.0f} MB of GPU code"
+            )
+        for f in site.rglob("__pycache__"):
+            shutil.rmtree(f)
+        with tarfile.open(out / "faiss.tar.xz", "w:xz", preset=9 | lzma.PRESET_EXTREME) as tar:
+            tar.add(site, arcname="faiss-gpu")
+
+
 def bundles(tar_path: Path, models_dir: Path, names: list[str]) -> None:
     """The files the server reads of each bundle; bundle.json without its decoder (not served here, too large to carry)."""
     with tarfile.open(tar_path, "w:xz", preset=9) as tar:
@@ -118,19 +152,28 @@ def main() -> int:
     p.add_argument("--models-dir", type=Path, default=REPO / "models")
     p.add_argument("--out", type=Path, default=REPO / ".gpu")
     p.add_argument("--python-version", default="3.12", help="the machine's Python (3.12; another for a dry run here)")
-    p.add_argument("--bundles-only", action="store_true", help="rewrite models.tar.xz alone")
+    only = p.add_mutually_exclusive_group()
+    only.add_argument("--bundles-only", action="store_true", help="rewrite models.tar.xz alone")
+    only.add_argument("--faiss-only", action="store_true", help="rewrite serve-faiss/ alone")
     a = p.parse_args()
-    serve, cuda = a.out / "serve", a.out / "serve-cuda"
-    if not a.bundles_only:
+    serve, cuda, faiss = a.out / "serve", a.out / "serve-cuda", a.out / "serve-faiss"
+    if not (a.bundles_only or a.faiss_only):
         for d in (serve, cuda):
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir(parents=True)
         site_and_cuda(serve, cuda, a.python_version)
-    bundles(serve / "models.tar.xz", a.models_dir, a.bundles.split(","))
+    if not a.bundles_only:
+        shutil.rmtree(faiss, ignore_errors=True)
+        faiss.mkdir(parents=True)
+        faiss_gpu(faiss, a.python_version)
+    if not a.faiss_only:
+        bundles(serve / "models.tar.xz", a.models_dir, a.bundles.split(","))
     sent = tracked_bytes()
-    for d in (cuda, serve):
+    for d in (cuda, serve, faiss):
         carried = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
-        print(f"{d}: {carried / 2**20:.1f} MiB; with the tracked files outside models/: {(sent + carried) / 2**20:.1f} of 64 MiB")
+        print(
+            f"{d}: {carried / 2**20:.1f} MiB; with the tracked files outside {' and '.join(LEFT_BEHIND)}: {(sent + carried) / 2**20:.1f} of 64 MiB"
+        )
     return 0
 
 

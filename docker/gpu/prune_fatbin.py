@@ -5,10 +5,11 @@
 
 A CUDA library's ``.nv_fatbin`` section holds, for each kernel module, one compiled ELF (a cubin) per
 GPU generation it was built for (sm_75 … sm_120), and the driver loads only the one that matches the
-GPU. This rewrites the file in place with every cubin of another generation filled with zeros: the
-file keeps its size, layout and headers (nothing moves, so no offset or symbol breaks), and the zeros
-compress to nothing. A module with no entry for the kept generation, or one holding PTX (which the
-driver could compile for any GPU), is left whole, so nothing the GPU could use is lost.
+GPU; PTX, where a module has it, is compiled by the driver only for a GPU with no matching cubin. This
+rewrites the file in place with every entry of another generation, cubin or PTX, filled with zeros in
+each module that has a cubin for the kept generation: the file keeps its size, layout and headers
+(nothing moves, so no offset or symbol breaks), and the zeros compress to nothing. A module with no
+cubin for the kept generation is left whole, PTX and all, so nothing the GPU could use is lost.
 
 Prints what it found and kept; exits 1 when the file has no ``.nv_fatbin`` section.
 """
@@ -44,8 +45,12 @@ def section(data: bytes | bytearray, name: bytes) -> tuple[int, int] | None:
     return None
 
 
+def name(kind: int, sm: int) -> str:
+    return f"{'ptx' if kind == KIND_PTX else 'sm'}_{sm}"
+
+
 def prune(data: bytearray, start: int, size: int, keep_sm: int) -> dict[str, collections.Counter]:
-    """Zero, inside ``data[start:start+size]``, every cubin of another generation in modules that have ``keep_sm``."""
+    """Zero, inside ``data[start:start+size]``, every other entry of the modules that have a ``keep_sm`` cubin."""
     seen: collections.Counter = collections.Counter()
     zeroed: collections.Counter = collections.Counter()
     pos, end = start, start + size
@@ -60,15 +65,13 @@ def prune(data: bytearray, start: int, size: int, keep_sm: int) -> dict[str, col
             kind, _, ehead, padded = ENTRY.unpack_from(data, e)
             (sm,) = struct.unpack_from("<I", data, e + 28)
             entries.append((kind, sm, e + ehead, padded))
-            seen[f"{'ptx' if kind == KIND_PTX else 'sm'}_{sm}"] += padded
+            seen[name(kind, sm)] += padded
             e += ehead + padded
-        keepable = any(kind == KIND_ELF and sm == keep_sm for kind, sm, _, _ in entries)
-        has_ptx = any(kind == KIND_PTX for kind, _, _, _ in entries)
-        if keepable and not has_ptx:
-            for _, sm, payload, padded in entries:
-                if sm != keep_sm:
+        if any(kind == KIND_ELF and sm == keep_sm for kind, sm, _, _ in entries):
+            for kind, sm, payload, padded in entries:
+                if (kind, sm) != (KIND_ELF, keep_sm):
                     data[payload : payload + padded] = bytes(padded)
-                    zeroed[f"sm_{sm}"] += padded
+                    zeroed[name(kind, sm)] += padded
         pos = stop
     return {"seen": seen, "zeroed": zeroed}
 

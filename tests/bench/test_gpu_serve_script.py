@@ -72,4 +72,44 @@ def test_servers_side_by_side_are_summed(models_dir, tmp_path):
 
 def test_usage_is_printed_for_an_unknown_step(tmp_path):
     done = subprocess.run(["bash", "docker/gpu/serve.sh", "nonsense"], cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "usage: serve.sh cuda | serve.sh bench" in done.stderr and "serve.sh run" in done.stderr
+    assert (
+        done.returncode == 2 and "usage: serve.sh cuda | serve.sh faiss | serve.sh bench" in done.stderr and "serve.sh run" in done.stderr
+    )
+
+
+def _staged_faiss(tmp_path: Path, init: str) -> subprocess.CompletedProcess:
+    """'serve.sh faiss' on a carried archive whose faiss package is ``init``, then 'serve.sh run' asking which faiss imports."""
+    carried = tmp_path / "carried"
+    pkg = tmp_path / "faiss-gpu" / "faiss"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(init)
+    (carried / "serve-faiss").mkdir(parents=True)
+    with tarfile.open(carried / "serve-faiss" / "faiss.tar.xz", "w:xz") as tar:
+        tar.add(tmp_path / "faiss-gpu", arcname="faiss-gpu")
+    (tmp_path / "site").mkdir()
+    (carried / "serve").mkdir()
+    with tarfile.open(carried / "serve" / "site.tar.xz", "w:xz") as tar:
+        tar.add(tmp_path / "site", arcname="site")
+    with tarfile.open(carried / "serve" / "models.tar.xz", "w:xz"):
+        pass
+    env = {**os.environ, "PYTHON": sys.executable, "T": str(tmp_path / "tv"), "CARRIED": str(carried)}
+    staged = subprocess.run(["bash", "docker/gpu/serve.sh", "faiss"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert staged.returncode == 0, staged.stderr
+    return subprocess.run(
+        ["bash", "docker/gpu/serve.sh", "run", sys.executable, "-c", "import faiss; print('faiss from', faiss.__file__)"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_staged_gpu_faiss_comes_first_where_it_imports(tmp_path):
+    done = _staged_faiss(tmp_path, "__version__ = '9.9.9'\ndef get_num_gpus():\n    return 1\n")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "GPU FAISS 9.9.9 sees 1 GPU(s)" in done.stdout
+    assert f"faiss from {tmp_path / 'tv' / 'faiss-gpu' / 'faiss' / '__init__.py'}" in done.stdout
+
+
+def test_gpu_faiss_that_does_not_import_leaves_faiss_cpu(tmp_path):
+    done = _staged_faiss(tmp_path, "raise RuntimeError('faiss-gpu: failed to load libcudart.so.13')\n")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "failed to load libcudart.so.13" in done.stderr and "faiss-cpu it is" in done.stderr
+    assert "faiss from" in done.stdout and "faiss-gpu" not in done.stdout.split("faiss from")[-1]
