@@ -15,6 +15,7 @@ import logging
 import sys
 from pathlib import Path
 
+from thoughtvec.service import configure_logging, quiet_faiss
 from thoughtvec.service.settings import SEARCH_MODES, IndexBackendName, add_cli_flags
 
 GENERATE_DOC = """Sentences decoded from vectors by a bundle's own decoders, in-process (no server).
@@ -94,12 +95,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func="thoughtvec.service.handlers.generate:cmd_generate")
 
 
-def quiet_faiss() -> None:
-    # "could not load AVX2 ..." is noise; faiss-cpu logs as faiss.loader, faiss-gpu-cu12 as faiss._loader
-    for name in ("faiss.loader", "faiss._loader"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-
-
 def dispatch(args: argparse.Namespace) -> int:
     """Run the command parsed into ``args``: its ``func``, a ``"module:function"`` string imported now, or a function."""
     quiet_faiss()  # before a handler's imports load faiss
@@ -128,9 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     register(sub)
     args = exact_flags(parser).parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S"
-    )
+    configure_logging(logging.DEBUG if args.verbose else logging.INFO)
     return dispatch(args)
 
 

@@ -51,6 +51,12 @@ class Conflict(ThoughtvecError):
     code = "conflict"
 
 
+class IndexesReadOnly(Conflict):
+    """An index write to a server whose indexes only one other process may write (``workers`` over a FAISS folder)."""
+
+    code = "indexes_read_only"
+
+
 class QueueFull(ThoughtvecError):
     code = "queue_full"
 

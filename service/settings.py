@@ -21,6 +21,9 @@ from thoughtvec.service import model_guide
 ENV_PREFIX = "THOUGHTVEC_"
 # THOUGHTVEC_* variables that other commands read (README: corpus and evaluation); not typos of a setting.
 OTHER_COMMANDS_VARIABLES = frozenset({"THOUGHTVEC_SENTEVAL", "THOUGHTVEC_CACHE"})
+# What `thoughtvec serve --workers N` hands each worker process (thoughtvec.service.http.workers): its settings as
+# JSON, and the folder the workers publish their readiness and metrics in.
+WORKER_SETTINGS_VARIABLE, WORKER_GROUP_VARIABLE = "THOUGHTVEC_WORKER_SETTINGS", "THOUGHTVEC_WORKER_GROUP"
 PACKAGE_DATA = Path(__file__).resolve().parent / "index" / "data"
 # What happens to a text over the model's token limit; the one definition (core, HTTP schemas and settings use it).
 Truncation = Literal["split", "truncate", "reject"]
@@ -56,6 +59,11 @@ COHERE_MODEL_NAMES = (
 )
 
 
+def is_lite(uri: str) -> bool:
+    """A ``milvus_uri`` that is a file path (Milvus Lite, inside the process) rather than a server's address."""
+    return not uri.startswith(("http://", "https://", "tcp://", "unix:"))
+
+
 def default_search_mode(model: str, modes: tuple[SearchMode, ...] = SEARCH_MODES) -> SearchMode:
     """A new index's mode when its creator names none: hybrid over one of the model guide's ``hybrid_models``
     (its hybrid beats BM25 alone on dev), lexical over any other (on dev, each trained-here bundle's hybrid falls
@@ -72,6 +80,12 @@ class Settings(BaseSettings):
     # -- where things are ------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="address uvicorn binds")
     port: int = Field(8000, ge=0, le=65535, description="port uvicorn binds")
+    workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="server processes sharing the port, each with every model loaded (one Python process tops out well below a GPU's rate); above 1, indexes in a FAISS folder are read-only (one process writes a folder: the default index is built before the workers start) and Milvus needs a server's address",
+    )
     models_dir: Path = Field(Path("models"), description="folder of bundles; every bundle in it is served")
     index_dir: Path = Field(Path("data/indexes"), description="folder where search indexes persist")
     default_model: str | None = Field(
@@ -226,12 +240,18 @@ class Settings(BaseSettings):
     def _limits(self) -> Settings:
         if self.max_queue_size < self.max_batch_size:
             raise ValueError(f"max_queue_size ({self.max_queue_size}) must be at least max_batch_size ({self.max_batch_size})")
+        if self.workers > 1 and self.index_backend == IndexBackendName.milvus and is_lite(self.milvus_uri):
+            raise ValueError(
+                f"workers={self.workers} cannot share Milvus Lite ({self.milvus_uri}: one process opens a Lite file);"
+                " give milvus_uri a Milvus server's address (http://host:19530), or use index_backend=faiss"
+            )
         return self
 
 
 def check_environment(environ: dict[str, str] | None = None) -> None:
     """Raise ``ValueError`` for a ``THOUGHTVEC_*`` variable that names no setting (a typo)."""
     known = {ENV_PREFIX + name.upper() for name in Settings.model_fields} | OTHER_COMMANDS_VARIABLES
+    known |= {WORKER_SETTINGS_VARIABLE, WORKER_GROUP_VARIABLE}
     unknown = sorted(k for k in (os.environ if environ is None else environ) if k.upper().startswith(ENV_PREFIX) and k.upper() not in known)
     if unknown:
         raise ValueError(f"unknown setting(s) in the environment: {', '.join(unknown)}; known: {', '.join(sorted(known))}")

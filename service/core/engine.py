@@ -16,16 +16,18 @@ from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.encoder import available_providers
 from thoughtvec.service.core.generation import GenerationService
 from thoughtvec.service.core.indexing import IndexService
-from thoughtvec.service.core.metrics import Metrics
+from thoughtvec.service.core.metrics import Metrics, merge_expositions
+from thoughtvec.service.core.workers import PUBLISH_EVERY_S, WorkerGroup
 from thoughtvec.service.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
 class Core:
-    def __init__(self, settings: Settings, metrics: Metrics | None = None):
+    def __init__(self, settings: Settings, metrics: Metrics | None = None, group: WorkerGroup | None = None):
         self.settings = settings
         self.metrics = metrics or Metrics()
+        self.group = group  # the other worker processes on this port, where there are (settings.workers)
         self.embedding = EmbeddingService(settings, self.metrics, self.devices)
         self.indexes = IndexService(settings, self.embedding)
         self.generation = GenerationService(self.embedding, settings.ort_threads or None)  # the decoders: POST /v1/generate
@@ -54,6 +56,17 @@ class Core:
 
         task.add_done_callback(report)
         self._tasks.append(task)
+        if self.group is not None:
+            self._tasks.append(asyncio.get_running_loop().create_task(self._publish_every(PUBLISH_EVERY_S), name="thoughtvec-publish"))
+
+    async def _publish_every(self, seconds: float) -> None:
+        """This worker's readiness and metrics for the others' /ready and /metrics, while it runs."""
+        loop = asyncio.get_running_loop()
+        while True:
+            ok, _ = self._own_readiness()
+            data, _ = self.metrics.exposition()  # on the loop, where the series are updated
+            await loop.run_in_executor(None, self.group.publish, ok, data)  # type: ignore[union-attr]
+            await asyncio.sleep(seconds)
 
     async def stop(self) -> None:
         for t in self._tasks:
@@ -78,11 +91,29 @@ class Core:
 
     def readiness(self) -> tuple[bool, dict]:
         """(ready, body): the models' readiness (``Registry.readiness``) and each index's state; not ready either
-        while an index being built answers no search yet (the default index until its first documents are in)."""
+        while an index being built answers no search yet (the default index until its first documents are in).
+        One of several workers is ready when every worker is (``workers``: how many are)."""
+        ok, body = self._own_readiness()
+        if self.group is not None:
+            self.group.publish(ok, self.metrics.exposition()[0])
+            ready = sum(p.ready for p in self.group.peers())
+            body["workers"] = {"processes": self.group.size, "ready": ready}
+            body["ready"] = ok = ok and ready >= self.group.size
+        return ok, body
+
+    def _own_readiness(self) -> tuple[bool, dict]:
         ok, body = self.embedding.registry.readiness()
         body["indexes"], awaited = self.indexes.readiness()
         body["ready"] = ok = ok and not awaited
         return ok, body
+
+    def exposition(self) -> tuple[bytes, str]:
+        """``GET /metrics``: this process's series, or, one of several workers, every worker's summed."""
+        data, content_type = self.metrics.exposition()
+        if self.group is None:
+            return data, content_type
+        self.group.publish(self._own_readiness()[0], data)
+        return merge_expositions([p.metrics for p in self.group.peers()]), content_type
 
 
 def settle_heap() -> None:

@@ -35,7 +35,7 @@ from thoughtvec.service.core.results import (
     SearchResult,
     Usage,
 )
-from thoughtvec.service.errors import Conflict, InvalidInput, NotReady
+from thoughtvec.service.errors import Conflict, IndexesReadOnly, InvalidInput, NotReady
 from thoughtvec.service.index.backend import IndexBackend, open_backend
 from thoughtvec.service.index.build import fill_index, is_filled, read_documents
 from thoughtvec.service.index.contents import Doc, IndexConfig, Metric, new_id
@@ -105,9 +105,8 @@ class IndexService:
         loop = asyncio.get_running_loop()
         self.building[name] = "reading the sample"
         try:
-            exists = await loop.run_in_executor(None, store.__contains__, name)
-            docs = await loop.run_in_executor(None, read_documents, s.search_sample, s.default_index_max_docs)
-            if exists and await loop.run_in_executor(None, is_filled, store, name, docs):
+            exists, docs, filled = await self._default_index_state()
+            if filled:
                 return
             made = await loop.run_in_executor(None, store.config, name) if exists else None
             model, view, mode = await self._default_index_model(name, made)
@@ -139,6 +138,19 @@ class IndexService:
             log.error("default index '%s' not built: %s", name, e)
         finally:
             self.building.pop(name, None)
+
+    async def _default_index_state(self) -> tuple[bool, list[Doc], bool]:
+        """(in the store, the sample's documents, all of them in it) for the default index."""
+        s, loop = self.settings, asyncio.get_running_loop()
+        exists = await loop.run_in_executor(None, self.store.__contains__, s.default_index)
+        docs = await loop.run_in_executor(None, read_documents, s.search_sample, s.default_index_max_docs)
+        return exists, docs, exists and await loop.run_in_executor(None, is_filled, self.store, s.default_index, docs)
+
+    async def default_index_needed(self) -> bool:
+        """Whether :meth:`ensure_default_index` would build or resume the default index (after :meth:`load`): the
+        supervisor of several workers loads the models to build it only then."""
+        s = self.settings
+        return s.build_default_index and s.search_sample.is_file() and not (await self._default_index_state())[2]
 
     async def _default_index_model(self, name: str, made: IndexConfig | None) -> tuple[Model, str, SearchMode]:
         """The default index's model, view and mode (by the dev rule; those it was ``made`` with when a stopped build
@@ -259,6 +271,12 @@ class IndexService:
         return model
 
     # -- index management ----------------------------------------------------------------
+    def _writable(self) -> None:
+        """Refuse a write before any work where this process may not write its indexes (``workers`` over a folder)."""
+        why = self.store.capabilities.read_only
+        if why is not None:
+            raise IndexesReadOnly(why, field="index")
+
     def _not_building(self, name: str) -> None:
         """503 for an index still being built here (dropping it mid-build)."""
         if name in self.building:
@@ -306,6 +324,7 @@ class IndexService:
         """A new empty index for one model's view, searched in ``mode`` unless a search names another. Named
         ``mode`` ``lexical``, it is lexical-only: its documents are not embedded (BM25 alone, no model runs); a
         lexical mode chosen by the dev rule (no ``mode`` named) keeps the vectors, for dense search on request."""
+        self._writable()
         named_mode = mode
         m, view, mode = self.new_index_search(model, view, mode)
         if name in self.building:
@@ -330,6 +349,7 @@ class IndexService:
     async def add_documents(self, name: str, docs: Sequence[NewDocument], truncation: Truncation | None = None) -> DocumentsAdded:
         """Embed ``docs`` and add them; ids missing are generated. Durable once returned."""
         config = self.config(name)
+        self._writable()
         check_count(len(docs), self.settings.max_inputs, "documents")
         fields = [f"documents[{i}].text" for i in range(len(docs))]
         texts = self.embedding.texts([d.text for d in docs], fields, truncation)
@@ -387,6 +407,7 @@ class IndexService:
 
     async def delete_documents(self, name: str, ids: list[str]) -> DocumentsDeleted:
         self.config(name)
+        self._writable()
         check_count(len(ids), self.settings.max_inputs, "ids")
         found = await asyncio.get_running_loop().run_in_executor(None, self.store.delete, name, ids)
         gone = set(found)
@@ -395,6 +416,7 @@ class IndexService:
 
     async def drop_index(self, name: str) -> None:
         self._not_building(name)
+        self._writable()
         await asyncio.get_running_loop().run_in_executor(None, self.store.drop, name)
 
     def list_indexes(self) -> IndexListing:

@@ -12,10 +12,13 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.parser import text_string_to_metric_families
 
 # `_created` series double every counter for a timestamp no dashboard plots (process-wide switch).
 disable_created_metrics()
 
+# Series that every worker holds whole (each loads every index): several workers' values are one value, not a sum.
+SAME_IN_EVERY_WORKER = frozenset({"thoughtvec_index_documents"})
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 TOKEN_BUCKETS = (16, 64, 256, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
@@ -175,3 +178,38 @@ class Tally:
         for model, n in sorted(self.depth.items()):
             depth.add_metric([model], n)
         yield depth
+
+
+def merge_expositions(texts: list[str]) -> bytes:
+    """Several processes' expositions as one: each series the sum of the processes' (counters, histograms' buckets,
+    sums and counts, the queue depth), but a series every process holds whole (SAME_IN_EVERY_WORKER) is their largest."""
+    families: dict[str, Metric] = {}
+    values: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]] = {}
+    for text in texts:
+        for fam in text_string_to_metric_families(text):
+            if fam.name not in families:
+                families[fam.name] = Metric(fam.name, fam.documentation, fam.type)
+                values[fam.name] = {}
+            rows = values[fam.name]
+            for sample in fam.samples:
+                key = (sample.name, tuple(sample.labels.items()))
+                if fam.name in SAME_IN_EVERY_WORKER:
+                    rows[key] = max(rows.get(key, sample.value), sample.value)
+                else:
+                    rows[key] = rows.get(key, 0.0) + sample.value
+    for name, fam in families.items():
+        for (sample_name, labels), value in values[name].items():
+            fam.add_sample(sample_name, dict(labels), value)
+    registry = CollectorRegistry()
+    registry.register(_Fixed(list(families.values())))
+    return generate_latest(registry)
+
+
+class _Fixed:
+    """A collector of metric families already made."""
+
+    def __init__(self, families: list[Metric]):
+        self.families = families
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self.families)

@@ -26,6 +26,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     logging.getLogger().setLevel(settings.log_level.upper())
     log.info("http://%s:%d  (docs at /docs)", settings.host, settings.port)
+    if settings.workers > 1:
+        from thoughtvec.service.http.workers import serve_workers
+
+        return serve_workers(settings)
     server = uvicorn.Server(server_config(create_app(settings, settle_heap=True), settings))
     try:
         server.run()

@@ -20,6 +20,7 @@ import uvicorn
 from thoughtvec.service import __version__
 from thoughtvec.service.core.engine import Core
 from thoughtvec.service.core.metrics import Metrics
+from thoughtvec.service.core.workers import WorkerGroup
 from thoughtvec.service.http import openapi
 from thoughtvec.service.http.gate import ServiceApp, install_gate
 from thoughtvec.service.http.middleware import install_error_handlers
@@ -39,13 +40,13 @@ every route but `GET /health` and the playground page (`GET /`); index writes ne
 keys are configured."""
 
 
-def create_app(settings: Settings | None = None, settle_heap: bool = False) -> ServiceApp:
+def create_app(settings: Settings | None = None, settle_heap: bool = False, group: WorkerGroup | None = None) -> ServiceApp:
     """The app on ``settings``; ``settle_heap``: after start-up, keep what it loaded out of the garbage collector's
     way (``core.engine.settle_heap``: what ``thoughtvec serve`` does; a process that makes many apps, as the tests
-    do, should not)."""
+    do, should not); ``group``: the worker processes it is one of (``thoughtvec.service.http.workers``)."""
     settings = settings or Settings()
     metrics = Metrics()
-    core = Core(settings, metrics)
+    core = Core(settings, metrics, group)
 
     @asynccontextmanager
     async def lifespan(app: ServiceApp):
@@ -87,8 +88,9 @@ def serving_app() -> ServiceApp:
     return create_app(settle_heap=True)
 
 
-def server_config(app: ServiceApp, settings: Settings, **options: Any) -> uvicorn.Config:
-    """uvicorn's configuration for ``app`` from ``settings`` (``options`` override it): what ``thoughtvec serve`` runs."""
+def server_config(app: ServiceApp | str, settings: Settings, **options: Any) -> uvicorn.Config:
+    """uvicorn's configuration for ``app`` (or its factory's import string, for worker processes) from ``settings``
+    (``options`` override it): what ``thoughtvec serve`` runs."""
     kw: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,

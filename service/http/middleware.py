@@ -39,6 +39,7 @@ from thoughtvec.service.errors import (
     Conflict,
     EmptyInput,
     Forbidden,
+    IndexesReadOnly,
     IndexUnavailable,
     InputTooLong,
     InvalidInput,
@@ -97,6 +98,7 @@ STATUS: dict[type[ThoughtvecError], Status] = {
     NotFound: Status(404, 404, "Validation", 404),
     MethodNotAllowed: Status(405, 405, "Validation", 405),
     Conflict: Status(409, 409, "Validation", 409),
+    IndexesReadOnly: Status(409, 409, "Validation", 409),
     ClientClosed: Status(499, 499, "Validation", 499),  # nginx's "client closed request": nobody reads it
     QueueFull: Status(429, 429, "Overloaded", 429),
     NotReady: Status(503, 503, "Unhealthy", 503),

@@ -86,4 +86,13 @@ def http_protocol() -> type[asyncio.Protocol] | str:
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(HeadHeldTransport(transport, self.loop))  # type: ignore[arg-type]
 
+    OneWriteProtocol.__qualname__ = "OneWriteProtocol"  # pickled by name (module __getattr__): for worker processes
     return OneWriteProtocol
+
+
+def __getattr__(name: str) -> Any:
+    """``OneWriteProtocol`` by name, as pickle looks it up: uvicorn sends its config, protocol class and all, to each
+    worker process (``thoughtvec serve --workers``)."""
+    if name == "OneWriteProtocol" and not isinstance(http_protocol(), str):
+        return http_protocol()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

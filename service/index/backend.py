@@ -75,13 +75,17 @@ class IndexBackend(Protocol):
 OnSize = Callable[[str, int | None], None]  # an index's document count changed (None: it is gone)
 
 
-def _faiss(index_dir: Path, wal_max_bytes: int, on_size: OnSize | None, gpu: bool, milvus: MilvusOptions | None) -> IndexBackend:
+def _faiss(
+    index_dir: Path, wal_max_bytes: int, on_size: OnSize | None, gpu: bool, milvus: MilvusOptions | None, read_only: str | None
+) -> IndexBackend:
     from thoughtvec.service.index.store import IndexStore  # FAISS loads only where it is the backend
 
-    return IndexStore(index_dir, wal_max_bytes, on_size, gpu=gpu)
+    return IndexStore(index_dir, wal_max_bytes, on_size, gpu=gpu, read_only=read_only)
 
 
-def _milvus(index_dir: Path, wal_max_bytes: int, on_size: OnSize | None, gpu: bool, milvus: MilvusOptions | None) -> IndexBackend:
+def _milvus(
+    index_dir: Path, wal_max_bytes: int, on_size: OnSize | None, gpu: bool, milvus: MilvusOptions | None, read_only: str | None
+) -> IndexBackend:
     from thoughtvec.service.index.milvus import MilvusStore  # pymilvus is an optional extra
 
     return MilvusStore(milvus or MilvusOptions(), on_size=on_size)
@@ -99,14 +103,24 @@ def open_store(
     on_size: OnSize | None = None,
     gpu: bool = False,
     milvus: MilvusOptions | None = None,
+    read_only: str | None = None,
 ) -> IndexBackend:
-    """The store for ``backend``: the FAISS folder ``index_dir``, or Milvus at ``milvus.uri``."""
-    return OPENERS[IndexBackendName(backend)](index_dir, wal_max_bytes, on_size, gpu, milvus)
+    """The store for ``backend``: the FAISS folder ``index_dir``, or Milvus at ``milvus.uri`` (a server shares its
+    indexes with every process, so ``read_only``, why this process must not write a folder, is FAISS's alone)."""
+    return OPENERS[IndexBackendName(backend)](index_dir, wal_max_bytes, on_size, gpu, milvus, read_only)
 
 
 def open_backend(settings: Settings, on_size: OnSize | None = None) -> IndexBackend:
     """The store the settings name (``index_backend``, with ``index_dir`` and ``index_wal_max_mb`` for FAISS, the
-    ``milvus_*`` settings for Milvus; indexes on the GPU where ``prefer_cuda`` and FAISS has one)."""
+    ``milvus_*`` settings for Milvus; indexes on the GPU where ``prefer_cuda`` and FAISS has one). With several
+    ``workers`` a FAISS folder is read-only in each: one process writes a folder."""
+    read_only = None
+    if settings.workers > 1:
+        read_only = (
+            f"indexes are read-only here: {settings.workers} worker processes serve the index folder {settings.index_dir},"
+            " and one process writes a folder; write with workers=1 (`--workers 1`), or keep the indexes in a Milvus server"
+            " (`--index-backend milvus --milvus-uri http://host:19530`), which every worker writes"
+        )
     return open_store(
         settings.index_backend,
         index_dir=settings.index_dir,
@@ -114,4 +128,5 @@ def open_backend(settings: Settings, on_size: OnSize | None = None) -> IndexBack
         on_size=on_size,
         gpu=settings.prefer_cuda,
         milvus=MilvusOptions.of(settings),
+        read_only=read_only,
     )

@@ -117,3 +117,4 @@ class Capabilities:
     on_gpu: bool = False  # its indexes are searched on those GPUs (gpus > 0 and the server asked for CUDA)
     shared: bool = False  # every process pointed at the same place serves the same indexes (replicas)
     snapshots: bool = False  # writes wait in a log until folded into a snapshot: inventory() counts the snapshot's
+    read_only: str | None = None  # why this process may not write its indexes (workers over one FAISS folder); None: it may

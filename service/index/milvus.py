@@ -72,11 +72,10 @@ from thoughtvec.service.index.milvus_schema import (
     collection_name,
     index_name,
     index_params,
-    is_lite,
     no_bm25,
     search_params,
 )
-from thoughtvec.service.settings import SEARCH_MODES, SearchMode
+from thoughtvec.service.settings import SEARCH_MODES, SearchMode, is_lite
 
 log = logging.getLogger(__name__)
 

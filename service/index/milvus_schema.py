@@ -51,11 +51,6 @@ def index_name(prefix: str, collection: str) -> str | None:
     return "".join(out) or None
 
 
-def is_lite(uri: str) -> bool:
-    """A file path (Milvus Lite, inside this process) rather than a server's address."""
-    return not uri.startswith(("http://", "https://", "tcp://", "unix:"))
-
-
 def milvus_metric(metric: str) -> str:
     return "L2" if metric == "l2" else "IP"
 

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from thoughtvec.service.bundle.atomic import recover_dir
-from thoughtvec.service.errors import Conflict, IndexUnavailable, InvalidInput, StorageUnavailable, UnknownIndex
+from thoughtvec.service.errors import Conflict, IndexesReadOnly, IndexUnavailable, InvalidInput, StorageUnavailable, UnknownIndex
 from thoughtvec.service.index.contents import BuiltIndex, Capabilities, Doc, IndexConfig, IndexStats, Metric
 from thoughtvec.service.index.factory import SUPPORTED
 from thoughtvec.service.index.indexes import VectorIndex, gpu_count, new_config
@@ -69,9 +69,17 @@ class IndexStore:
     """Every index under ``root``, loaded, with its log (the FAISS :class:`~thoughtvec.service.index.backend.IndexBackend`)."""
 
     def __init__(
-        self, root: Path, wal_max_bytes: int = 64 * 2**20, on_size: Callable[[str, int | None], None] | None = None, gpu: bool = False
+        self,
+        root: Path,
+        wal_max_bytes: int = 64 * 2**20,
+        on_size: Callable[[str, int | None], None] | None = None,
+        gpu: bool = False,
+        read_only: str | None = None,
     ):
         self.root = Path(root)
+        # Why this process must not write the folder (another process may: workers over one folder), or None.
+        # Writes are refused with it (409), and nothing is folded into snapshots at close.
+        self.read_only = read_only
         self.gpu = gpu  # search served indexes on the GPU when FAISS has one (VectorIndex.use_gpu)
         self.wal_max_bytes = wal_max_bytes
         self.on_size = on_size or (lambda name, n: None)
@@ -84,7 +92,9 @@ class IndexStore:
     def capabilities(self) -> Capabilities:
         """Every mode (BM25 is kept beside the vectors), the factory grammar, FAISS's GPUs; one process's indexes."""
         gpus = gpu_count()
-        return Capabilities("faiss", SEARCH_MODES, SUPPORTED, gpus=gpus, on_gpu=bool(gpus and self.gpu), snapshots=True)
+        return Capabilities(
+            "faiss", SEARCH_MODES, SUPPORTED, gpus=gpus, on_gpu=bool(gpus and self.gpu), snapshots=True, read_only=self.read_only
+        )
 
     # -- loading -------------------------------------------------------------------------
     def load_all(self) -> list[str]:
@@ -242,12 +252,17 @@ class IndexStore:
             return [[(vi.docs[vi.labels[i]], s) for i, s in e.lexical.search(q, k)] for q in queries]
 
     # -- writes --------------------------------------------------------------------------
+    def _writable(self) -> None:
+        if self.read_only is not None:
+            raise IndexesReadOnly(self.read_only, field="index")
+
     def create(self, config: IndexConfig) -> IndexStats:
         """A new empty index, on disk before this returns."""
         return self.install(BuiltIndex(config, [], np.zeros((0, config.dim), np.float32)))
 
     def install(self, built: BuiltIndex, overwrite: bool = False) -> IndexStats:
         """Make a FAISS index of ``built`` (training it where its factory needs that), persist it and serve it."""
+        self._writable()
         name = built.config.name
         folder = self.root / name
         with self._lock:  # the name is taken here: of two concurrent creates, one gets 409
@@ -276,6 +291,7 @@ class IndexStore:
         return vi.stats()
 
     def drop(self, name: str) -> None:
+        self._writable()
         if name in self.quarantined:
             self._drop_folder(name, self.root / name)
             return
@@ -298,6 +314,7 @@ class IndexStore:
 
     def add(self, name: str, docs: list[Doc], vectors: np.ndarray) -> list[str]:
         """Log, then apply; ids must be new (409 otherwise). Returns the ids (generated where missing)."""
+        self._writable()
         e = self.entry(name)
         with e.lock:
             vi = e.index
@@ -321,6 +338,7 @@ class IndexStore:
 
     def delete(self, name: str, ids: list[str]) -> list[str]:
         """Delete by id; returns the ids that were there (unknown ids are not an error)."""
+        self._writable()
         e = self.entry(name)
         with e.lock:
             vi = e.index
@@ -376,10 +394,11 @@ class IndexStore:
             e.wal.reset()
 
     def close(self) -> None:
-        """Fold every log into its snapshot (a clean shutdown starts faster next time)."""
+        """Fold every log into its snapshot (a clean shutdown starts faster next time), where this process writes."""
         for e in list(self._entries.values()):
             try:
-                self.compact_entry(e)
+                if self.read_only is None:
+                    self.compact_entry(e)
             except Exception as err:  # noqa: BLE001 - the log still holds everything
                 log.error("index %s: snapshot at shutdown failed (%s); its log still holds the writes", e.folder.name, err)
             e.wal.close()

@@ -33,7 +33,7 @@ def _bench(models_dir: Path, tmp_path: Path, *args: str) -> subprocess.Completed
 def test_the_gpu_serving_script_stages_what_was_carried_and_measures_every_setting(models_dir, tmp_path):
     args = [
         "--settings",
-        "batch 32 (default),batch 512",
+        "batch 32 (default),batch 512,batch 2048 / 4 workers",
         "--floods",
         "1x4,8x2",
         "--seconds",
@@ -50,10 +50,11 @@ def test_the_gpu_serving_script_stages_what_was_carried_and_measures_every_setti
     tiny = report["bundles"]["tiny"]
     assert tiny["device"] == "cpu" and [r["batch"] for r in tiny["in_process"]] == [4, 16]
     assert all(r["graph_sent_s"] > 0 and r["encode_sent_s"] > 0 for r in tiny["in_process"])
-    assert list(tiny["served"]) == ["batch 32 (default)", "batch 512"]
+    assert list(tiny["served"]) == ["batch 32 (default)", "batch 512", "batch 2048 / 4 workers"]
     for rows in tiny["served"].values():
         assert [(r["size"], r["concurrency"]) for r in rows] == [(1, 4), (8, 2)]
         assert all(r["sentences_s"] > 0 and r["errors"] == 0 and r["p99_ms"] >= r["p50_ms"] > 0 for r in rows)
+    assert [r["server_cpu_ms"] is None for r in tiny["served"]["batch 2048 / 4 workers"]] == [True, True]  # the supervisor's alone
     assert 0 < tiny["served_over_graph"] and "processes" not in tiny
     assert "of the graph alone's best" in done.stdout
 

@@ -159,13 +159,15 @@ def live_server(settings: Settings) -> Iterator[tuple[str, object]]:
 REPO = Path(__file__).resolve().parents[2]
 
 
-def serve_process(models_dir: Path, *flags: str, key: str | None = None) -> tuple[subprocess.Popen, str]:
+def serve_process(models_dir: Path, *flags: str, key: str | None = None, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
     """A real ``thoughtvec serve`` subprocess for the tiny model on 127.0.0.1:<free port>, ready (asked with
-    ``key`` where the flags set API keys); returns (process, base URL). The caller stops it."""
+    ``key`` where the flags set API keys; ``env`` added to this environment); returns (process, base URL). The
+    caller stops it."""
     port = free_port()
     cmd = [sys.executable, "-m", "thoughtvec.service.cli", "serve", "--models-dir", str(models_dir), "--port", str(port), "--default-model", "tiny",
            "--no-build-default-index", "--no-warmup", "--log-level", "warning", *flags]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env = os.environ | {"PYTHONPATH": str(REPO)} | (env or {})
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:

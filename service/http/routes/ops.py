@@ -19,7 +19,8 @@ async def health() -> dict:
 
 @router.get("/ready")
 async def ready(core: CoreDep) -> JSONResponse:
-    """200 when every bundle is loaded and warmed and every batcher runs; 503 with what is pending otherwise."""
+    """200 when every bundle is loaded and warmed and every batcher runs (with several workers: in every worker);
+    503 with what is pending otherwise."""
     ok, body = core.readiness()
     return JSONResponse(body, status_code=200 if ok else 503)
 
@@ -37,6 +38,7 @@ async def ready(core: CoreDep) -> JSONResponse:
     },
 )
 async def metrics(core: CoreDep) -> Response:
-    """Prometheus metrics (text format): requests by route, batching, sentences and tokens embedded, long inputs."""
-    data, content_type = core.metrics.exposition()
+    """Prometheus metrics (text format): requests by route, batching, sentences and tokens embedded, long inputs (with
+    several workers, every worker's summed)."""
+    data, content_type = core.exposition()
     return Response(data, media_type=content_type)
