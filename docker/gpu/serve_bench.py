@@ -10,7 +10,7 @@ For each bundle under ``--models-dir``:
    of 32, then larger GPU batches), flooded by wrk (or this process) at each ``--floods`` level
    (sentences per request x requests in flight): sentences/s, p50/p99, sentences per ONNX run;
 3. with ``--cpu-too``, the first bundle's default server again with ``--no-prefer-cuda``: the same machine's CPUs;
-4. with ``--processes 2,4,8``, that many servers at once under the last setting, each flooded by its own wrk: what
+4. with ``--processes 2,4,8``, that many servers at once under the last setting of one process, each flooded by its own wrk: what
    more Python processes feeding the one GPU serve as separate servers (the ``workers`` settings do it in one).
 
 The served rate over the best graph-alone rate is printed per bundle. Writes ``serve.json`` under ``--out`` after
@@ -44,6 +44,7 @@ SETTINGS = {
     "batch 32 (default)": [],
     "batch 512": ["--max-batch-size=512", "--max-batch-tokens=65536"],
     "batch 2048": ["--max-batch-size=2048", "--max-batch-tokens=262144", "--max-wait-ms=4"],
+    "batch 2048 / 1 run": ["--max-batch-size=2048", "--max-batch-tokens=262144", "--max-wait-ms=4", "--concurrent-runs=1"],
     # one `thoughtvec serve --workers N` on one port (its figures per run come from /metrics, each worker's at most a
     # second old; the server CPU a request is the supervisor's alone, so it is left out)
     "batch 2048 / 4 workers": ["--max-batch-size=2048", "--max-batch-tokens=262144", "--max-wait-ms=4", "--workers=4"],
@@ -79,7 +80,7 @@ def serve(bundle: Path, flags: list[str], floods: list[tuple[int, int]], sentenc
 def serve_many(bundle: Path, flags: list[str], floods: list[tuple[int, int]], sentences: list[str], seconds: float, n: int) -> list[dict]:
     """``n`` servers on the bundle at once (each its own process, port and ONNX session on the same GPU), each flooded by
     its own wrk at every level: the sentences/s of all of them together, and the worst p50/p99. What more Python
-    processes would give one GPU; the product serves one process a port."""
+    processes give one GPU as separate servers (``thoughtvec serve --workers`` runs them as one)."""
     with ThreadPoolExecutor(n) as pool:  # each start loads the bundle and calibrates: side by side
         starts = [pool.submit(Server, bundle, flags) for _ in range(n)]
     servers = [f.result() for f in starts if f.exception() is None]
@@ -118,7 +119,9 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=4.0)
     p.add_argument("--client", default="auto", choices=["auto", "wrk", "python"])
     p.add_argument("--cpu-too", action="store_true", help="the first bundle's default server on the CPU provider as well")
-    p.add_argument("--processes", default="", help="also: this many servers at once under the last setting, e.g. 2,4,8 (needs wrk)")
+    p.add_argument(
+        "--processes", default="", help="also: this many servers at once under the last setting of one process, e.g. 2,4,8 (needs wrk)"
+    )
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     texts = load_sentences(None, 4000)
@@ -152,7 +155,8 @@ def main() -> int:
             r.setdefault("served", {})[name] = serve(bundle, flags, floods, texts, args.seconds, args.client)
             save()
         if args.processes:
-            last = args.settings.split(",")[-1]
+            # the last setting of one process a server (a setting of several workers is its own side by side)
+            last = next(n for n in reversed(args.settings.split(",")) if not any(f.startswith("--workers") for f in SETTINGS[n]))
             print(
                 f"\nservers side by side, {last}\n\n| servers | sentences x in flight | sentences/s (all) | worst p50 ms | worst p99 ms | errors |\n|---:|---|---:|---:|---:|---:|"
             )

@@ -15,7 +15,9 @@ infinity (``inference/batch_handler.py``):
   bounded by ``max_batch_size`` sentences and ``max_batch_tokens`` padded tokens; cut where the
   model's measured :class:`~thoughtvec.service.core.planner.RunCost` says a split saves more padding than a
   run costs, once :meth:`Batcher.calibrate` has run), and runs each on a thread so the event loop
-  keeps serving;
+  keeps serving, up to ``concurrent_runs`` at once (each on its share of ONNX Runtime's threads: on a CPU two
+  one-thread runs serve more than one two-thread run, as its serial parts and the gaps between runs leave a core
+  idle);
 * resolution: rows are copied into each request's output; when a request's last row lands its
   future resolves. A failed run fails every request in it; a request whose caller went away
   (future cancelled) is skipped. No caller ever waits on a future nobody will resolve: when the
@@ -133,6 +135,7 @@ class BatchLimits:
     max_wait_ms: float = 2.0
     max_queue_size: int = 2048
     retry_after_s: int = 1
+    concurrent_runs: int = 1
 
 
 @dataclass
@@ -164,8 +167,12 @@ class Batcher:
         self._calibration: list[tuple[int, int, float]] = []
         self._observed: deque[tuple[int, int, float]] = deque(maxlen=OBSERVED)
         self._unfitted = 0  # runs observed since the last fit
-        # One thread per model: runs of one model never overlap (ORT already uses every core).
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ort-{name}")
+        # A thread per run a model may have at once (``concurrent_runs``; each run uses its share of ONNX Runtime's
+        # threads): with one, runs never overlap. A run holds a slot from before its window is taken to its end.
+        self._executor = ThreadPoolExecutor(max_workers=limits.concurrent_runs, thread_name_prefix=f"ort-{name}")
+        self._slots = asyncio.Semaphore(limits.concurrent_runs)
+        self._running: set[asyncio.Task] = set()  # runs in flight
+        self._crashed: BaseException | None = None  # what killed a run task (not a failed batch: a bug around one)
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -182,10 +189,12 @@ class Batcher:
 
     async def stop(self) -> None:
         self._stopping = True
-        if self._task is not None:
-            self._task.cancel()
+        for task in [self._task, *self._running]:
+            if task is None:
+                continue
+            task.cancel()
             try:
-                await self._task
+                await task
             except (asyncio.CancelledError, Exception):  # noqa: BLE001 - a loop that died was reported by _on_exit; stopping is quiet
                 pass
         self._fail_queued(NotReady(f"model '{self.name}' is shutting down"))
@@ -194,7 +203,9 @@ class Batcher:
     def _on_exit(self, task: asyncio.Task) -> None:
         if self._stopping:
             return
-        self._death = task.exception() if not task.cancelled() else asyncio.CancelledError()
+        for run in list(self._running):  # their requests are failed as the worker's own
+            run.cancel()
+        self._death = self._crashed or (task.exception() if not task.cancelled() else asyncio.CancelledError())
         log.error("batcher for %s stopped: %r", self.name, self._death)
         self._fail_queued(WorkerDead(f"the batcher of model '{self.name}' stopped ({self._death!r}); restart the server"))
 
@@ -265,14 +276,16 @@ class Batcher:
         return Embedded(vectors, [len(s) for s in ids], job.unit)
 
     async def run_alone(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` on the model's one ONNX thread, between its batches (never beside one): work that is not
-        a batch of sentences (a decoder's steps), admitted as a request is (a full queue: 429)."""
+        """``fn(*args)`` on one of the model's ONNX threads, as one of its runs (with one run at a time, between its
+        batches, never beside one): work that is not a batch of sentences (a decoder's steps), admitted as a request
+        is (a full queue: 429)."""
         if self._death is not None or (self._task is not None and self._task.done()):
             raise WorkerDead(f"the batcher of model '{self.name}' is not running", field="model")
         if self._task is None:
             raise NotReady(f"model '{self.name}' is not started")
         self.check_room()
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        async with self._slots:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     def check_room(self, own: int = 0) -> None:
         """Raise :class:`QueueFull` (429) when ``max_queue_size`` sentences wait, queued or held by admitted requests
@@ -341,6 +354,8 @@ class Batcher:
         loop = asyncio.get_running_loop()
         while True:
             await self._gather()
+            await self._slots.acquire()  # a place to run: with one run at a time, once the last run has returned
+            held = True
             window = self._window = self._take_window()
             by_view: dict[str, list[_Item]] = {}
             for item in window:
@@ -350,8 +365,29 @@ class Batcher:
                 for idx in plan_batches(lengths, self.limits.max_batch_size, self.limits.max_batch_tokens, self.cost):
                     batch = [items[i] for i in idx if not items[i].job.future.done()]
                     if batch:
-                        await self._run_batch(loop, view, batch)
+                        if not held:
+                            await self._slots.acquire()
+                        held = False
+                        self._launch(loop, view, batch)
+            if held:
+                self._slots.release()
             self._window = []
+
+    def _launch(self, loop: asyncio.AbstractEventLoop, view: str, batch: list[_Item]) -> None:
+        """Run ``batch`` in a task of its own, in the slot the worker took for it; the slot is let go when it ends."""
+        task = loop.create_task(self._run_batch(loop, view, batch), name=f"run-{self.name}")
+        self._running.add(task)
+
+        def done(t: asyncio.Task) -> None:
+            self._running.discard(t)
+            self._slots.release()
+            if not t.cancelled() and t.exception() is not None and self._task is not None and not self._task.done():
+                # not a failed batch (those fail their requests and return) but a bug around it: the worker dies of
+                # it, as if it had been its own (one run at a time, it was)
+                self._crashed = t.exception()
+                self._task.cancel()
+
+        task.add_done_callback(done)
 
     async def _run_batch(self, loop: asyncio.AbstractEventLoop, view: str, batch: list[_Item]) -> None:
         started = time.perf_counter()

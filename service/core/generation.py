@@ -13,7 +13,7 @@ What a user can ask (``GenerationService.generate``):
 
 Work is bounded by the settings ``max_generate_tokens``, ``max_beam_width`` and ``max_generate_count`` (422
 naming the field and the limit). Texts are encoded through the model's batcher like every embedding; the
-decoding steps run on the model's own ONNX thread between its batches (``Batcher.run_alone``), admitted as
+decoding steps run on one of the model's ONNX threads as one of its runs (``Batcher.run_alone``), admitted as
 any request is (429 when its queue is full).
 """
 

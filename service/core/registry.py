@@ -54,6 +54,12 @@ def default_ort_threads() -> int:
     return usable_cores()
 
 
+def run_threads(settings: Settings) -> int:
+    """ONNX Runtime's intra-op threads for one run: ``ort_threads`` (or all usable cores) shared by the
+    ``concurrent_runs`` a model may have at once."""
+    return max(1, (settings.ort_threads or default_ort_threads()) // settings.concurrent_runs)
+
+
 @dataclass(eq=False)
 class Model:
     """One served bundle."""
@@ -121,7 +127,7 @@ class Registry:
 
     def _limits(self) -> BatchLimits:
         s = self.settings
-        return BatchLimits(s.max_batch_size, s.max_batch_tokens, s.max_wait_ms, s.max_queue_size, s.retry_after_s)
+        return BatchLimits(s.max_batch_size, s.max_batch_tokens, s.max_wait_ms, s.max_queue_size, s.retry_after_s, s.concurrent_runs)
 
     def _load_one(self, path: Path) -> Model:
         bundle = load_bundle(path)
@@ -130,7 +136,7 @@ class Registry:
         encoder = Encoder(
             bundle,
             providers=providers,
-            threads=self.settings.ort_threads or default_ort_threads(),
+            threads=run_threads(self.settings),
             session_config={"session.intra_op.allow_spinning": spin, "session.inter_op.allow_spinning": spin},
         )
         head, head_view = None, None

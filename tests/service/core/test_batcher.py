@@ -334,3 +334,58 @@ async def test_served_runs_refine_the_run_cost(encoder):
         await b.embed(["the cat"], "mean")
     assert b.cost is not idle and b.cost.per_run > 4e-3  # fitted again, the served runs outweighing the calibration
     await b.stop()
+
+
+class Overlapping(Recording):
+    """Counts the runs in run_ids at once (each held until ``release``)."""
+
+    def __init__(self, enc: Encoder):
+        super().__init__(enc)
+        self.lock = threading.Lock()
+        self.now = self.most = 0
+        self.release = threading.Event()
+
+    def run_ids(self, batch, view=None):
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        try:
+            self.release.wait(10)
+            return self.enc.run_ids(batch, view)
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
+@pytest.mark.parametrize("runs", [1, 2])
+async def test_a_model_runs_at_most_concurrent_runs_batches_at_once(encoder, runs):
+    rec = Overlapping(encoder)
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0, concurrent_runs=runs))
+    b.start()
+    tasks = [asyncio.create_task(b.embed([s], "mean")) for s in SENTENCES[:5]]
+    deadline = time.monotonic() + 10
+    while rec.now < runs and time.monotonic() < deadline:  # as many runs as may start have started
+        await asyncio.sleep(0.005)
+    await asyncio.sleep(0.05)  # and no more start
+    assert rec.now == runs
+    rec.release.set()
+    got = await asyncio.wait_for(asyncio.gather(*tasks), 10)
+    assert rec.most == runs
+    np.testing.assert_allclose(np.vstack([g.vectors for g in got]), encoder.encode(SENTENCES[:5], normalize=False), atol=1e-6)
+    await b.stop()
+
+
+async def test_stopping_fails_every_run_in_flight(encoder):
+    from thoughtvec.service.errors import NotReady
+
+    rec = Overlapping(encoder)
+    b = Batcher("tiny", rec, BatchLimits(max_batch_size=1, max_wait_ms=0, concurrent_runs=2))
+    b.start()
+    tasks = [asyncio.create_task(b.embed([s], "mean")) for s in SENTENCES[:3]]
+    deadline = time.monotonic() + 10
+    while rec.now < 2 and time.monotonic() < deadline:
+        await asyncio.sleep(0.005)
+    await b.stop()
+    results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
+    assert [type(r) for r in results] == [NotReady] * 3  # two running, one queued: none left hanging
+    rec.release.set()

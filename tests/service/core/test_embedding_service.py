@@ -97,7 +97,7 @@ async def test_concurrent_requests_share_batches_within_the_limits_and_each_gets
 
 
 async def test_a_full_queue_is_queue_full_before_any_work_and_the_queued_still_finish(services):
-    async with services(max_batch_size=1, max_queue_size=2, retry_after_s=3) as (emb, _, fakes):
+    async with services(max_batch_size=1, max_queue_size=2, retry_after_s=3, concurrent_runs=1) as (emb, _, fakes):  # one run holds
         fake = fakes["tiny"]
         batcher = emb.registry.models["tiny"].batcher
         fake.gate.clear()

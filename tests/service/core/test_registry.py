@@ -7,7 +7,7 @@ import pytest
 
 from tests.service.conftest import settings_for
 from thoughtvec.service import model_guide
-from thoughtvec.service.core.registry import Registry, pick_default_model, pick_retrieval_model
+from thoughtvec.service.core.registry import Registry, default_ort_threads, pick_default_model, pick_retrieval_model, run_threads
 from thoughtvec.service.errors import NotReady
 from thoughtvec.service.settings import COHERE_MODEL_NAMES, OPENAI_MODEL_NAMES, Settings
 
@@ -84,3 +84,26 @@ def test_the_picks_are_made_again_only_when_what_is_served_changes(models_dir, t
     assert reg.resolve("small") == "tiny2"
     reg.settings.model_aliases = ["small=tiny"]  # the setting changed: the alias follows
     assert reg.resolve("small") == "tiny"
+
+
+def test_concurrent_runs_share_onnx_runtimes_threads(tmp_path):
+    assert run_threads(Settings(concurrent_runs=1, index_dir=tmp_path)) == default_ort_threads()
+    assert run_threads(Settings(index_dir=tmp_path)) == max(1, default_ort_threads() // 2)  # two runs at once by default
+    assert run_threads(Settings(ort_threads=4, concurrent_runs=2, index_dir=tmp_path)) == 2
+    assert run_threads(Settings(ort_threads=3, concurrent_runs=2, index_dir=tmp_path)) == 1
+    assert run_threads(Settings(ort_threads=1, concurrent_runs=4, index_dir=tmp_path)) == 1  # never none
+
+
+def test_the_registry_gives_each_batcher_its_concurrent_runs(models_dir, tmp_path):
+    import asyncio
+
+    async def main() -> tuple[int, int]:
+        reg = Registry(settings_for(models_dir, tmp_path / "idx", concurrent_runs=2, ort_threads=2, warmup=False))
+        await reg.load_all()
+        try:
+            model = reg.get("tiny")
+            return model.batcher.limits.concurrent_runs, model.encoder.session.get_session_options().intra_op_num_threads
+        finally:
+            await reg.stop()
+
+    assert asyncio.run(main()) == (2, 1)

@@ -130,7 +130,7 @@ def test_overfilled_queue_answers_429(models_dir, tmp_path):
 def test_requests_of_clients_that_left_are_dropped(models_dir, tmp_path):
     import socket
 
-    settings = settings_for(models_dir, tmp_path / "idx", max_batch_size=1, max_wait_ms=0)
+    settings = settings_for(models_dir, tmp_path / "idx", max_batch_size=1, max_wait_ms=0, concurrent_runs=1)  # one slow run holds
     with live_server(settings) as (base, app):
         running = slow_down(app, 0.4)
         watch = Watch(app.state.core.metrics)
