@@ -39,11 +39,16 @@ class Core:
         log.info("devices: %s", self.devices())
         self.indexes.expect_default_index()
         await self.indexes.load()
+        await self.start_models()
+        if settle:
+            settle_heap()
+
+    async def start_models(self) -> None:
+        """The models (warm-up), and the default index built as soon as its own model is loaded (if it is missing);
+        the indexes already loaded."""
         async with asyncio.TaskGroup() as tasks:  # a failed start cancels the build
             tasks.create_task(self.embedding.start())
             tasks.create_task(self.indexes.ensure_default_index())
-        if settle:
-            settle_heap()
 
     def start_background(self, settle: bool = False) -> None:
         """:meth:`start` in a task of its own: the server answers meanwhile (``/health``; ``/ready`` says when)."""
@@ -94,9 +99,10 @@ class Core:
         while an index being built answers no search yet (the default index until its first documents are in).
         One of several workers is ready when every worker is (``workers``: how many are)."""
         ok, body = self._own_readiness()
-        if self.group is not None:
-            self.group.publish(ok, self.metrics.exposition()[0])
-            ready = sum(p.ready for p in self.group.peers())
+        if self.group is not None:  # this worker's state as it is now, the others' as they last published it
+            if ok != self.group.published_ready:  # a change the others must not wait a second for (no 200, then 503)
+                self.group.publish(ok, self.metrics.exposition()[0])
+            ready = ok + sum(p.ready for p in self.group.others())
             body["workers"] = {"processes": self.group.size, "ready": ready}
             body["ready"] = ok = ok and ready >= self.group.size
         return ok, body
@@ -112,8 +118,7 @@ class Core:
         data, content_type = self.metrics.exposition()
         if self.group is None:
             return data, content_type
-        self.group.publish(self._own_readiness()[0], data)
-        return merge_expositions([p.metrics for p in self.group.peers()]), content_type
+        return merge_expositions([data.decode(), *(p.metrics for p in self.group.others())]), content_type
 
 
 def settle_heap() -> None:

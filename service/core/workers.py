@@ -1,10 +1,10 @@
 """Several server processes on one port (``workers``): what each publishes so that any of them speaks for all.
 
 A client's connection lands on any worker, and so does a scrape of ``/metrics`` or a probe of ``/ready``. Each
-worker writes, about once a second and whenever it answers one of those two, its own readiness and metrics
-exposition to a file of its own (``<pid>.json``, replaced whole) in a folder the supervisor made for the group
-(``thoughtvec.service.http.workers``); the answering worker reads every live worker's file. So ``/ready`` is 200
-once every worker is ready, and ``/metrics`` sums the workers' series (:func:`~thoughtvec.service.core.metrics.
+worker writes, about once a second (off the event loop) and at once when its readiness changes, its own readiness
+and metrics exposition to a file of its own (``<pid>.json``, replaced whole) in a folder the supervisor made for the group (``thoughtvec.service.http.workers``);
+the answering worker reads the other live workers' files beside its own state as it is. So ``/ready`` is 200 once
+every worker is ready, and ``/metrics`` sums the workers' series (:func:`~thoughtvec.service.core.metrics.
 merge_expositions`), each at most a second old but the answering worker's own.
 """
 
@@ -51,16 +51,18 @@ class WorkerGroup:
         self.folder = Path(folder)
         self.size = size
         self.pid = os.getpid() if pid is None else pid
+        self.published_ready: bool | None = None  # the readiness this worker last published (None: nothing yet)
 
     def publish(self, ready: bool, metrics: bytes) -> None:
+        self.published_ready = ready
         body = {"pid": self.pid, "ready": ready, "metrics": metrics.decode(), "at": time.time()}
         try:
             atomic_write_bytes(self.folder / f"{self.pid}.json", json.dumps(body).encode())
         except OSError as e:  # the others see this worker's last publication; it keeps serving
             log.warning("worker %d cannot publish to %s: %s", self.pid, self.folder, e)
 
-    def peers(self) -> list[Peer]:
-        """Every live worker's last publication, this one's included (once it has published), by pid."""
+    def others(self) -> list[Peer]:
+        """Every other live worker's last publication, by pid."""
         out = []
         for path in sorted(self.folder.glob("*.json")):
             try:
@@ -68,6 +70,6 @@ class WorkerGroup:
             except (OSError, ValueError):  # being replaced, or gone: its next publication counts
                 continue
             pid = int(body.get("pid", 0))
-            if pid and (pid == self.pid or alive(pid)):
+            if pid and pid != self.pid and alive(pid):
                 out.append(Peer(pid, bool(body.get("ready")), str(body.get("metrics", ""))))
         return out

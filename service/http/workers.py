@@ -30,6 +30,7 @@ from uvicorn.supervisors import Multiprocess
 
 from thoughtvec.service import configure_logging
 from thoughtvec.service.core.engine import Core
+from thoughtvec.service.core.registry import default_ort_threads
 from thoughtvec.service.core.workers import WorkerGroup
 from thoughtvec.service.http.app import create_app, server_config
 from thoughtvec.service.http.gate import ServiceApp
@@ -41,7 +42,7 @@ log = logging.getLogger(__name__)
 def worker_settings(settings: Settings) -> Settings:
     """What each worker runs with: no default-index build of its own (done before they start), and its share of
     the cores for ONNX Runtime where the settings leave that to the server."""
-    threads = settings.ort_threads or max(1, len(os.sched_getaffinity(0)) // settings.workers)
+    threads = settings.ort_threads or max(1, default_ort_threads() // settings.workers)
     return settings.model_copy(update={"build_default_index": False, "ort_threads": threads})
 
 
@@ -98,6 +99,6 @@ async def _build(settings: Settings) -> None:
     try:
         if await core.indexes.default_index_needed():
             log.info("building the default index '%s' before the workers start", settings.default_index)
-            await core.start()  # the models, then the build as one server does it
+            await core.start_models()  # the models, then the build as one server does it
     finally:
         await core.stop()

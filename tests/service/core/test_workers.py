@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from tests.service.conftest import settings_for
 from thoughtvec.service.core.metrics import Metrics, merge_expositions
+from thoughtvec.service.core.registry import default_ort_threads
 from thoughtvec.service.core.workers import WorkerGroup
 from thoughtvec.service.errors import IndexesReadOnly
 from thoughtvec.service.http.app import create_app
@@ -39,18 +40,18 @@ def served(metrics: Metrics, route: str, n: int) -> Metrics:
     return metrics
 
 
-def test_peers_are_the_live_workers_publications(tmp_path):
+def test_the_others_are_the_other_live_workers_publications(tmp_path):
     me = WorkerGroup(tmp_path, 3)
     other = WorkerGroup(tmp_path, 3, pid=os.getppid())  # alive
     gone = WorkerGroup(tmp_path, 3, pid=dead_pid())
-    assert me.peers() == []
+    assert me.others() == []
     me.publish(True, b"a 1.0\n")
     other.publish(False, b"b 2.0\n")
     gone.publish(True, b"c 3.0\n")
     (tmp_path / "123.json").write_text("{half a file")  # being replaced: skipped this time
-    peers = {p.pid: p for p in me.peers()}
-    assert set(peers) == {os.getpid(), os.getppid()}
-    assert peers[os.getpid()].ready and peers[os.getpid()].metrics == "a 1.0\n" and not peers[os.getppid()].ready
+    others = me.others()
+    assert [(p.pid, p.ready, p.metrics) for p in others] == [(os.getppid(), False, "b 2.0\n")]
+    assert [p.pid for p in other.others()] == [os.getpid()]  # this one's publication, as the others read it
     me.publish(False, b"a 2.0\n")  # replaced whole
     assert json.loads((tmp_path / f"{os.getpid()}.json").read_text())["metrics"] == "a 2.0\n"
 
@@ -83,6 +84,8 @@ def test_a_worker_is_ready_when_every_worker_is_and_its_metrics_are_everyones(mo
             time.sleep(0.02)
         r = c.get("/ready")
         assert r.status_code == 503 and r.json()["workers"] == {"processes": 2, "ready": 1}
+        # its turn to ready is published as it answers, not a second later: no other worker says 503 after its 200
+        assert json.loads((group / f"{os.getpid()}.json").read_text())["ready"] is True
         other.publish(True, served(Metrics(), "/v1/embeddings", 5).exposition()[0])
         r = c.get("/ready")
         assert r.status_code == 200 and r.json()["workers"] == {"processes": 2, "ready": 2}
@@ -93,7 +96,7 @@ def test_a_worker_is_ready_when_every_worker_is_and_its_metrics_are_everyones(mo
 
 
 def test_each_worker_runs_without_a_build_and_with_its_share_of_the_cores(tmp_path):
-    cores = len(os.sched_getaffinity(0))
+    cores = default_ort_threads()
     s = worker_settings(Settings(workers=2, index_dir=tmp_path))
     assert not s.build_default_index and s.ort_threads == max(1, cores // 2) and s.workers == 2
     assert worker_settings(Settings(workers=64, ort_threads=3, index_dir=tmp_path)).ort_threads == 3

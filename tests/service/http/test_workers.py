@@ -50,8 +50,12 @@ def test_two_workers_serve_one_port_and_answer_for_each_other(models_dir, tmp_pa
         # every worker's requests in either one's /metrics: the sum of what each published (at most a second old)
         until(lambda: requests_counted(httpx.get(base + "/metrics").text) == 10, 30, "/metrics counting both workers' requests")
         group = next(tmp_path.glob("thoughtvec-workers-*"))
-        published = [json.loads(p.read_text()) for p in group.glob("*.json")]
-        assert len(published) == 2 and sum(requests_counted(p["metrics"]) for p in published) == 10
+
+        def published() -> list[dict]:  # each worker's own file, written about once a second
+            return [json.loads(p.read_text()) for p in group.glob("*.json")]
+
+        until(lambda: sum(requests_counted(p["metrics"]) for p in published()) == 10, 30, "each worker publishing its requests")
+        assert len(published()) == 2
 
         # the default index was built before the workers started: both search it, neither writes
         assert httpx.get(base + "/v1/indexes/default").json()["documents"] == 40
