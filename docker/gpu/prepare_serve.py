@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from prepare_train import LEFT_BEHIND, tracked_bytes
-from prune_fatbin import prune, section
+from prune_fatbin import prune_file
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -82,11 +82,8 @@ def site_and_cuda(serve: Path, cuda: Path, python: str) -> None:
         site = Path(tmp) / "site"
         install(site, [ort_gpu(), *(f"{n}=={md.version(n)}" for n in WHEELS)], python)
         lib = site / CUDA_LIB
-        data = bytearray(lib.read_bytes())
-        where = section(data, b".nv_fatbin")
-        assert where is not None, f"{lib} has no .nv_fatbin section"
-        got = prune(data, *where, keep_sm=90)
-        lib.write_bytes(data)
+        got = prune_file(lib)
+        assert got is not None, f"{lib} has no .nv_fatbin section"
         print(f"CUDA provider: zeroed {sum(got['zeroed'].values()) / 1e6:.0f} of {sum(got['seen'].values()) / 1e6:.0f} MB of cubins")
         xz_file(lib, cuda / "cuda.so.xz")
         lib.unlink()
@@ -115,15 +112,9 @@ def faiss_gpu(out: Path, python: str) -> None:
             elif path.exists():
                 path.unlink()
         for lib in sorted(site.rglob("*.so*")):
-            data = bytearray(lib.read_bytes())
-            where = section(data, b".nv_fatbin")
-            if where is None:
-                continue
-            got = prune(data, *where, keep_sm=90)
-            lib.write_bytes(data)
-            print(
-                f"{lib.relative_to(site)}: zeroed {sum(got['zeroed'].values()) / 1e6:.0f} of {sum(got['seen'].values()) / 1e6:.0f} MB of GPU code"
-            )
+            if (pruned := prune_file(lib)) is not None:
+                zeroed, seen = sum(pruned["zeroed"].values()) / 1e6, sum(pruned["seen"].values()) / 1e6
+                print(f"{lib.relative_to(site)}: zeroed {zeroed:.0f} of {seen:.0f} MB of GPU code")
         for f in site.rglob("__pycache__"):
             shutil.rmtree(f)
         with tarfile.open(out / "faiss.tar.xz", "w:xz", preset=9 | lzma.PRESET_EXTREME) as tar:

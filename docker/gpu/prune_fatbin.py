@@ -76,20 +76,28 @@ def prune(data: bytearray, start: int, size: int, keep_sm: int) -> dict[str, col
     return {"seen": seen, "zeroed": zeroed}
 
 
+def prune_file(path: Path, keep_sm: int = 90, write: bool = True) -> dict[str, collections.Counter] | None:
+    """:func:`prune` on a library file, rewritten in place (unless not ``write``); None where it has no ``.nv_fatbin``."""
+    data = bytearray(path.read_bytes())
+    where = section(data, b".nv_fatbin")
+    if where is None:
+        return None
+    got = prune(data, *where, keep_sm)
+    if write:
+        path.write_bytes(data)
+    return got
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("library", type=Path)
     p.add_argument("--keep-sm", type=int, default=90, help="the GPU generation to keep (90: H100/H200)")
     p.add_argument("--list", action="store_true", help="only print which generations the library has code for")
     args = p.parse_args(argv)
-    data = bytearray(args.library.read_bytes())
-    where = section(data, b".nv_fatbin")
-    if where is None:
+    got = prune_file(args.library, args.keep_sm, write=not args.list)
+    if got is None:
         print(f"{args.library}: no .nv_fatbin section", file=sys.stderr)
         return 1
-    got = prune(data, *where, args.keep_sm)
-    if not args.list:
-        args.library.write_bytes(data)
     for key in sorted(got["seen"], key=lambda k: int(k.split("_")[1])):
         print(f"{key:>8}: {got['seen'][key] / 1e6:7.1f} MB" + ("" if args.list else f", zeroed {got['zeroed'][key] / 1e6:7.1f} MB"))
     return 0
