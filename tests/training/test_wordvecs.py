@@ -54,6 +54,7 @@ def test_msgpack_uint_map_reads_every_width():
     assert wordvecs.read_msgpack_uint_map(b) == entries
     with pytest.raises(ValueError):
         wordvecs.read_msgpack_uint_map(b + b"\x00")
+    assert wordvecs.read_msgpack_uint_map(wordvecs.write_msgpack_uint_map(entries)) == entries
 
 
 def _fake_spacy(root, words_rows, vectors):
