@@ -21,8 +21,8 @@ def decoder_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     models = base / "models"
     if (base / "done").exists():
         return models
-    from thoughtvec.training.export import ExportOptions, export
-    from thoughtvec.training.trainer import Trainer
+    from thoughtvec.training.export.export import ExportOptions, export
+    from thoughtvec.training.train.trainer import Trainer
 
     base.mkdir(parents=True, exist_ok=True)
     corpus = write_corpus(base / "corpus.txt", toy_documents())

@@ -15,7 +15,7 @@ import pytest
 
 from thoughtvec.service.bundle import heads
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.training.onnx_export import PADDING_TOL, PARITY_TOL
+from thoughtvec.training.export.onnx_export import PADDING_TOL, PARITY_TOL
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLES = sorted(p.parent.name for p in (ROOT / "models").glob("*/bundle.json"))

@@ -10,6 +10,9 @@ modules. The core and the commands know the index only through its contract (``_
 backend (FAISS's or Milvus's modules, or ``faiss`` and ``pymilvus`` themselves); ``service.cli`` (the parsers) and ``service.handlers`` sit on top; ``bench`` measures the service from outside; ``training`` uses the
 bundle contract, the encoder and the index's ranking functions (BM25, fusion), never HTTP or the index
 store (but for ``training.evaluation.milvus_fusion``, which compares Milvus's own rankers on a Milvus index); ``thoughtvec`` composes the commands.
+Inside ``training``, the flow: ``training.corpus`` <- ``training.train`` (the loop and the families) <- ``training.export``
+(bundles, and what changes them afterwards) <- ``training.evaluation``; ``training.commands`` (the parsers) and
+``training.handlers`` (what they run) sit on top, and nothing else imports evaluation.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ _RANKING = {f"{S}.index.lexical", f"{S}.index.fusion"}
 # ``service.index`` is the backends themselves (FAISS: store, indexes, factory, wal; Milvus: milvus, milvus_schema).
 _CONTENTS = f"{S}.index.contents"
 _CONTRACT = {f"{S}.index.backend", _CONTENTS, f"{S}.index.build", f"{S}.index.jsonvalues"}
+T = f"{TOP}.training"
+# What every layer of training may use of the service (the bundle contract, the encoder, the ranking functions).
+_TRAINING_LOW = {f"{S}.bundle", f"{S}.core", f"{S}.model_guide", f"{TOP}.paths"} | _RANKING
+# training's flow, bottom to top: each layer may import the ones before it.
+_FLOW = [f"{T}.corpus", f"{T}.train", f"{T}.export", f"{T}.evaluation"]
 # Third-party packages only a backend may import.
 BACKEND_PACKAGES = {"faiss", "pymilvus", "milvus_lite"}
 ALLOWED: dict[str, set[str]] = {
@@ -56,15 +64,15 @@ ALLOWED: dict[str, set[str]] = {
     f"{S}.cli": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.core", f"{S}.http"},
     f"{S}.handlers": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.core", f"{S}.http"},  # what the serving commands run
     f"{TOP}.bench": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.index", f"{S}.core", f"{S}.cli", f"{TOP}.paths"},
-    f"{TOP}.training": {f"{S}.bundle", f"{S}.core", f"{S}.model_guide", f"{TOP}.paths"} | _RANKING,
+    T: _TRAINING_LOW,  # training/__init__.py (and a module at training's root, until it finds its layer)
+    **{layer: _TRAINING_LOW | set(_FLOW[:i]) for i, layer in enumerate(_FLOW)},
     # the harness's one module that measures a backend itself: Milvus's own hybrid rankers against the server's
     # fusion, over an index it makes through the Milvus store (nothing of training imports it: a command of its own)
-    f"{TOP}.training.evaluation.milvus_fusion": {f"{TOP}.training", f"{S}.bundle", f"{S}.core", f"{S}.model_guide", f"{TOP}.paths"}
-    | _RANKING
-    | _CONTRACT
-    | {f"{S}.index"},
+    f"{T}.evaluation.milvus_fusion": _TRAINING_LOW | set(_FLOW) | _CONTRACT | {f"{S}.index"},
+    f"{T}.commands": _TRAINING_LOW | set(_FLOW),  # the parsers: argparse and light settings (a handler only by name)
+    f"{T}.handlers": _TRAINING_LOW | set(_FLOW),  # what the training commands run
     f"{TOP}.paths": set(),  # the checkout's folders, named once
-    TOP: {f"{TOP}.training", f"{S}.cli", f"{TOP}.bench", f"{TOP}.paths"},
+    TOP: {f"{T}.commands", f"{S}.cli", f"{TOP}.bench", f"{TOP}.paths"},
 }
 
 
@@ -199,7 +207,7 @@ def test_bundle_imports_nothing_else_of_ours():
         ("thoughtvec.service.index.build", "thoughtvec.service.core.encoder", "thoughtvec.service.index.build -> thoughtvec.service.core"),
         ("thoughtvec.service.core.engine", "thoughtvec.service.http.schemas", "thoughtvec.service.core -> thoughtvec.service.http"),
         ("thoughtvec.service.bundle.format", "thoughtvec.service.errors", "thoughtvec.service.bundle -> thoughtvec.service.errors"),
-        ("thoughtvec.training.trainer", "thoughtvec.service.index.store", "training -> thoughtvec.service.index"),
+        ("thoughtvec.training.train.trainer", "thoughtvec.service.index.store", "thoughtvec.training.train -> thoughtvec.service.index"),
         (
             "thoughtvec.service.index.lexical",
             "thoughtvec.service.index.store",
@@ -217,7 +225,36 @@ def test_bundle_imports_nothing_else_of_ours():
             "thoughtvec.service.index.store",
             "thoughtvec.service.index.contents -> thoughtvec.service.index ",
         ),
-        ("thoughtvec.service.core.engine", "thoughtvec.training.trainer", "thoughtvec.service.core -> thoughtvec.training"),
+        ("thoughtvec.service.core.engine", "thoughtvec.training.train.trainer", "thoughtvec.service.core -> thoughtvec.training"),
+        # training's flow: post-processing (export) never reads the evaluation harness; the corpus and the families
+        # never reach up; only the commands and handlers import evaluation
+        (
+            "thoughtvec.training.export.postprocess",
+            "thoughtvec.training.evaluation.datasets",
+            "thoughtvec.training.export -> thoughtvec.training.evaluation",
+        ),
+        (
+            "thoughtvec.training.corpus.build",
+            "thoughtvec.training.evaluation.datasets",
+            "thoughtvec.training.corpus -> thoughtvec.training.evaluation",
+        ),
+        ("thoughtvec.training.corpus.vectors", "thoughtvec.training.train.data", "thoughtvec.training.corpus -> thoughtvec.training.train"),
+        (
+            "thoughtvec.training.train.families.invertible",
+            "thoughtvec.training.export.postprocess",
+            "thoughtvec.training.train -> thoughtvec.training.export",
+        ),
+        (
+            "thoughtvec.training.train.trainer",
+            "thoughtvec.training.handlers.train",
+            "thoughtvec.training.train -> thoughtvec.training.handlers",
+        ),
+        (
+            "thoughtvec.training.evaluation.runner",
+            "thoughtvec.training.handlers.eval",
+            "thoughtvec.training.evaluation -> thoughtvec.training.handlers",
+        ),
+        ("thoughtvec.cli", "thoughtvec.training.export.export", "thoughtvec -> thoughtvec.training.export"),
         ("thoughtvec.service.http.app", "thoughtvec.bench.bench", "thoughtvec.service.http -> thoughtvec.bench"),
     ],
 )

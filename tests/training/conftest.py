@@ -43,7 +43,7 @@ TINY = {
 
 
 def tiny_config(variant: str, corpus: Path, out: Path, **kw):
-    from thoughtvec.training.config import TrainConfig
+    from thoughtvec.training.train.config import TrainConfig
 
     base = dict(variant=variant, corpus=str(corpus), out=str(out), max_steps=40, batch_size=32, holdout=100,
                 eval_every=20, eval_batches=2, log_every=10, checkpoint_every=20, threads=1, model=dict(TINY.get(variant, {})))  # fmt: skip

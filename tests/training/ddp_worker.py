@@ -7,7 +7,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.training.conftest import tiny_config
-from thoughtvec.training.trainer import Trainer
+from thoughtvec.training.train.trainer import Trainer
 
 corpus, out = Path(sys.argv[1]), Path(sys.argv[2])
 trainer = Trainer(tiny_config("bi-skip", corpus, out, max_steps=12, batch_size=16, eval_every=1000))

@@ -9,14 +9,14 @@ import torch
 
 from tests.training.conftest import tiny_config, toy_documents
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.training.data import TokenCorpus
-from thoughtvec.training.export import ExportOptions, export
-from thoughtvec.training.families import get_family
-from thoughtvec.training.families.aae import memory_attention
-from thoughtvec.training.nn import masked_max, masked_mean
-from thoughtvec.training.onnx_export import PADDING_TOL
-from thoughtvec.training.quantize import quantize_bundle
-from thoughtvec.training.trainer import Trainer
+from thoughtvec.training.export.export import ExportOptions, export
+from thoughtvec.training.export.onnx_export import PADDING_TOL
+from thoughtvec.training.export.quantize import quantize_bundle
+from thoughtvec.training.train.data import TokenCorpus
+from thoughtvec.training.train.families import get_family
+from thoughtvec.training.train.families.aae import memory_attention
+from thoughtvec.training.train.nn import masked_max, masked_mean
+from thoughtvec.training.train.trainer import Trainer
 
 FAM = get_family("mean-max-aae")
 TINY = {"out_vocab": 60, "input_words": 2000, "d_model": 32, "d_ff": 64, "heads": 4, "num_sampled": 16, "dropout": 0.0}
@@ -151,8 +151,8 @@ def test_a_factored_table_reads_exactly_as_the_table_it_replaces():
     """Export swaps the GloVe ⊕ spaCy table for its distinct rows plus an index (FactoredTable): the
     words read, </S>'s trained vector and the positions must not change by a bit."""
     from thoughtvec.service.bundle.vocab import EOS_ID
-    from thoughtvec.training.families.aae import FixedWords
-    from thoughtvec.training.nn import FactoredTable
+    from thoughtvec.training.train.families.aae import FixedWords
+    from thoughtvec.training.train.nn import FactoredTable
 
     rng = np.random.default_rng(0)
     shared = rng.standard_normal((4, 3)).astype(np.float32)  # the "spaCy" half: many words, few distinct rows

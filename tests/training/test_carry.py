@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from tests.training.conftest import tiny_config
-from thoughtvec.training.carry import MANIFEST, pack, read_packed, unpack
-from thoughtvec.training.trainer import Trainer
+from thoughtvec.training.train.carry import MANIFEST, pack, read_packed, unpack
+from thoughtvec.training.train.trainer import Trainer
 
 TINY = {"input_words": 2000, "hidden": 32, "coupling_hidden": 16}
 

@@ -19,11 +19,12 @@ import pytest
 from thoughtvec.cli import main
 from thoughtvec.training.corpus import books, news, sword, wiki
 from thoughtvec.training.corpus.bibles import kjv_chapters
-from thoughtvec.training.corpus.build import BuildConfig, build_corpus
+from thoughtvec.training.corpus.build import BuildConfig, HeldOut, build_corpus
 from thoughtvec.training.corpus.fetch import FetchError, Package, fetch
 from thoughtvec.training.corpus.sample import write_sample
 from thoughtvec.training.corpus.sources import SOURCES, Source, resolve_inputs
 from thoughtvec.training.corpus.text import RawDocument, clean, split_document, split_sentences, strip_gutenberg
+from thoughtvec.training.evaluation.datasets import all_sentences
 
 FIX = Path(__file__).parent / "fixtures" / "corpus"
 REPO = Path(__file__).resolve().parents[2]
@@ -258,12 +259,12 @@ def fake_sources(monkeypatch):
 
 
 def test_build_pipeline(tmp_path, fake_sources):
+    senteval = make_fake_senteval(tmp_path / "senteval")
     cfg = BuildConfig(
         out=tmp_path / "out",
         cache=tmp_path / "cache",
         sources=["fake_a", "broken", "unfetchable", "fake_b"],
-        senteval=make_fake_senteval(tmp_path / "senteval"),
-        senteval_check_counts=False,
+        senteval=HeldOut(senteval, all_sentences(senteval, check_counts=False)),
         workers=1,
         progress=False,
     )
@@ -395,7 +396,7 @@ def _small_corpus(path: Path) -> Path:
 
 
 def test_corpus_vectors_are_reproducible_word2vec_text_the_sources_read(tmp_path, monkeypatch):
-    from thoughtvec.training import wordvecs
+    from thoughtvec.training.corpus import wordvecs
     from thoughtvec.training.corpus.vectors import VectorsConfig, train_vectors
 
     corpus = _small_corpus(tmp_path / "corpus.txt")

@@ -12,11 +12,11 @@ from thoughtvec.service.bundle.format import load_bundle
 from thoughtvec.service.bundle.vocab import EOS_ID
 from thoughtvec.service.core.decoding import Decoder
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.training.decoders import STEP_PARITY_TOL
-from thoughtvec.training.export import ExportOptions, export, load_checkpoint
-from thoughtvec.training.families import get_family
-from thoughtvec.training.families.base import Prepared
-from thoughtvec.training.trainer import Trainer
+from thoughtvec.training.export.export import ExportOptions, export, load_checkpoint
+from thoughtvec.training.train.decoders import STEP_PARITY_TOL
+from thoughtvec.training.train.families import get_family
+from thoughtvec.training.train.families.base import Prepared
+from thoughtvec.training.train.trainer import Trainer
 
 AAE_TINY = {"out_vocab": 60, "input_words": 2000, "d_model": 32, "d_ff": 64, "heads": 4, "num_sampled": 16, "dropout": 0.0}
 SENTENCES = ["anna walked into the garden .", "ben saw a book there .", "the coat was old and small ."]

@@ -5,8 +5,8 @@ import pytest
 
 from thoughtvec.paths import MODELS
 from thoughtvec.service.bundle.vocab import Vocabulary
-from thoughtvec.training.expansion import ExpansionOptions, expand, reexpand
-from thoughtvec.training.wordvecs import WordVectors
+from thoughtvec.training.corpus.wordvecs import WordVectors
+from thoughtvec.training.train.expansion import ExpansionOptions, expand, reexpand
 
 
 def test_map_recovers_a_held_out_word():
@@ -28,7 +28,7 @@ def test_map_recovers_a_held_out_word():
 
 
 def test_text_vector_file(tmp_path):
-    from thoughtvec.training.wordvecs import load_word_vectors
+    from thoughtvec.training.corpus.wordvecs import load_word_vectors
 
     p = tmp_path / "vecs.txt"
     p.write_text("3 2\nthe 0.1 0.2\ncat 0.3 0.4\nthe 9 9\ndog 0.5 0.6\n")  # word2vec header, a duplicate

@@ -13,11 +13,11 @@ from tests.tiny_bundle import make_tiny_bundle
 from tests.training.conftest import NAMES, OBJECTS, PLACES, tiny_config
 from thoughtvec.service.bundle.format import load_bundle
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.training.expansion import ExpansionOptions, reexpand
-from thoughtvec.training.export import ExportOptions, export
-from thoughtvec.training.onnx_export import PADDING_TOL, PARITY_TOL
-from thoughtvec.training.trainer import Trainer
-from thoughtvec.training.wordvecs import WordVectors
+from thoughtvec.training.corpus.wordvecs import WordVectors
+from thoughtvec.training.export.export import ExportOptions, export
+from thoughtvec.training.export.onnx_export import PADDING_TOL, PARITY_TOL
+from thoughtvec.training.train.expansion import ExpansionOptions, reexpand
+from thoughtvec.training.train.trainer import Trainer
 
 MIXED = ["anna walked into the garden .", "the letter was old and small and the coat was old and small too .",
          "ben", "", "zebra saw a moon", "later fred slept in the city ."]  # fmt: skip
@@ -117,7 +117,7 @@ TRICKY = ["Don't panic -- it's “fine”… see https://example.org!", "naïve 
 
 def test_training_and_serving_tokenize_identically(bundles):
     """The training data path (TokenCorpus → ids) and the service's Encoder map text to the same ids."""
-    from thoughtvec.training.data import TokenCorpus
+    from thoughtvec.training.train.data import TokenCorpus
 
     enc = Encoder.load(bundles / "uni-skip")
     corpus = TokenCorpus.from_documents([TRICKY]).encode(enc.vocab)

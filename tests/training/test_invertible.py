@@ -11,10 +11,10 @@ import torch
 from tests.training.conftest import tiny_config
 from thoughtvec.service.bundle import postprocess
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.training.export import ExportOptions, export
-from thoughtvec.training.families.invertible import Coupling, InvertibleDecoder
-from thoughtvec.training.onnx_export import PADDING_TOL
-from thoughtvec.training.trainer import Trainer
+from thoughtvec.training.export.export import ExportOptions, export
+from thoughtvec.training.export.onnx_export import PADDING_TOL
+from thoughtvec.training.train.families.invertible import Coupling, InvertibleDecoder
+from thoughtvec.training.train.trainer import Trainer
 
 TINY = {"input_words": 2000, "hidden": 32, "coupling_hidden": 16}  # 2d = 64 ≥ dim_w = 50: W can have orthonormal rows
 
@@ -102,7 +102,7 @@ def test_views_shapes_padding_and_card(trained):
 def test_de_sif_is_the_sif_weighted_mean_of_the_inverted_word_vectors(trained, toy_corpus):
     """de-sif = Σ a/(a+p(w))·f_de⁻¹(v_w) / Σ a/(a+p(w)), its first PC removed (Arora et al. 2017):
     frequent words count less, so a sentence's vector is not the cone every sentence shares."""
-    from thoughtvec.training.evaluation.sources import sif_weights, word_counts
+    from thoughtvec.training.train.data import sif_weights, word_counts
 
     enc = Encoder.load(trained / "bundle")
     words = ["the", "garden", "anna"]

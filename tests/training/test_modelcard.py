@@ -1,7 +1,7 @@
 """Generated sections of a model card are replaced in place: writing one never drops another."""
 
 from thoughtvec.training.evaluation.runner import _card_note
-from thoughtvec.training.modelcard import set_card_section
+from thoughtvec.training.export.modelcard import set_card_section
 
 
 def test_a_section_is_replaced_in_place_and_the_others_kept(tmp_path):
@@ -26,7 +26,7 @@ def test_an_unfinished_runs_card_reads_its_figures_from_the_training_log(tmp_pat
     """A checkpoint taken mid-run has no ``final`` summary; the card must not show nan or epoch 0."""
     import json
 
-    from thoughtvec.training.modelcard import run_summary
+    from thoughtvec.training.export.modelcard import run_summary
 
     log = [
         {"step": 50, "epoch": 0.1, "loss": 3.0},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from thoughtvec.training.plots import plot_loss_curve
+from thoughtvec.training.train.plots import plot_loss_curve
 
 
 def _log(path, evals: bool):

@@ -10,9 +10,10 @@ from tests.tiny_bundle import make_tiny_bundle
 from tests.training.conftest import toy_documents, write_corpus
 from tests.training.fixtures.eval.senteval_tiny import write_senteval
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.training import postprocess
 from thoughtvec.training.evaluation import datasets, tasks
 from thoughtvec.training.evaluation.classifiers import MODES, cosine_correlation
+from thoughtvec.training.evaluation.dev_pairs import load_dev_pairs
+from thoughtvec.training.export import postprocess
 
 
 def _anisotropic(dim=16, n_signal=4, seed=0):
@@ -109,7 +110,7 @@ def test_postprocess_bundle_writes_maps_keeps_raw_views_and_moves_the_head(tmp_p
     (bundle / "bundle.json").write_text(json.dumps({**meta, "default_view": "meanmax"}))  # a feature view as default
     write_head(bundle, 8, view="mean")
     corpus = write_corpus(tmp_path / "corpus.txt", toy_documents(40))
-    data = write_senteval(tmp_path / "senteval", n=30)
+    dev = load_dev_pairs(write_senteval(tmp_path / "senteval", n=30), check_counts=False)
     (bundle / "MODEL_CARD.md").write_text(
         "# tiny\n\n| default view | `meanmax` |\n\n## Views\n\n| view | dim | pooling | description |\n"
         "|---|---:|---|---|\n| `mean` | 8 | unsupervised | old |\n\n## Data\n\nsome text\n"
@@ -117,9 +118,7 @@ def test_postprocess_bundle_writes_maps_keeps_raw_views_and_moves_the_head(tmp_p
     # only candidates that change the vectors, so the bundle is rewritten whatever dev says
     described = {n: v["description"] for n, v in meta["views"].items()}
     for _ in range(2):  # a second run gives the same bundle: descriptions do not pile up
-        choices = postprocess.postprocess_bundle(
-            bundle, corpus, sample=200, data_root=data, log=lambda m: None, check_counts=False, grid=[(True, 1), (True, 2)]
-        )
+        choices = postprocess.postprocess_bundle(bundle, corpus, dev, sample=200, log=lambda m: None, grid=[(True, 1), (True, 2)])
         views = json.loads((bundle / "bundle.json").read_text())["views"]
         assert views["mean"]["description"] == f"{described['mean']}; {choices[0].describe()}"
         assert views["mean-raw"]["description"] == f"{described['mean']} (raw: without post-processing)"
@@ -136,7 +135,7 @@ def test_postprocess_bundle_writes_maps_keeps_raw_views_and_moves_the_head(tmp_p
     raw = enc.encode(texts, "mean-raw", normalize=False)
     np.testing.assert_allclose(enc.encode(texts, "mean", normalize=False), enc.postprocess["mean"].apply(raw), atol=1e-6)
     # a second run starts again from the raw outputs: same views, no -raw-raw
-    postprocess.postprocess_bundle(bundle, corpus, sample=200, data_root=data, log=lambda m: None, check_counts=False, grid=[(False, 0)])
+    postprocess.postprocess_bundle(bundle, corpus, dev, sample=200, log=lambda m: None, grid=[(False, 0)])
     spec = json.loads((bundle / "bundle.json").read_text())
     assert sorted(spec["views"]) == ["mean", "meanmax"] and spec["heads"]["relatedness"]["view"] == "mean"
     assert {n: v["description"] for n, v in spec["views"].items()} == described
@@ -153,8 +152,8 @@ def test_a_choice_the_service_would_refuse_leaves_the_bundle_as_it_was(tmp_path,
     bundle = tmp_path / "tiny"
     make_tiny_bundle(bundle, name="tiny")
     corpus = write_corpus(tmp_path / "corpus.txt", toy_documents(40))
-    data = write_senteval(tmp_path / "senteval", n=30)
-    run = dict(sample=200, data_root=data, log=lambda m: None, check_counts=False)
+    dev = load_dev_pairs(write_senteval(tmp_path / "senteval", n=30), check_counts=False)
+    run = dict(dev=dev, sample=200, log=lambda m: None)
     postprocess.postprocess_bundle(bundle, corpus, grid=[(True, 1)], **run)
     before = {p.name: p.read_bytes() for p in bundle.iterdir() if p.is_file()}
     real = fmt.parse_spec
@@ -194,8 +193,8 @@ def test_axes_serve_fewer_dimensions_and_keep_maps_and_fingerprints(tmp_path):
     bundle = tmp_path / "tiny"
     make_tiny_bundle(bundle, name="tiny", dim=16)
     corpus = write_corpus(tmp_path / "corpus.txt", toy_documents(40))
-    data = write_senteval(tmp_path / "senteval", n=30)
-    postprocess.postprocess_bundle(bundle, corpus, sample=200, data_root=data, log=lambda m: None, check_counts=False,
+    dev = load_dev_pairs(write_senteval(tmp_path / "senteval", n=30), check_counts=False)
+    postprocess.postprocess_bundle(bundle, corpus, dev, sample=200, log=lambda m: None,
                                    grid=[(True, 1)], axes=0)  # fmt: skip
     before = Encoder.load(bundle)
     prints = {v: before.fingerprint(v) for v in before.spec.views}
@@ -218,7 +217,7 @@ def test_axes_serve_fewer_dimensions_and_keep_maps_and_fingerprints(tmp_path):
     with pytest.raises(InvalidInput, match="without principal axes"):
         enc.encode(texts, "mean-raw", dimensions=8)
     # a full rerun starts again from the raw outputs and fits the axes again
-    postprocess.postprocess_bundle(bundle, corpus, sample=200, data_root=data, log=lambda m: None, check_counts=False,
+    postprocess.postprocess_bundle(bundle, corpus, dev, sample=200, log=lambda m: None,
                                    grid=[(True, 1)], axes=4)  # fmt: skip
     axes = Encoder.load(bundle).spec.views["mean"].axes
     cut = axes.note.startswith("16 axes: the first coordinates")  # the dev pairs may prefer the cut, kept for every size

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from thoughtvec.paths import REPO
-from thoughtvec.training.provenance import git_commit
+from thoughtvec.training.train.provenance import git_commit
 
 
 @pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(), reason="needs git and a checkout")

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from tests.training.conftest import TINY, tiny_config, toy_documents
-from thoughtvec.training.data import TokenCorpus
-from thoughtvec.training.families import get_family
-from thoughtvec.training.trainer import Trainer
+from thoughtvec.training.train.data import TokenCorpus
+from thoughtvec.training.train.families import get_family
+from thoughtvec.training.train.trainer import Trainer
 
 FAM = get_family("skip-thought")
 
@@ -65,7 +65,7 @@ def test_loss_falls_and_context_is_used(toy_corpus, tmp_path):
 
 
 def test_sampled_softmax_tracks_exact():
-    from thoughtvec.training.softmax import OutputLayer
+    from thoughtvec.training.train.softmax import OutputLayer
 
     torch.manual_seed(0)
     counts = np.arange(1, 201, dtype=np.float64)[::-1].copy()
@@ -81,7 +81,7 @@ def test_sampled_softmax_tracks_exact():
 def test_unk_targets_are_learned_under_sampled_softmax(unk_count):
     """<unk> is a real target (every out-of-vocabulary word): its sampled loss must be of the same
     order as other words', not ~0 from a log-Q correction by a zero sampling probability."""
-    from thoughtvec.training.softmax import OutputLayer
+    from thoughtvec.training.train.softmax import OutputLayer
 
     torch.manual_seed(0)
     counts = np.r_[0.0, unk_count, np.arange(198, 0, -1, dtype=np.float64)]

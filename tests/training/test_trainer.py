@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from tests.training.conftest import tiny_config
-from thoughtvec.training.trainer import Trainer
+from thoughtvec.training.train.trainer import Trainer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -84,7 +84,7 @@ def test_ddp_two_cpu_processes_end_with_identical_weights(toy_corpus, tmp_path):
     ],
 )
 def test_early_stop_zero_means_never_for_every_family(given, family, expected):
-    from thoughtvec.training.config import TrainConfig
+    from thoughtvec.training.train.config import TrainConfig
 
     cfg = TrainConfig(variant="mean-max-aae", early_stop=given).resolved({"batch_size": 64, **family})
     assert cfg.early_stop == expected and cfg.batch_size == 64
@@ -92,7 +92,7 @@ def test_early_stop_zero_means_never_for_every_family(given, family, expected):
 
 
 def test_family_settings_unset_are_none_and_resolved_in_one_place():
-    from thoughtvec.training.config import TrainConfig
+    from thoughtvec.training.train.config import TrainConfig
 
     cfg = TrainConfig()
     assert (cfg.batch_size, cfg.lr, cfg.clip, cfg.early_stop) == (None, None, None, None)
@@ -105,7 +105,7 @@ def test_family_settings_unset_are_none_and_resolved_in_one_place():
 
 def test_configs_of_older_checkpoints_still_load():
     """Checkpoints before the None pattern stored 0 (batch size, rate, clipping) and -1 (early stop) for "the family's"."""
-    from thoughtvec.training.config import TrainConfig
+    from thoughtvec.training.train.config import TrainConfig
 
     old = {"variant": "mean-max-aae", "batch_size": 0, "lr": 0.0, "clip": 0.0, "early_stop": -1, "model": {}}
     cfg = TrainConfig.from_dict(old).resolved({"batch_size": 64, "lr": 2e-4, "clip": 5.0, "early_stop": 3})
@@ -118,7 +118,7 @@ def test_train_help_comes_from_the_fields():
     import argparse
 
     from thoughtvec.training.commands import train
-    from thoughtvec.training.config import TrainConfig
+    from thoughtvec.training.train.config import TrainConfig
 
     sub = argparse.ArgumentParser().add_subparsers()
     train.register(sub)
@@ -130,7 +130,7 @@ def test_train_help_comes_from_the_fields():
 
 
 def test_max_minutes_counts_every_session_of_a_run(toy_corpus, tmp_path, caplog):
-    caplog.set_level("INFO", logger="thoughtvec.training.trainer")
+    caplog.set_level("INFO", logger="thoughtvec.training.train.trainer")
     out = tmp_path / "r"
 
     def step() -> int:

@@ -12,7 +12,7 @@ import pytest
 from thoughtvec.service.bundle.format import load_bundle
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.service.core.longinput import prepare
-from thoughtvec.training.onnx_export import PADDING_TOL
+from thoughtvec.training.export.onnx_export import PADDING_TOL
 
 pytest.importorskip("sentence_transformers")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -51,7 +51,7 @@ def st_folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def exported(st_folder, tmp_path_factory):
-    from thoughtvec.training.transformer import export_sentence_transformer
+    from thoughtvec.training.export.transformer import export_sentence_transformer
 
     out = tmp_path_factory.mktemp("bundles") / "tiny-bert"
     export_sentence_transformer(st_folder, out, SENTENCES * 3, weights="float32", licence="Apache-2.0")
@@ -125,7 +125,7 @@ def test_only_mean_pooling_is_exported(st_folder, tmp_path):
     import json
     import shutil
 
-    from thoughtvec.training.transformer import load_sentence_transformer
+    from thoughtvec.training.export.transformer import load_sentence_transformer
 
     bad = tmp_path / "cls"
     shutil.copytree(st_folder, bad)
@@ -150,7 +150,7 @@ def test_all_minilm_bundle_matches_its_sentence_transformers_model():
 
 def test_the_bundle_records_how_its_weights_are_stored(st_folder, tmp_path):
     """bundle.json says what the export stored: float16 with an int8 word-embedding table is not plain float16."""
-    from thoughtvec.training.transformer import export_sentence_transformer
+    from thoughtvec.training.export.transformer import export_sentence_transformer
 
     out = tmp_path / "tiny-bert-int8-embeddings"
     export_sentence_transformer(st_folder, out, SENTENCES * 3, weights="float16-int8-embeddings", licence="Apache-2.0")

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from thoughtvec.training import wordvecs
+from thoughtvec.training.corpus import wordvecs
 
 
 @pytest.mark.parametrize("text", ["the", "", "abcdefgh", "abcdefghi", "naïve café"])  # tails of 3, 0, 0, 1 and 4 bytes
@@ -143,8 +143,8 @@ def test_a_factored_table_is_the_table_exactly_in_torch_and_onnx():
     import onnxruntime as ort
     import torch
 
-    from thoughtvec.training.nn import FactoredTable
-    from thoughtvec.training.onnx_export import to_onnx
+    from thoughtvec.training.export.onnx_export import to_onnx
+    from thoughtvec.training.train.nn import FactoredTable
 
     rng = np.random.default_rng(0)
     shared = rng.standard_normal((7, 6)).astype(np.float32)  # the "spaCy" block: 7 distinct rows

@@ -1,5 +1,5 @@
 """``thoughtvec checkpoint``: a training checkpoint cut into parts small enough to copy back from a machine that
-returns only a few 16 MiB files, and made whole again (see training/carry.py).
+returns only a few 16 MiB files, and made whole again (see training/train/carry.py).
 
   thoughtvec checkpoint pack --checkpoint runs/invertible-linear/checkpoint.pt --out $OUT
   thoughtvec checkpoint unpack --packed carried/ --out runs/invertible-linear/checkpoint.pt

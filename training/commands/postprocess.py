@@ -1,7 +1,7 @@
 """``thoughtvec postprocess``: choose, on dev data, the mean / principal-component removal of each
 cosine view of a bundle, estimated on training-corpus sentences, and write it into the bundle
 (``postprocess.npz``; the unprocessed view stays as ``<view>-raw``); then fit each cosine view's principal
-axes, on which requests for fewer ``dimensions`` are projected. See training/postprocess.py.
+axes, on which requests for fewer ``dimensions`` are projected. See training/export/postprocess.py.
 
   thoughtvec postprocess --bundle models/uni-skip
   thoughtvec postprocess --bundle models/mean-max-aae --sample 50000

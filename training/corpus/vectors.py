@@ -8,7 +8,7 @@ same on STS-B/SICK dev (+0.002) and half a point higher on the classification de
 *Word vectors*).
 
 The file is word2vec text (``N D`` header, then ``word v1 .. vD`` by descending frequency), which
-:mod:`thoughtvec.training.wordvecs` reads under the source name ``corpus-w2v``; a JSON file beside it records
+:mod:`thoughtvec.training.corpus.wordvecs` reads under the source name ``corpus-w2v``; a JSON file beside it records
 the settings, the corpus's sha1 and the time taken. One worker thread and a fixed seed make a
 run reproducible: the same corpus and settings give the same file.
 """
@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from thoughtvec.service.bundle.atomic import atomic_open, atomic_write_text
 from thoughtvec.service.bundle.tokenizer import tokenize
-from thoughtvec.training.wordvecs import CORPUS_W2V_FILE
+from thoughtvec.training.corpus.wordvecs import CORPUS_W2V_FILE
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from scipy.stats import spearmanr
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.training.evaluation import datasets
-from thoughtvec.training.postprocess import SIZES, DevPairs
+from thoughtvec.training.evaluation.dev_pairs import load_dev_pairs
+from thoughtvec.training.export.postprocess import SIZES
 
 
 def spearman(u: np.ndarray, v: np.ndarray, gold: np.ndarray) -> float:
@@ -30,7 +31,7 @@ def measure(bundle: Path, view: str | None, sizes: tuple[int, ...], test_size: i
     enc = Encoder.load(bundle)
     name = enc.view(view)
     axes = enc.spec.views[name].axes
-    dev = DevPairs.load(data_root, check_counts)
+    dev = load_dev_pairs(data_root, check_counts)
     test = datasets.load_task("STSBenchmark", data_root, check_counts=check_counts).pairs("test")
     texts = list(dict.fromkeys([*dev.sentences(), *test.first, *test.second]))
     full = dict(zip(texts, enc.encode(texts, name, normalize=False)))

@@ -1,6 +1,6 @@
 """Choose, on dev data, the word vectors of a skip-thought bundle's vocabulary expansion.
 
-For each source, the bundle's expansion is refitted from it (:func:`thoughtvec.training.expansion.reexpand`,
+For each source, the bundle's expansion is refitted from it (:func:`thoughtvec.training.train.expansion.reexpand`,
 no checkpoint needed) into a scratch copy, and the copy's default view, as the graph outputs it
 (``<view>-raw`` where post-processing made one), is scored on the dev splits only:
 
@@ -24,12 +24,14 @@ from pathlib import Path
 from thoughtvec.service.bundle.format import load_bundle
 from thoughtvec.service.bundle.tokenizer import tokenize
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.training import postprocess
+from thoughtvec.training.corpus.wordvecs import load_word_vectors
 from thoughtvec.training.evaluation import report
 from thoughtvec.training.evaluation.datasets import all_sentences, default_root
+from thoughtvec.training.evaluation.dev_pairs import load_dev_pairs
 from thoughtvec.training.evaluation.sources import BundleSource
-from thoughtvec.training.expansion import ExpansionOptions, reexpand
-from thoughtvec.training.wordvecs import load_word_vectors
+from thoughtvec.training.export import postprocess
+from thoughtvec.training.train.data import corpus_sample
+from thoughtvec.training.train.expansion import ExpansionOptions, reexpand
 
 
 def score(bundle: Path, source: str, data_root: Path, corpus: str, sample: int = 10_000, words: int = 100_000,
@@ -41,7 +43,7 @@ def score(bundle: Path, source: str, data_root: Path, corpus: str, sample: int =
         b = load_bundle(scratch)
         view = b.spec.default_view + postprocess.RAW if b.spec.default_view + postprocess.RAW in b.spec.views else b.spec.default_view
         enc = Encoder(b, providers=["CPUExecutionProvider"])
-        texts, dev = postprocess.corpus_sample(corpus, sample), postprocess.DevPairs.load(data_root, check_counts)
+        texts, dev = corpus_sample(corpus, sample), load_dev_pairs(data_root, check_counts)
         cos = postprocess.choose_views(enc, [view], texts, dev)[view]
         macro = report.quick_dev_macro(BundleSource(scratch), view, data_root, seed, check_counts)
         expanded = expanded_share(b, data_root, check_counts)
@@ -63,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m thoughtvec.training.evaluation.expansion", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--bundle", type=Path, required=True, help="a skip-thought bundle folder")
-    p.add_argument("--source", action="append", required=True, help="word vectors to expand from (repeat; see training/wordvecs.py)")
+    p.add_argument("--source", action="append", required=True, help="word vectors to expand from (repeat; see training/corpus/wordvecs.py)")
     p.add_argument("--words", type=int, default=100_000, help="the N most frequent words of a source make the expanded vocabulary")
     p.add_argument("--corpus", default="data/corpus/corpus.txt", help="training corpus, for the post-processing fit")
     p.add_argument("--sample", type=int, default=10_000, help="corpus sentences the post-processing is fitted on")

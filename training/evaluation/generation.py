@@ -29,7 +29,7 @@ from thoughtvec.service.bundle.format import Bundle, load_bundle
 from thoughtvec.service.bundle.vocab import EOS, UNK
 from thoughtvec.service.core.decoding import Decoder
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.training.data import IdCorpus, TokenCorpus
+from thoughtvec.training.train.data import IdCorpus, TokenCorpus
 
 NEIGHBOUR = {"next": 1, "previous": -1}
 

@@ -8,7 +8,7 @@ task. Per use, the pick among every bundle and among those trained here (an impo
 family ``transformer``, left out):
 
 - **similarity**: the best mean dev cosine ρ of the default view (what a request without ``view`` gets); among
-  bundles within :data:`~thoughtvec.training.postprocess.MIN_GAIN` of the best, the smallest on disk (the default
+  bundles within :data:`~thoughtvec.training.export.postprocess.MIN_GAIN` of the best, the smallest on disk (the default
   model's rule, ``report.dev_choices``: among every bundle, this pick is the default model);
 - **search**: the best dense nDCG@10 of the default view (``/v1/embeddings`` is dense; OpenAI's model names
   get this model);
@@ -37,7 +37,7 @@ from thoughtvec.service.bundle.format import load_bundle
 from thoughtvec.service.model_guide import GUIDE_FILE
 from thoughtvec.training.evaluation.report import IMPORTED_FAMILY, bundle_bytes, dev_macro, flatten
 from thoughtvec.training.evaluation.retrieval import slug as retrieval_slug
-from thoughtvec.training.postprocess import MIN_GAIN
+from thoughtvec.training.export.postprocess import MIN_GAIN
 
 USES = ("similarity", "search", "features", "speed")
 RETRIEVAL_TASK = "scifact-dev"

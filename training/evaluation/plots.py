@@ -10,7 +10,7 @@ from sklearn.decomposition import PCA
 from sklearn.manifold import TSNE
 from threadpoolctl import threadpool_limits
 
-from thoughtvec.training.plots import _figure, save_png
+from thoughtvec.training.train.plots import _figure, save_png
 
 Panel = tuple[str, np.ndarray, np.ndarray, Sequence[str]]  # title, vectors (n, d), labels (n,), class names
 

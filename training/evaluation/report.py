@@ -21,7 +21,7 @@ from thoughtvec.training.evaluation.classifiers import MODES
 from thoughtvec.training.evaluation.papers import CITATIONS, PUBLISHED
 from thoughtvec.training.evaluation.runner import SCHEMA
 from thoughtvec.training.evaluation.tasks import MACRO6_TASKS, MACRO_TASKS, select
-from thoughtvec.training.postprocess import MIN_GAIN
+from thoughtvec.training.export.postprocess import MIN_GAIN
 
 KIND_ORDER = {"bundle": 0, "server": 1, "baseline": 2}
 BASELINE_ORDER = {
@@ -121,7 +121,7 @@ IMPORTED_FAMILY = "transformer"  # bundles imported from sentence-transformers, 
 
 def dev_choices(ours: list[dict]) -> dict:
     """The choices the README follows, made on dev numbers only: the default model (best dev cosine of a
-    bundle's default view; among bundles within :data:`thoughtvec.training.postprocess.MIN_GAIN` of the best, the
+    bundle's default view; among bundles within :data:`thoughtvec.training.export.postprocess.MIN_GAIN` of the best, the
     smallest, as post-processing keeps the simplest map within that margin), and per bundle the view
     with the best dev macro and the best dev cosine. Every bundle competes, the imported reference encoder
     (family ``transformer``) too: the server's default model is this one (the model guide's ``default_models``)."""

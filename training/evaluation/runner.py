@@ -30,8 +30,8 @@ from thoughtvec.training.evaluation.classifiers import Protocol
 from thoughtvec.training.evaluation.plots import tsne_panels
 from thoughtvec.training.evaluation.sources import Source, encode_views
 from thoughtvec.training.evaluation.tasks import Context, EvalTask
-from thoughtvec.training.modelcard import set_card_section
-from thoughtvec.training.provenance import git_commit
+from thoughtvec.training.export.modelcard import set_card_section
+from thoughtvec.training.train.provenance import git_commit
 
 SCHEMA = "thoughtvec-eval-v1"
 Log = Callable[[str], None]

@@ -15,10 +15,7 @@ default is normalised too).
 from __future__ import annotations
 
 import base64
-import gzip
-import json
 import os
-from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -26,22 +23,21 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from thoughtvec.service.bundle import postprocess as pp
-from thoughtvec.service.bundle.atomic import atomic_write_bytes
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.bundle.tokenizer import tokenize
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.service.core.planner import plan_batches
-from thoughtvec.training import postprocess as choose
-from thoughtvec.training.data import corpus_documents
-from thoughtvec.training.wordvecs import load_word_vectors
+from thoughtvec.training.corpus.wordvecs import load_word_vectors
+from thoughtvec.training.evaluation.dev_pairs import load_dev_pairs
+from thoughtvec.training.export import postprocess as choose
+from thoughtvec.training.train.data import corpus_sample, sif_weights, word_counts
 
 if TYPE_CHECKING:
     from thoughtvec.service.core.encoder import Truncation  # the encoder's long-input modes
-    from thoughtvec.training.wordvecs import WordVectors
+    from thoughtvec.training.corpus.wordvecs import WordVectors
 
 Progress = Callable[[int], None]  # called with the number of sentences just encoded
 DEFAULT_CORPUS = Path("data/corpus/corpus.txt")  # the committed bundles' training corpus (`thoughtvec corpus build`)
-SIF_A = 1e-3  # Arora et al.'s a
 
 
 class Source(Protocol):
@@ -167,11 +163,11 @@ class GloveAverage:
     * ``glove-avg``: the plain mean;
     * ``glove-avg-pp``: the same mean with the post-processing our cosine views get — centre and
       top-k PC removal estimated on the training corpus and chosen on STS-B/SICK dev, exactly as
-      ``thoughtvec postprocess`` does (:mod:`thoughtvec.training.postprocess`);
+      ``thoughtvec postprocess`` does (:mod:`thoughtvec.training.export.postprocess`);
     * ``sif``: Arora et al. (2017) as published: weights a/(a + p(w)) with a = 1e-3 and p(w) the
       word's frequency in the training corpus, then the first principal component (estimated on
       the training corpus) removed;
-    * ``sif-glove-spacy``: the same over GloVe 50d ⊕ spaCy md 300d (:mod:`thoughtvec.training.wordvecs`), the
+    * ``sif-glove-spacy``: the same over GloVe 50d ⊕ spaCy md 300d (:mod:`thoughtvec.training.corpus.wordvecs`), the
       best vectors we have by dev score; ``sif-glove-spacy-pp``: SIF weights with the
       post-processing chosen on dev;
     * ``sif-glove-spacy-w2v(-pp)``: the same over GloVe ⊕ spaCy ⊕ our corpus's own word2vec
@@ -196,11 +192,11 @@ class GloveAverage:
         self.weights = sif_weights(self.wv.words, word_counts(self.corpus)) if weighting == "sif" else None
         self.map, self.choice = None, None
         if postprocess != "none":
-            texts = choose.corpus_sample(self.corpus, sample)
+            texts = corpus_sample(self.corpus, sample)
             if postprocess == "first-pc":
                 self.map = pp.fit(self._raw(texts), center=False, k=1)
             else:  # "dev": the candidate best on the dev pairs, as for our bundles
-                dev = choose.DevPairs.load(data_root)
+                dev = load_dev_pairs(data_root)
                 self.choice = choose.choose(self._raw(texts), self._raw(dev.sentences()), dev, "mean")
                 self.map = self.choice.map
 
@@ -229,32 +225,6 @@ class GloveAverage:
             d["postprocess_choice"] = {"center": self.choice.center, "k": self.choice.k, "dev": self.choice.scores,
                                        "dev_raw": self.choice.raw}  # fmt: skip
         return d
-
-
-def word_counts(corpus: Path) -> dict[str, int]:
-    """Token counts of a corpus (the service's tokenizer, lower-cased), cached beside it by size and mtime."""
-    if not corpus.is_file():
-        raise RuntimeError(f"corpus {corpus} not found: build it with `thoughtvec corpus build` (SIF needs word frequencies)")
-    st = corpus.stat()
-    cache = corpus.with_name(f"{corpus.name}.counts.json.gz")
-    key = f"{st.st_size}:{st.st_mtime_ns}"
-    if cache.is_file():
-        data = json.loads(gzip.decompress(cache.read_bytes()))
-        if data.get("key") == key:
-            return data["counts"]
-    counts: Counter = Counter()
-    for doc in corpus_documents(corpus):
-        for s in doc:
-            counts.update(tokenize(s, lowercase=True))
-    atomic_write_bytes(cache, gzip.compress(json.dumps({"key": key, "counts": counts}).encode()))
-    return dict(counts)
-
-
-def sif_weights(words: Sequence[str], counts: dict[str, int], a: float = SIF_A) -> np.ndarray:
-    """a / (a + p(w)) per word; a word the corpus never has gets p = 0, so weight 1."""
-    total = float(sum(counts.values())) or 1.0
-    p = np.array([counts.get(w, 0) / total for w in words], np.float64)
-    return (a / (a + p)).astype(np.float32)
 
 
 class MiniLM:

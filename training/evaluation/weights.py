@@ -17,10 +17,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from thoughtvec.training.corpus.wordvecs import load_word_vectors
 from thoughtvec.training.evaluation import report
 from thoughtvec.training.evaluation.datasets import default_root
 from thoughtvec.training.evaluation.sources import GloveAverage
-from thoughtvec.training.wordvecs import load_word_vectors
 
 
 def score(source: str, data_root: Path, seed: int = 1111) -> dict[str, float]:

@@ -8,7 +8,7 @@ import sys
 import torch
 
 from thoughtvec.service.bundle.atomic import atomic_save
-from thoughtvec.training.carry import pack, unpack
+from thoughtvec.training.train.carry import pack, unpack
 
 
 def run(args: argparse.Namespace) -> int:

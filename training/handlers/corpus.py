@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 
 from thoughtvec import paths
-from thoughtvec.training.corpus.build import BuildConfig, build_corpus
+from thoughtvec.training.corpus.build import BuildConfig, HeldOut, build_corpus
 from thoughtvec.training.corpus.fetch import default_cache
 from thoughtvec.training.corpus.sample import write_sample
 from thoughtvec.training.corpus.sources import parse_names, resolve_inputs
 from thoughtvec.training.corpus.vectors import VectorsConfig, train_vectors
-from thoughtvec.training.wordvecs import CORPUS_W2V_FILE
+from thoughtvec.training.corpus.wordvecs import CORPUS_W2V_FILE
+from thoughtvec.training.evaluation.datasets import all_sentences
 
 
 def _default_senteval() -> str:
@@ -41,15 +42,11 @@ def build(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print(f"error: --workers must be at least 1, got {args.workers}", file=sys.stderr)
         return 2
-    cfg = BuildConfig(
-        out=args.out,
-        cache=args.cache or default_cache(),
-        sources=names,
-        inputs=inputs,
-        senteval=None if senteval == "none" else Path(senteval),
-        workers=args.workers,
-    )
     try:
+        held_out = None if senteval == "none" else HeldOut(Path(senteval), all_sentences(Path(senteval)))
+        cfg = BuildConfig(
+            out=args.out, cache=args.cache or default_cache(), sources=names, inputs=inputs, senteval=held_out, workers=args.workers
+        )
         report = build_corpus(cfg)
     except Exception as e:  # noqa: BLE001 - a SentEval file missing or malformed, an unwritable --out: one line, exit 1
         print(f"error: {e}", file=sys.stderr)

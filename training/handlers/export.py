@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from thoughtvec.training.expansion import ExpansionOptions
-from thoughtvec.training.export import ExportOptions, export, load_checkpoint, sample_sentences
-from thoughtvec.training.transformer import export_sentence_transformer
-from thoughtvec.training.wordvecs import load_word_vectors
+from thoughtvec.training.corpus.wordvecs import load_word_vectors
+from thoughtvec.training.export.export import ExportOptions, export, load_checkpoint, sample_sentences
+from thoughtvec.training.export.transformer import export_sentence_transformer
+from thoughtvec.training.train.expansion import ExpansionOptions
 
 
 def run(args: argparse.Namespace) -> int:

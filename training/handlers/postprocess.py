@@ -9,7 +9,8 @@ from pathlib import Path
 from thoughtvec.service.bundle.errors import BundleError
 from thoughtvec.service.bundle.format import load_bundle
 from thoughtvec.training.evaluation.datasets import DatasetError
-from thoughtvec.training.postprocess import DevPairs, add_axes, postprocess_bundle
+from thoughtvec.training.evaluation.dev_pairs import load_dev_pairs
+from thoughtvec.training.export.postprocess import add_axes, postprocess_bundle
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,10 +23,11 @@ def run(args: argparse.Namespace) -> int:
                 return 2
             log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
             views = args.axes_views.split(",") if args.axes_views else None
+            dev = load_dev_pairs(args.data)
             if args.axes_only:
-                add_axes(path, corpus, sample=args.sample, count=args.axes, views=views, log=log, dev=DevPairs.load(args.data))
+                add_axes(path, corpus, sample=args.sample, count=args.axes, views=views, log=log, dev=dev)
             else:
-                postprocess_bundle(path, corpus, sample=args.sample, data_root=args.data, log=log, axes=args.axes, axes_for=views)
+                postprocess_bundle(path, corpus, dev, sample=args.sample, log=log, axes=args.axes, axes_for=views)
         except (BundleError, DatasetError, ValueError) as e:
             print(f"thoughtvec postprocess: {e}", file=sys.stderr)
             return 2

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from thoughtvec.service.bundle.errors import BundleError
 from thoughtvec.service.bundle.format import load_bundle
-from thoughtvec.training.export import sample_sentences
-from thoughtvec.training.quantize import quantize_bundle
+from thoughtvec.training.export.export import sample_sentences
+from thoughtvec.training.export.quantize import quantize_bundle
 
 
 def run(args: argparse.Namespace) -> int:

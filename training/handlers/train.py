@@ -9,9 +9,9 @@ import sys
 import tomllib
 from typing import Any
 
-from thoughtvec.training.config import TrainConfig
-from thoughtvec.training.families import all_variants, get_family
-from thoughtvec.training.trainer import Trainer
+from thoughtvec.training.train.config import TrainConfig
+from thoughtvec.training.train.families import all_variants, get_family
+from thoughtvec.training.train.trainer import Trainer
 
 
 def _parse_value(text: str) -> Any:

@@ -30,12 +30,12 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from thoughtvec.service.bundle.atomic import atomic_save, atomic_write_text
-from thoughtvec.training.config import TrainConfig
-from thoughtvec.training.data import TokenCorpus, bucketed_batches
-from thoughtvec.training.families import family_of_variant
-from thoughtvec.training.families.base import Prepared
-from thoughtvec.training.plots import plot_loss_curve
-from thoughtvec.training.provenance import git_commit
+from thoughtvec.training.train.config import TrainConfig
+from thoughtvec.training.train.data import TokenCorpus, bucketed_batches
+from thoughtvec.training.train.families import family_of_variant
+from thoughtvec.training.train.families.base import Prepared
+from thoughtvec.training.train.plots import plot_loss_curve
+from thoughtvec.training.train.provenance import git_commit
 
 log = logging.getLogger(__name__)
 

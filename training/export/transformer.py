@@ -30,7 +30,7 @@ from onnx import TensorProto, helper, numpy_helper
 from thoughtvec.service.bundle.atomic import atomic_dir, atomic_write_text
 from thoughtvec.service.bundle.format import BUNDLE_FILE, BundleSpec, OnnxSpec, TokenizerSpec, ViewSpec, write_bundle
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.training.onnx_export import OPSET, PADDING_TOL, PARITY_TOL, parity, round_to_fp16, store_weights_fp16, to_onnx
+from thoughtvec.training.export.onnx_export import OPSET, PADDING_TOL, PARITY_TOL, parity, round_to_fp16, store_weights_fp16, to_onnx
 
 log = logging.getLogger(__name__)
 Weights = Literal["float32", "float16", "float16-int8-embeddings"]

@@ -4,7 +4,7 @@
   compute on uint8 activations whose scales were calibrated once on corpus sentences (QDQ format; ONNX
   Runtime fuses it into integer kernels).
 * ``token``: matrix products in int8 with every activation row scaled at run time by its own range
-  (:mod:`thoughtvec.training.quantize_tokens`): for transformers, whose activations vary from token to
+  (:mod:`thoughtvec.training.export.quantize_tokens`): for transformers, whose activations vary from token to
   token more than one calibrated scale fits.
 
 ONNX Runtime has
@@ -39,8 +39,8 @@ from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, Q
 from thoughtvec.service.bundle.atomic import atomic_dir, atomic_write_text
 from thoughtvec.service.bundle.format import BUNDLE_FILE, load_bundle
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.training.onnx_export import PADDING_TOL
-from thoughtvec.training.quantize_tokens import rewrite
+from thoughtvec.training.export.onnx_export import PADDING_TOL
+from thoughtvec.training.export.quantize_tokens import rewrite
 
 QUANTIZED_OPS = ["MatMul", "Gather"]  # the ops with CPU integer kernels that these graphs use
 
@@ -48,7 +48,7 @@ QUANTIZED_OPS = ["MatMul", "Gather"]  # the ops with CPU integer kernels that th
 METHODS = {
     "static": "onnxruntime.quantization.quantize_static (QDQ, min/max calibration), int8 weights, uint8 activations",
     "token": "matrix products in int8 with each activation row scaled by its own range at run time (per token), "
-    "int8 weights scaled per output column (thoughtvec.training.quantize_tokens)",
+    "int8 weights scaled per output column (thoughtvec.training.export.quantize_tokens)",
 }
 
 

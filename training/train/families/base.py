@@ -18,7 +18,7 @@ from torch import nn
 
 from thoughtvec.service.bundle.format import TokenizerSpec, ViewSpec
 from thoughtvec.service.bundle.vocab import Vocabulary
-from thoughtvec.training.data import IdCorpus, TokenCorpus
+from thoughtvec.training.train.data import IdCorpus, TokenCorpus
 
 
 @dataclass
@@ -114,7 +114,7 @@ class Family(ABC):
         model card. ``models`` has one entry per checkpoint given (combine-skip takes two)."""
 
     def export_decoder(self, cfgs: list, models: list[TrainModel], prepared: Prepared):
-        """The decoders trained with the encoder, as ``thoughtvec.training.decoders.DecoderExport`` (one ONNX
+        """The decoders trained with the encoder, as ``thoughtvec.training.train.decoders.DecoderExport`` (one ONNX
         decoding-step graph in the bundle), or ``None`` when the family's decoder does not generate sentences."""
         return None
 

@@ -14,7 +14,7 @@ from thoughtvec.service.bundle.atomic import atomic_write_text
 from thoughtvec.service.bundle.format import Bundle, load_bundle
 from thoughtvec.service.bundle.tokenizer import tokenize
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.training.data import corpus_documents
+from thoughtvec.training.train.data import corpus_documents
 
 
 def neighbour_examples(

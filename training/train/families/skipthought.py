@@ -24,12 +24,12 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 from thoughtvec.service.bundle.format import TokenizerSpec, ViewSpec
 from thoughtvec.service.bundle.vocab import Vocabulary
-from thoughtvec.training.data import IdCorpus, TokenCorpus, pad_batch, vocabulary_from_counts
-from thoughtvec.training.decoders import skipthought_decoder
-from thoughtvec.training.expansion import expand
-from thoughtvec.training.families.base import ExportEncoder, Family, Prepared, TrainModel
-from thoughtvec.training.nn import GRUStates, orthogonal_gru_init
-from thoughtvec.training.softmax import OutputLayer
+from thoughtvec.training.train.data import IdCorpus, TokenCorpus, pad_batch, vocabulary_from_counts
+from thoughtvec.training.train.decoders import skipthought_decoder
+from thoughtvec.training.train.expansion import expand
+from thoughtvec.training.train.families.base import ExportEncoder, Family, Prepared, TrainModel
+from thoughtvec.training.train.nn import GRUStates, orthogonal_gru_init
+from thoughtvec.training.train.softmax import OutputLayer
 
 
 @dataclass

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import importlib
 
-from thoughtvec.training.families.base import Family
+from thoughtvec.training.train.families.base import Family
 
 _MODULES = {
-    "skip-thought": "thoughtvec.training.families.skipthought",
-    "mean-max-aae": "thoughtvec.training.families.aae",
-    "invertible-decoder": "thoughtvec.training.families.invertible",
+    "skip-thought": "thoughtvec.training.train.families.skipthought",
+    "mean-max-aae": "thoughtvec.training.train.families.aae",
+    "invertible-decoder": "thoughtvec.training.train.families.invertible",
 }
 
 

@@ -22,12 +22,12 @@ from thoughtvec.service.bundle.format import BUNDLE_FILE, BundleSpec, OnnxSpec, 
 from thoughtvec.service.bundle.vocab import Vocabulary
 from thoughtvec.service.core.decoding import Decoder
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.training.data import corpus_documents
-from thoughtvec.training.decoders import DECODER_VOCAB, check_decoder, compact, decoder_to_onnx
-from thoughtvec.training.families import get_family
-from thoughtvec.training.families.base import Prepared
-from thoughtvec.training.modelcard import write_model_card
-from thoughtvec.training.onnx_export import OPSET, PADDING_TOL, PARITY_TOL, parity, round_to_fp16, store_weights_fp16, to_onnx
+from thoughtvec.training.export.modelcard import write_model_card
+from thoughtvec.training.export.onnx_export import OPSET, PADDING_TOL, PARITY_TOL, parity, round_to_fp16, store_weights_fp16, to_onnx
+from thoughtvec.training.train.data import corpus_documents
+from thoughtvec.training.train.decoders import DECODER_VOCAB, check_decoder, compact, decoder_to_onnx
+from thoughtvec.training.train.families import get_family
+from thoughtvec.training.train.families.base import Prepared
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from onnx import numpy_helper
 from thoughtvec.service.bundle.atomic import atomic_dir
 from thoughtvec.service.bundle.format import BUNDLE_FILE, load_bundle
 from thoughtvec.service.bundle.vocab import SPECIALS, Vocabulary
-from thoughtvec.training.wordvecs import WordVectors
+from thoughtvec.training.corpus.wordvecs import WordVectors
 
 # Words of the paper's Table 3 (queries absent from its 20 000-word training vocabulary), plus a few
 # of our own that a Bible/novel/news corpus is unlikely to train.

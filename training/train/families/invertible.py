@@ -31,13 +31,11 @@ from thoughtvec.service.bundle import postprocess
 from thoughtvec.service.bundle.format import TokenizerSpec, ViewSpec
 from thoughtvec.service.bundle.tokenizer import tokenize
 from thoughtvec.service.bundle.vocab import UNK_ID, Vocabulary
-from thoughtvec.training.data import IdCorpus, TokenCorpus, pad_batch
-from thoughtvec.training.evaluation.sources import sif_weights, word_counts
-from thoughtvec.training.families.base import ExportEncoder, Family, Prepared, TrainModel
-from thoughtvec.training.nn import FactoredTable, GRUStates, length_mask, masked_max, masked_mean, masked_min
-from thoughtvec.training.plots import plot_singular_values
-from thoughtvec.training.postprocess import corpus_sample
-from thoughtvec.training.wordvecs import block_dims, describe, fixed_vocabulary, load_word_vectors
+from thoughtvec.training.corpus.wordvecs import block_dims, describe, fixed_vocabulary, load_word_vectors
+from thoughtvec.training.train.data import IdCorpus, TokenCorpus, corpus_sample, pad_batch, sif_weights, word_counts
+from thoughtvec.training.train.families.base import ExportEncoder, Family, Prepared, TrainModel
+from thoughtvec.training.train.nn import FactoredTable, GRUStates, length_mask, masked_max, masked_mean, masked_min
+from thoughtvec.training.train.plots import plot_singular_values
 
 
 @dataclass

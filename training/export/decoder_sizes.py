@@ -1,21 +1,21 @@
 """The size of the decoder graph (``decoder.onnx``) at each family's default config, float32 and compact:
-``python -m thoughtvec.training.decoder_sizes`` (untrained models: the size depends on the shapes alone)."""
+``python -m thoughtvec.training.export.decoder_sizes`` (untrained models: the size depends on the shapes alone)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from thoughtvec.service.bundle.vocab import SPECIALS, Vocabulary
-from thoughtvec.training.decoders import aae_decoder, compact, decoder_to_onnx, skipthought_decoder
-from thoughtvec.training.families.aae import AAEConfig, MeanMaxAAE
-from thoughtvec.training.families.base import Prepared
-from thoughtvec.training.families.skipthought import SkipThought, SkipThoughtConfig
-from thoughtvec.training.onnx_export import OPSET, round_to_fp16, store_weights_fp16
+from thoughtvec.training.export.onnx_export import OPSET, round_to_fp16, store_weights_fp16
+from thoughtvec.training.train.decoders import aae_decoder, compact, decoder_to_onnx, skipthought_decoder
+from thoughtvec.training.train.families.aae import AAEConfig, MeanMaxAAE
+from thoughtvec.training.train.families.base import Prepared
+from thoughtvec.training.train.families.skipthought import SkipThought, SkipThoughtConfig
 
 
 def default_sizes() -> dict[str, dict[str, float]]:
     """MB of the decoder graph of an untrained model of each family's default config, float32 and compact (the
-    export's default): what a bundle of that size gains. ``python -m thoughtvec.training.decoder_sizes``."""
+    export's default): what a bundle of that size gains. ``python -m thoughtvec.training.export.decoder_sizes``."""
     st, aae = SkipThoughtConfig(), AAEConfig()
     n_st, n_in, n_out = st.vocab_size + 3, aae.input_words + 3, aae.out_vocab + 3
     words = list(SPECIALS) + [f"w{i}" for i in range(n_in - 3)]

@@ -1,4 +1,5 @@
-"""Training data: the corpus file as token ids, vocabulary building, length-bucketed batches.
+"""Training data: the corpus file as token ids, vocabulary building, length-bucketed batches; a sample of
+its sentences and its word counts (SIF weights), which export, post-processing and evaluation read too.
 
 Corpus format (written by ``thoughtvec corpus build``): one sentence per line, documents
 separated by one empty line. Every family reads it through :class:`TokenCorpus`, which keeps all
@@ -8,19 +9,23 @@ neighbour never crosses a document boundary.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from thoughtvec.service.bundle.atomic import atomic_write_bytes
 from thoughtvec.service.bundle.tokenizer import tokenize
 from thoughtvec.service.bundle.vocab import EOS_ID, PAD_ID, SPECIALS, Vocabulary
 
 log = logging.getLogger(__name__)
+SIF_A = 1e-3  # Arora et al.'s a
 
 
 def corpus_documents(path: str | Path) -> Iterator[list[str]]:
@@ -37,6 +42,41 @@ def corpus_documents(path: str | Path) -> Iterator[list[str]]:
                 doc = []
     if doc:
         yield doc
+
+
+def corpus_sample(corpus: str | Path, n: int, seed: int = 0) -> list[str]:
+    """``n`` sentences drawn uniformly from a corpus file (one sentence per line, blank lines between documents)."""
+    sents = [s for d in corpus_documents(corpus) for s in d]
+    if not sents:
+        raise ValueError(f"corpus {corpus} has no sentences")
+    rng = np.random.default_rng(seed)
+    return [sents[i] for i in sorted(rng.choice(len(sents), min(n, len(sents)), replace=False))]
+
+
+def word_counts(corpus: Path) -> dict[str, int]:
+    """Token counts of a corpus (the service's tokenizer, lower-cased), cached beside it by size and mtime."""
+    if not corpus.is_file():
+        raise RuntimeError(f"corpus {corpus} not found: build it with `thoughtvec corpus build` (SIF needs word frequencies)")
+    st = corpus.stat()
+    cache = corpus.with_name(f"{corpus.name}.counts.json.gz")
+    key = f"{st.st_size}:{st.st_mtime_ns}"
+    if cache.is_file():
+        data = json.loads(gzip.decompress(cache.read_bytes()))
+        if data.get("key") == key:
+            return data["counts"]
+    counts: Counter = Counter()
+    for doc in corpus_documents(corpus):
+        for s in doc:
+            counts.update(tokenize(s, lowercase=True))
+    atomic_write_bytes(cache, gzip.compress(json.dumps({"key": key, "counts": counts}).encode()))
+    return dict(counts)
+
+
+def sif_weights(words: Sequence[str], counts: dict[str, int], a: float = SIF_A) -> np.ndarray:
+    """a / (a + p(w)) per word; a word the corpus never has gets p = 0, so weight 1."""
+    total = float(sum(counts.values())) or 1.0
+    p = np.array([counts.get(w, 0) / total for w in words], np.float64)
+    return (a / (a + p)).astype(np.float32)
 
 
 def vocabulary_from_counts(counts: Counter, size: int) -> Vocabulary:

@@ -22,13 +22,13 @@ from torch import nn
 from thoughtvec.service.bundle.format import TokenizerSpec, ViewSpec
 from thoughtvec.service.bundle.tokenizer import tokenize
 from thoughtvec.service.bundle.vocab import EOS_ID, UNK_ID
-from thoughtvec.training.data import IdCorpus, TokenCorpus, pad_batch, vocabulary_from_counts
-from thoughtvec.training.decoders import aae_decoder
-from thoughtvec.training.families.base import ExportEncoder, Family, Prepared, TrainModel
-from thoughtvec.training.nn import FactoredTable, length_mask, masked_max, masked_mean
-from thoughtvec.training.plots import plot_memory_attention
-from thoughtvec.training.softmax import OutputLayer
-from thoughtvec.training.wordvecs import block_dims, describe, fixed_vocabulary, load_word_vectors
+from thoughtvec.training.corpus.wordvecs import block_dims, describe, fixed_vocabulary, load_word_vectors
+from thoughtvec.training.train.data import IdCorpus, TokenCorpus, pad_batch, vocabulary_from_counts
+from thoughtvec.training.train.decoders import aae_decoder
+from thoughtvec.training.train.families.base import ExportEncoder, Family, Prepared, TrainModel
+from thoughtvec.training.train.nn import FactoredTable, length_mask, masked_max, masked_mean
+from thoughtvec.training.train.plots import plot_memory_attention
+from thoughtvec.training.train.softmax import OutputLayer
 
 NEG = -1e9  # attention logit for masked keys (finite: no NaN when a row is fully masked)
 

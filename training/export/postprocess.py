@@ -8,7 +8,8 @@ candidate by the cosine Spearman correlation on the **dev** splits of STS-B (1 5
 (the 500-pair trial set), and keep the simplest candidate within :data:`MIN_GAIN` of the best. The
 bundle's default view then becomes its cosine view best on dev (an embedding service's default
 vector is compared by cosine; the feature views stay available by name).
-Test splits are never read here.
+The dev pairs are the caller's (:class:`DevPairs`: the handler reads them with
+:func:`thoughtvec.training.evaluation.dev_pairs.load_dev_pairs`); test splits are never read.
 
 The chosen map goes into the bundle (``postprocess.npz`` and the view's ``postprocess`` field),
 so the server applies it; the untouched output stays available as ``<view>-raw``. A relatedness
@@ -35,42 +36,24 @@ from thoughtvec.service.bundle.atomic import atomic_write_text
 from thoughtvec.service.bundle.format import BUNDLE_FILE, Bundle, load_bundle, parse_spec
 from thoughtvec.service.bundle.postprocess import AXES, l2_normalize
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.training.data import corpus_documents
-from thoughtvec.training.evaluation import datasets
-from thoughtvec.training.modelcard import refresh_card, set_card_section
+from thoughtvec.training.export.modelcard import refresh_card, set_card_section
+from thoughtvec.training.train.data import corpus_sample
 
 # k up to 80: on a grid ending at 20, six views (the invertible ``de`` and ``de-sif`` views, the
 # AAE's ``mean``) chose its edge; a view of dim d tries k < d / 2 (:func:`candidates`). 80 components of a 1024-d view are 0.33 MB of a bundle's 40.
 GRID: tuple[tuple[bool, int], ...] = tuple((c, k) for c in (False, True) for k in (0, 1, 2, 3, 5, 10, 20, 40, 80))
-DEV_TASKS = (("STS-B", "STSBenchmark"), ("SICK-R", "SICKRelatedness"))
 MIN_GAIN = 0.002  # a more complex candidate must beat a simpler one by this much dev Spearman (noise: ~0.001)
 NPZ = "postprocess.npz"
 RAW = "-raw"
 SIZES = (8, 32, 64, 128, 256, 512)  # the sizes axes are chosen and measured at (training/evaluation/dimensions.py)
 
 
-def corpus_sample(corpus: str | Path, n: int, seed: int = 0) -> list[str]:
-    """``n`` sentences drawn uniformly from a corpus file (one sentence per line, blank lines between documents)."""
-    sents = [s for d in corpus_documents(corpus) for s in d]
-    if not sents:
-        raise ValueError(f"corpus {corpus} has no sentences")
-    rng = np.random.default_rng(seed)
-    return [sents[i] for i in sorted(rng.choice(len(sents), min(n, len(sents)), replace=False))]
-
-
 @dataclass(frozen=True)
 class DevPairs:
-    """The dev pairs of the similarity tasks: ``{task: (first, second, gold scores)}``."""
+    """The dev pairs of the similarity tasks, ``{task: (first, second, gold scores)}``: STS-B's and SICK-R's
+    (:func:`thoughtvec.training.evaluation.dev_pairs.load_dev_pairs` reads them; the caller passes them in)."""
 
     tasks: dict[str, tuple[list[str], list[str], np.ndarray]]
-
-    @classmethod
-    def load(cls, root: Path | None = None, check_counts: bool = True) -> DevPairs:
-        out = {}
-        for name, key in DEV_TASKS:
-            dev = datasets.load_task(key, root, check_counts=check_counts).pairs("dev")
-            out[name] = (list(dev.first), list(dev.second), np.asarray(dev.scores, np.float64))
-        return cls(out)
 
     def sentences(self) -> list[str]:
         return list(dict.fromkeys(s for a, b, _ in self.tasks.values() for s in (*a, *b)))
@@ -142,11 +125,11 @@ def choose_views(enc, views: Sequence[str], texts: list[str], dev: DevPairs,
 _ADDED = re.compile(r"(?:; (?:mean|top \d+ principal components?)(?: and top \d+ principal components?)? removed)+$")
 
 
-def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int = 20_000, data_root: Path | None = None,
-                       log: Callable[[str], None] = print, check_counts: bool = True,
+def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, dev: DevPairs, sample: int = 20_000,
+                       log: Callable[[str], None] = print,
                        grid: Sequence[tuple[bool, int]] = GRID, choose_default: bool = True,
                        axes: int = AXES, axes_for: Sequence[str] | None = None) -> list[Choice]:  # fmt: skip
-    """Choose and write the post-processing of every cosine view of the bundle at ``bundle_dir``; with
+    """Choose, on the ``dev`` pairs, and write the post-processing of every cosine view of the bundle at ``bundle_dir``; with
     ``choose_default``, the bundle's default view becomes the cosine view best on dev; then, unless ``axes``
     is 0, the principal axes of the views ``axes_for`` (:func:`add_axes`)."""
     bundle_dir = Path(bundle_dir)
@@ -166,7 +149,6 @@ def postprocess_bundle(bundle_dir: str | Path, corpus: str | Path, sample: int =
     # the encoder sees the raw views: the cleaned spec, in memory
     enc = Encoder(Bundle(bundle_dir, parse_spec(spec, str(bundle_dir)), bundle.vocab), providers=["CPUExecutionProvider"])
     texts = corpus_sample(corpus, sample)
-    dev = DevPairs.load(data_root, check_counts)
     cosine_views = [n for n, v in views.items() if v.get("pooling") != "supervised"]
     chosen = choose_views(enc, cosine_views, texts, dev, grid)
     choices, maps = [], {}
