@@ -91,7 +91,9 @@ def load(n: int, dim: int) -> list[dict]:
     docs = read_documents(PACKAGE_DATA / "search_sample.tsv.gz", n)
     vectors = np.random.default_rng(0).standard_normal((len(docs), dim)).astype(np.float32)
     with tempfile.TemporaryDirectory() as root:
-        IndexStore(Path(root)).install(BuiltIndex(new_config("x", "bench", "bench", dim), docs, vectors))
+        store = IndexStore(Path(root))
+        store.install(BuiltIndex(new_config("x", "bench", "bench", dim), docs, vectors))
+        store.close()  # the folder let go of: each process below loads it
         out = []
         for half in ("vectors", "both"):
             code = f"import json; from thoughtvec.bench.lexical_bench import _load_here; print(json.dumps(_load_here({root!r}, {half!r})))"

@@ -252,16 +252,23 @@ NEW_CID=$(compose ps -q thoughtvec)
 [[ $NEW_CID != "$CID" ]] || die "the container was not recreated"
 timeout 300 python3 docker/ci/smoke_client.py after --port "$SMOKE_PORT" --state "$WORK/state.json"
 
-# The scaling-out pattern of docker/README.md: a second server on the same volume, mounted
-# read-only, answers searches from the snapshot and refuses index writes.
+# The scaling-out pattern of docs/deployment.md: a second server on the same volume, mounted and served
+# read-only, answers searches from the snapshot and refuses index writes. Beside its live writer it is
+# refused at start (exit 3, naming the folder): the writer is stopped first.
 REPLICA_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-log "read-only replica: docker run with ${COMPOSE_PROJECT_NAME}_indexes:/data/indexes:ro on 127.0.0.1:$REPLICA_PORT"
 REPLICA_MODELS=()
 [[ -d $WORK/models ]] && REPLICA_MODELS=(-v "$WORK/models:/models:ro")
-REPLICA=$("$DOCKER" run -d --network host --read-only --tmpfs /tmp --cap-drop ALL --health-interval 2s --health-start-period 600s \
-  -v "${COMPOSE_PROJECT_NAME}_indexes:/data/indexes:ro" "${REPLICA_MODELS[@]}" \
-  -e THOUGHTVEC_HOST=127.0.0.1 -e THOUGHTVEC_PORT="$REPLICA_PORT" -e THOUGHTVEC_BUILD_DEFAULT_INDEX=false \
-  -e THOUGHTVEC_ORT_THREADS=1 thoughtvec:cpu)
+REPLICA_ARGS=(--network host --read-only --tmpfs /tmp --cap-drop ALL -v "${COMPOSE_PROJECT_NAME}_indexes:/data/indexes:ro"
+  "${REPLICA_MODELS[@]}" -e THOUGHTVEC_HOST=127.0.0.1 -e THOUGHTVEC_PORT="$REPLICA_PORT" -e THOUGHTVEC_BUILD_DEFAULT_INDEX=false
+  -e THOUGHTVEC_INDEX_READ_ONLY=true -e THOUGHTVEC_ORT_THREADS=1)
+log "a read-only replica beside the running writer: refused at start"
+REFUSED_CODE=0
+REFUSED=$(timeout 300 "$DOCKER" run --rm "${REPLICA_ARGS[@]}" thoughtvec:cpu 2>&1) || REFUSED_CODE=$?
+[[ $REFUSED_CODE == 3 && $REFUSED == *"the index folder /data/indexes (index_dir) is being written by"* ]] \
+  || die "a read-only replica beside its writer was not refused (exit $REFUSED_CODE): $(tail -c 400 <<<"$REFUSED")"
+log "docker compose stop (the writer), then the read-only replica on ${COMPOSE_PROJECT_NAME}_indexes:/data/indexes:ro on 127.0.0.1:$REPLICA_PORT"
+compose_within 120 stop --timeout 30 thoughtvec >/dev/null
+REPLICA=$("$DOCKER" run -d --health-interval 2s --health-start-period 600s "${REPLICA_ARGS[@]}" thoughtvec:cpu)
 wait_healthy "$REPLICA" 600
 timeout 300 python3 docker/ci/smoke_client.py replica --port "$REPLICA_PORT" --state "$WORK/state.json"
 "$DOCKER" rm -f "$REPLICA" >/dev/null

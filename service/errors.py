@@ -122,3 +122,10 @@ class ClientClosed(ThoughtvecError):
     """The client went away before the answer was ready (nobody reads the answer; the metrics count it)."""
 
     code = "client_closed_request"
+
+
+# -- refused at start-up, to the operator: never an HTTP answer, so no ThoughtvecError (the HTTP table maps those) ----
+class IndexFolderLocked(Exception):
+    """Another process holds the index folder (one process writes a folder), or its lock cannot be taken: the server
+    does not start and the ``thoughtvec index`` commands stop. The message names the folder as configured
+    (``index_dir``) and what to do."""

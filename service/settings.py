@@ -193,6 +193,10 @@ class Settings(BaseSettings):
 
     # -- indexes -------------------------------------------------------------------------
     index_wal_max_mb: int = Field(64, ge=1, description="an index's write-ahead log is folded into a fresh snapshot past this size")
+    index_read_only: bool = Field(
+        False,
+        description="serve the FAISS index folder read-only: index writes answer 409 `indexes_read_only` and no default index is built. Read-only servers share a folder with each other, never with a process that writes it (one process writes a folder, alone: either refuses to start beside the other, as a reader beside a writer would serve a stale copy)",
+    )
     index_backend: IndexBackendName = Field(
         IndexBackendName.faiss,
         description=f"where indexes live: `{IndexBackendName.faiss}` (this process's memory, persisted under index_dir) or `{IndexBackendName.milvus}` (at milvus_uri, shared by every replica pointed at it; needs the `milvus` extra)",
@@ -246,6 +250,11 @@ class Settings(BaseSettings):
     def _limits(self) -> Settings:
         if self.max_queue_size < self.max_batch_size:
             raise ValueError(f"max_queue_size ({self.max_queue_size}) must be at least max_batch_size ({self.max_batch_size})")
+        if self.index_read_only and self.index_backend == IndexBackendName.milvus:
+            raise ValueError(
+                "index_read_only is for a FAISS index folder (index_backend=faiss); Milvus shares its indexes with every"
+                " replica, each of which writes them"
+            )
         if self.workers > 1 and self.index_backend == IndexBackendName.milvus and is_lite(self.milvus_uri):
             raise ValueError(
                 f"workers={self.workers} cannot share Milvus Lite ({self.milvus_uri}: one process opens a Lite file);"

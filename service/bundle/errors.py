@@ -23,3 +23,4 @@ class BundleError(ThoughtvecError):
     def __init__(self, bundle: str, field: str, problem: str):
         super().__init__(f"bundle '{bundle}': {field}: {problem}", field=field)
         self.bundle = bundle
+        self.problem = problem  # without the bundle's folder, which may be a path on the server

@@ -103,7 +103,7 @@ def load_axes(path: str | Path, key: str, dim: int, count: int, where: str, fiel
         with np.load(path, allow_pickle=False) as z:
             axes = z[f"{key}.axes"].astype(np.float32)
     except (OSError, ValueError, KeyError) as e:
-        raise BundleError(where, field, f"cannot read axes {key!r} from {Path(path).name}: {e}") from None
+        raise BundleError(where, field, f"cannot read axes {key!r} from {Path(path).name}: {_said(e)}") from None
     if axes.shape != (count, dim) or not np.isfinite(axes).all():
         raise BundleError(where, field, f"axes {key!r} have shape {axes.shape}; expected ({count}, {dim}), finite")
     return Axes(axes)
@@ -115,9 +115,14 @@ def load(path: str | Path, key: str, dim: int, k: int, where: str, field: str) -
         with np.load(path, allow_pickle=False) as z:
             mean, comps = z[f"{key}.mean"].astype(np.float32), z[f"{key}.components"].astype(np.float32)
     except (OSError, ValueError, KeyError) as e:
-        raise BundleError(where, field, f"cannot read map {key!r} from {Path(path).name}: {e}") from None
+        raise BundleError(where, field, f"cannot read map {key!r} from {Path(path).name}: {_said(e)}") from None
     if mean.shape != (dim,) or comps.shape != (k, dim) or not (np.isfinite(mean).all() and np.isfinite(comps).all()):
         raise BundleError(
             where, field, f"map {key!r} has mean {mean.shape} and components {comps.shape}; expected ({dim},) and ({k}, {dim}), finite"
         )
     return Postprocess(mean, comps)
+
+
+def _said(e: Exception) -> str:
+    """A read error's reason without the file's path (an OSError's text names it; the message names the file)."""
+    return (e.strerror or "an I/O error") if isinstance(e, OSError) else str(e)

@@ -51,7 +51,7 @@ class Decoder:
 
     def __init__(self, bundle: Bundle, *, providers: Sequence[str] | None = None, threads: int | None = None):
         spec = bundle.spec.decoder
-        where = str(bundle.path)
+        where = bundle.path.name  # loaded at a request's need: its error is an answer, which names no path of the server
         if spec is None:
             raise BundleError(where, "decoder", "the bundle has no decoder")
         self.spec: DecoderSpec = spec
@@ -68,12 +68,12 @@ class Decoder:
         if threads:
             opts.intra_op_num_threads = threads
             opts.inter_op_num_threads = 1
+        graph = bundle.file(spec.file)
         try:
-            self.session = ort.InferenceSession(
-                str(bundle.file(spec.file)), sess_options=opts, providers=list(providers or ["CPUExecutionProvider"])
-            )
+            self.session = ort.InferenceSession(str(graph), sess_options=opts, providers=list(providers or ["CPUExecutionProvider"]))
         except Exception as e:  # noqa: BLE001 - onnxruntime's errors derive from Exception alone
-            raise BundleError(where, "decoder.file", f"ONNX Runtime cannot load it: {e}") from None
+            said = str(e).replace(str(graph), graph.name)  # its file by name
+            raise BundleError(where, "decoder.file", f"ONNX Runtime cannot load it: {said}") from None
         got = sorted(i.name for i in self.session.get_inputs())
         if got != sorted(INPUTS[spec.kind]):
             raise BundleError(where, "decoder.kind", f"a {spec.kind} decoder takes {INPUTS[spec.kind]}; the graph takes {got}")

@@ -112,7 +112,8 @@ class Encoder:
         try:
             self.session = ort.InferenceSession(str(bundle.onnx_path), sess_options=opts, providers=wanted)
         except Exception as e:  # noqa: BLE001 - onnxruntime's errors (Fail, NoSuchFile, InvalidProtobuf…) derive from Exception alone
-            raise BundleError(str(bundle.path), "onnx.file", f"ONNX Runtime cannot load it: {e}") from None
+            said = str(e).replace(str(bundle.onnx_path), bundle.onnx_path.name)  # its file by name: the folder is the server's
+            raise BundleError(str(bundle.path), "onnx.file", f"ONNX Runtime cannot load it: {said}") from None
         self.providers = self.session.get_providers()
         if CUDA in wanted and CUDA not in self.providers:
             # ONNX Runtime falls back to the CPU silently when the CUDA provider's libraries do not

@@ -51,7 +51,9 @@ class Core:
             tasks.create_task(self.indexes.ensure_default_index())
 
     def start_background(self, settle: bool = False) -> None:
-        """:meth:`start` in a task of its own: the server answers meanwhile (``/health``; ``/ready`` says when)."""
+        """:meth:`start` in a task of its own: the server answers meanwhile (``/health``; ``/ready`` says when). The
+        index store is taken first, here: a folder another process holds stops the start-up (``IndexFolderLocked``)."""
+        self.indexes.open()
         self.indexes.expect_default_index()  # before the first request: a search of it is a 503 until it is there
         task = asyncio.get_running_loop().create_task(self.start(settle), name="thoughtvec-start")
 

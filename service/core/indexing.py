@@ -65,6 +65,11 @@ class IndexService:
         self.fusion = Fusion()  # hybrid search's fusion: the defaults chosen on the retrieval dev set
 
     # -- lifecycle -----------------------------------------------------------------------
+    def open(self) -> None:
+        """Take the store for this process now (a FAISS folder's lock: a second writer is refused here, at start-up,
+        with :class:`~thoughtvec.service.errors.IndexFolderLocked`); quick, so on the event loop."""
+        self.store.open()
+
     async def load(self) -> None:
         """Load every index the store holds (a broken one is quarantined, never fatal)."""
         await asyncio.get_running_loop().run_in_executor(None, self.store.load_all)
@@ -88,7 +93,7 @@ class IndexService:
         """Mark the default index as coming (503 with its progress, never 404) until :meth:`ensure_default_index`
         has found it or built it: called before anything loads."""
         s = self.settings
-        if s.build_default_index and s.search_sample.is_file():
+        if self._builds_default_index() and s.search_sample.is_file():
             self.building.setdefault(s.default_index, "loading the indexes")
 
     async def ensure_default_index(self) -> None:
@@ -97,8 +102,8 @@ class IndexService:
         documents added so far; an interrupted build goes on where it stopped at the next start."""
         s, store = self.settings, self.store
         name = s.default_index
-        if not s.build_default_index or not s.search_sample.is_file():
-            if not s.search_sample.is_file() and s.build_default_index:
+        if not self._builds_default_index() or not s.search_sample.is_file():
+            if not s.search_sample.is_file() and self._builds_default_index():
                 log.info("default index '%s' not built: no sample at %s", name, s.search_sample)
             self.building.pop(name, None)
             return
@@ -150,7 +155,11 @@ class IndexService:
         """Whether :meth:`ensure_default_index` would build or resume the default index (after :meth:`load`): the
         supervisor of several workers loads the models to build it only then."""
         s = self.settings
-        return s.build_default_index and s.search_sample.is_file() and not (await self._default_index_state())[2]
+        return self._builds_default_index() and s.search_sample.is_file() and not (await self._default_index_state())[2]
+
+    def _builds_default_index(self) -> bool:
+        """Whether this server builds the default index where it is missing: asked to, and writing its store."""
+        return self.settings.build_default_index and not self.settings.index_read_only
 
     async def _default_index_model(self, name: str, made: IndexConfig | None) -> tuple[Model, str, SearchMode]:
         """The default index's model, view and mode (by the dev rule; those it was ``made`` with when a stopped build

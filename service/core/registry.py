@@ -21,7 +21,7 @@ from thoughtvec.service.core import guide
 from thoughtvec.service.core.batcher import Batcher, BatchLimits, Observer
 from thoughtvec.service.core.encoder import Encoder, available_providers
 from thoughtvec.service.core.results import ModelDescription, ViewDescription
-from thoughtvec.service.errors import NotReady, UnknownModel
+from thoughtvec.service.errors import BundleError, NotReady, UnknownModel
 from thoughtvec.service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -169,7 +169,7 @@ class Registry:
                 model = await loop.run_in_executor(None, self._load_one, path)
             except Exception as e:  # noqa: BLE001 - report it in /ready, serve the others
                 log.error("bundle %s not loaded: %s", path, e)
-                self.failed[path.name] = str(e)
+                self.failed[path.name] = unloadable(e, path)
                 continue
             if model.name in self.models:
                 self.failed[path.name] = f"a bundle named '{model.name}' is already loaded"
@@ -249,7 +249,9 @@ class Registry:
         name = self.resolve(name) if name else self.default_model
         if name is None:
             raise NotReady(
-                "no model is loaded yet" if not self.started else f"no models are served (none under {self.settings.models_dir})",
+                "no model is loaded yet"
+                if not self.started
+                else "no models are served (no bundle of the models folder, models_dir, could be loaded)",
                 field=field_name,
             )
         model = self.models.get(name)
@@ -274,5 +276,17 @@ class Registry:
         ok = self.started and not pending and not dead and bool(self.models)
         body = {"ready": ok, "models": models, "pending": pending, "failed": self.failed, "default_model": self.default_model}
         if self.started and not self.models:
-            body["problem"] = f"no bundle could be served from {self.settings.models_dir}"
+            body["problem"] = "no bundle could be served from the models folder (models_dir); the server log says why"
         return ok, body
+
+
+def unloadable(e: Exception, folder: Path) -> str:
+    """Why the bundle in ``folder`` is not served, as ``/ready`` shows it to clients: a bundle error's field and problem,
+    an OS error's reason, any other error's words with the bundle's folder by its name (the models folder is the
+    server's business: the log names it)."""
+    if isinstance(e, BundleError):
+        return f"{e.field}: {e.problem}"
+    if isinstance(e, OSError):
+        return f"its files cannot be read: {e.strerror or 'an I/O error'}"
+    text = str(e).replace(str(folder.resolve()), folder.name).replace(str(folder), folder.name).strip()
+    return text.splitlines()[0][:300] if text else "it could not be loaded; the server log has the error"

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from thoughtvec.service.core.encoder import Encoder, available_providers
-from thoughtvec.service.errors import ThoughtvecError
+from thoughtvec.service.errors import IndexFolderLocked, ThoughtvecError
 from thoughtvec.service.handlers.index_list import index_settings, where_stored
 from thoughtvec.service.index.backend import open_backend
 from thoughtvec.service.index.build import build_index, read_documents
@@ -27,6 +27,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         encoder = Encoder.load(bundle, providers=available_providers())
         store = open_backend(settings.model_copy(update={"prefer_cuda": False}))  # it searches nothing: no GPU copy
         try:
+            store.open()  # the folder is this command's until it ends: refused now, before anything is embedded
             view = encoder.view(args.view)
             mode = args.mode or default_search_mode(encoder.name, store.capabilities.modes)
             # the store makes the config: a mode or a factory it cannot serve is refused before anything is embedded
@@ -52,7 +53,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
             stats = store.install(build_index(encode, config, docs), overwrite=args.overwrite)
         finally:
             store.close()
-    except (ThoughtvecError, ValueError, OSError) as e:
+    except (ThoughtvecError, IndexFolderLocked, ValueError, OSError) as e:
         print(f"thoughtvec index build: {getattr(e, 'message', e)}", file=sys.stderr)
         return 1
     where = where_stored(settings) if store.capabilities.shared else Path(settings.index_dir) / args.name

@@ -37,6 +37,7 @@ class IndexBackend(Protocol):
     def quarantined(self) -> Mapping[str, str]: ...  # name -> why it cannot be served (503 until fixed or dropped)
 
     # reads
+    def open(self) -> None: ...  # at start, before serving: take what this process must hold (FAISS: its folder's lock)
     def load_all(self) -> list[str]: ...  # at start: every index it holds (a broken one quarantined, never fatal)
     def names(self) -> list[str]: ...
     def __contains__(self, name: str) -> bool: ...
@@ -110,17 +111,29 @@ def open_store(
     return OPENERS[IndexBackendName(backend)](index_dir, wal_max_bytes, on_size, gpu, milvus, read_only)
 
 
+def read_only_reason(settings: Settings) -> str | None:
+    """Why a FAISS folder is read-only in this process (the 409 a write gets: it names no path), or None where it writes:
+    one of several ``workers``, or a server started ``index_read_only``. One process writes a folder."""
+    if settings.workers > 1:
+        return (
+            f"indexes are read-only here: {settings.workers} worker processes serve one index folder, and one process writes"
+            " a folder; write with workers=1 (`--workers 1`), or keep the indexes in a Milvus server"
+            " (`--index-backend milvus --milvus-uri http://host:19530`), which every worker writes"
+        )
+    if settings.index_read_only:
+        return (
+            "indexes are read-only here: this server serves its index folder read-only (index_read_only), beside other"
+            " read-only servers of it; write through a server started without it, alone on the folder"
+        )
+    return None
+
+
 def open_backend(settings: Settings, on_size: OnSize | None = None) -> IndexBackend:
     """The store the settings name (``index_backend``, with ``index_dir`` and ``index_wal_max_mb`` for FAISS, the
     ``milvus_*`` settings for Milvus; indexes on the GPU where ``prefer_cuda`` and FAISS has one). With several
-    ``workers`` a FAISS folder is read-only in each: one process writes a folder."""
-    read_only = None
-    if settings.workers > 1:
-        read_only = (
-            f"indexes are read-only here: {settings.workers} worker processes serve the index folder {settings.index_dir},"
-            " and one process writes a folder; write with workers=1 (`--workers 1`), or keep the indexes in a Milvus server"
-            " (`--index-backend milvus --milvus-uri http://host:19530`), which every worker writes"
-        )
+    ``workers``, or ``index_read_only``, a FAISS folder is read-only here (:func:`read_only_reason`). The store takes
+    nothing until its :meth:`~IndexBackend.open` (or first load or write)."""
+    read_only = read_only_reason(settings)
     return open_store(
         settings.index_backend,
         index_dir=settings.index_dir,
@@ -130,3 +143,16 @@ def open_backend(settings: Settings, on_size: OnSize | None = None) -> IndexBack
         milvus=MilvusOptions.of(settings),
         read_only=read_only,
     )
+
+
+def check_index_folder(settings: Settings) -> None:
+    """Raise :class:`~thoughtvec.service.errors.IndexFolderLocked` now where the processes of ``thoughtvec serve
+    --workers N`` would be refused the index folder one by one, before any of them starts: the default-index build
+    before them writes it (where it is built), then each worker reads it. What it takes is let go at once."""
+    builds = settings.build_default_index and not settings.index_read_only
+    first = settings.model_copy(update={"workers": 1, "prefer_cuda": False}) if builds else settings
+    store = open_backend(first)
+    try:
+        store.open()
+    finally:
+        store.close()

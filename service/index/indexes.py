@@ -50,6 +50,19 @@ def default_train_size(factory: str) -> int:
     return max(39 * int(m.group(1)) if m else 0, 1024)
 
 
+# How FAISS begins an error: the C++ function and its source file ("Error in <function> at <file>:<line>: "), then,
+# for a failed check, the check itself ("Error: '<condition>' failed: "); the reason follows.
+_FAISS_WHERE = re.compile(r"^Error in .*? at \S+:\d+: (?:Error: '.*?' failed: )?")
+_PATH = re.compile(r"(?<![\w.])/[^\s:'\"]+")  # an absolute path (FAISS names the file it could not open)
+
+
+def faiss_said(e: BaseException) -> str:
+    """FAISS's reason for an error, for a client to read: its last line without the C++ function, the source file and
+    the failed check before it, and without the path of a file it names."""
+    text = (str(e).strip().splitlines() or [type(e).__name__])[-1]
+    return _PATH.sub("a file", _FAISS_WHERE.sub("", text))[:300]
+
+
 def make_faiss(dim: int, factory: str, metric: Metric) -> faiss.Index:
     """The FAISS index for a supported factory string; ``ValueError`` naming the problem otherwise.
 
@@ -60,7 +73,7 @@ def make_faiss(dim: int, factory: str, metric: Metric) -> faiss.Index:
     try:
         base = faiss.index_factory(dim, factory, fmetric)
     except RuntimeError as e:
-        raise ValueError(f"FAISS cannot build {factory!r} for dim {dim}: {str(e).splitlines()[-1][:200]}") from None
+        raise ValueError(f"FAISS cannot build {factory!r} for dim {dim}: {faiss_said(e)}") from None
     return base if family.ids == "native" else faiss.IndexIDMap2(base)
 
 
@@ -251,7 +264,7 @@ class VectorIndex:
         except RuntimeError as e:
             # Too few points for this factory: keep buffering (searched exactly) and retry on the next
             # add. Raising would also make the logged add fail again at every replay.
-            self.train_error = str(e).strip().splitlines()[-1][:300]
+            self.train_error = faiss_said(e)
             log.warning("index %s: training postponed: %s", self.config.name, self.train_error)
             return
         self.train_error = None
@@ -326,7 +339,7 @@ class VectorIndex:
     def read_snapshot(cls, folder: Path) -> VectorIndex:
         meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
         if meta.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"{folder}: format_version {meta.get('format_version')!r}, expected {FORMAT_VERSION}")
+            raise ValueError(f"its snapshot has format_version {meta.get('format_version')!r}; this server reads {FORMAT_VERSION}")
         config = IndexConfig.model_validate(meta["config"])
         family = check_factory(config.factory, config.dim)  # before FAISS reads a file it could crash on
         index = faiss.read_index(str(folder / "index.faiss"))

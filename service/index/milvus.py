@@ -22,9 +22,11 @@ replicas adding the same new id, leaves one document, never two rows under one i
 upsert cannot take an id with a quote; it has one process, which checks and inserts under a lock.)
 
 A Milvus that cannot be reached is retried ``retries`` times per call (each RPC bounded by ``timeout_s``, a new
-connection by at most ``CONNECT_TIMEOUT_S``), then answered 503 ``storage_unavailable`` naming its URI; for
+connection by at most ``CONNECT_TIMEOUT_S``), then answered 503 ``storage_unavailable``; for
 ``timeout_s`` after that, calls fail at once while one call at a time asks again (the core reads configs on its
-event loop). Every other failure of a call is a 503 ``index_unavailable`` naming it: never a 500. A call whose
+event loop). Every other failure of a call is a 503 ``index_unavailable`` with what Milvus said: never a 500. A
+client reads "the Milvus server" or "Milvus Lite", never the URI (a Lite URI is a path on the server, a server's an
+address of the deployment's): the log names it beside every failure. A call whose
 channel another thread closed (it dropped the client after its own failure) connects again at once. The client
 is made again at the next call, and a collection a restarted Milvus has not loaded yet is loaded, so the
 service recovers by itself when Milvus returns.
@@ -91,6 +93,7 @@ class MilvusStore:
     def __init__(self, options: MilvusOptions, on_size: Callable[[str, int | None], None] | None = None):
         self.options = options
         self.uri = options.uri
+        self.where = "Milvus Lite" if is_lite(options.uri) else "the Milvus server"  # what a client reads, not the URI
         self.on_size = on_size or (lambda name, n: None)
         self.quarantined: dict[str, str] = {}
         self._client: Any = None
@@ -142,7 +145,7 @@ class MilvusStore:
             now = time.monotonic()
             if now < self._down_until:
                 raise StorageUnavailable(
-                    f"cannot {op} {what}: Milvus at {self.uri} is unavailable (it did not answer a moment ago; "
+                    f"cannot {op} {what}: {self.where} is unavailable (it did not answer a moment ago; "
                     f"tried again within {self.options.timeout_s} s)",
                     field="index",
                 )
@@ -172,7 +175,8 @@ class MilvusStore:
                     self._down_until = 0.0  # Milvus answered (with a refusal)
                     if passthrough:
                         raise
-                    raise IndexUnavailable(f"cannot {op} {what} in Milvus at {self.uri}: {_short(e)}", field="index") from e
+                    log.warning("milvus %s: %s %s refused: %s", self.uri, op, name, _short(e))
+                    raise IndexUnavailable(f"cannot {op} {what} in {self.where}: {_said(e)}", field="index") from e
                 last = e
                 log.warning(
                     "milvus %s: %s %s failed (attempt %d of %d): %s", self.uri, op, name, attempt + 1, self.options.retries + 1, _short(e)
@@ -182,7 +186,9 @@ class MilvusStore:
                     time.sleep(min(0.25 * 2**attempt, 2.0))
                 attempt += 1
         self._down_until = time.monotonic() + self.options.timeout_s
-        raise StorageUnavailable(f"cannot {op} {what}: Milvus at {self.uri} is unavailable ({_short(last)})", field="index") from last
+        raise StorageUnavailable(
+            f"cannot {op} {what}: {self.where} is unavailable (it did not answer); the server log has the details", field="index"
+        ) from last
 
     def _load(self, name: str, coll: str) -> None:
         """Load a collection Milvus has not (yet) loaded, e.g. after its restart; 503 if it cannot."""
@@ -190,14 +196,19 @@ class MilvusStore:
         try:
             self._connect().load_collection(coll, timeout=max(30, self.options.timeout_s))
         except Exception as e:  # named in the 503
+            log.warning("milvus %s: collection %s could not be loaded: %s", self.uri, coll, _short(e))
             raise IndexUnavailable(
-                f"index '{name}' is not loaded in Milvus at {self.uri} and could not be loaded: {_short(e)}", field="index"
+                f"index '{name}' is not loaded in {self.where} and could not be loaded: {_said(e)}", field="index"
             ) from e
 
     def _coll(self, name: str) -> str:
         return collection_name(self.options.prefix, name)
 
     # -- reads -------------------------------------------------------------------------------
+    def open(self) -> None:
+        """Nothing to take: a Milvus server keeps its indexes for every process pointed at it, and Milvus Lite refuses
+        a second process on its file itself (at that process's first call, which then answers 503)."""
+
     def load_all(self) -> list[str]:
         """Connect and list; a Milvus that is away now is not fatal (the calls retry it later)."""
         try:
@@ -232,11 +243,13 @@ class MilvusStore:
         except Exception as e:  # not found is the common one; anything else is named
             if not self._call("find", name, "has_collection", self._coll(name)):
                 raise UnknownIndex(f"no index '{name}'; the indexes are {self.names()}", field="index") from None
-            raise IndexUnavailable(f"index '{name}' cannot be read from Milvus at {self.uri}: {_short(e)}", field="index") from e
+            log.warning("milvus %s: collection %s cannot be described: %s", self.uri, self._coll(name), _short(e))
+            raise IndexUnavailable(f"index '{name}' cannot be read from {self.where}: {_said(e)}", field="index") from e
         try:
             config = IndexConfig.model_validate_json(desc.get("description") or "")
         except ValueError as e:
-            why = f"collection {self._coll(name)} has no thoughtvec index config in its description ({str(e).splitlines()[0][:200]})"
+            log.error("milvus %s: collection %s: its description is no index config: %s", self.uri, self._coll(name), e)
+            why = f"collection {self._coll(name)} has no thoughtvec index config in its description"
             self.quarantined[name] = why
             raise IndexUnavailable(f"index '{name}' is quarantined: {why}; drop it", field="index") from None
         return config, any(f.get("name") == SPARSE_FIELD for f in desc.get("fields", ()))
@@ -305,7 +318,7 @@ class MilvusStore:
     def check_mode(self, mode: SearchMode) -> None:
         if mode not in self.search_modes:
             raise InvalidInput(
-                f"mode '{mode}' is not available with index_backend=milvus: {no_bm25(self.uri, self._version)}", field="mode"
+                f"mode '{mode}' is not available with index_backend=milvus: {no_bm25(self.where, self._version)}", field="mode"
             )
 
     def lexical_search(self, name: str, queries: Sequence[str], k: int) -> list[list[tuple[Doc, float]]]:
@@ -578,7 +591,19 @@ def _not_loaded(e: BaseException) -> bool:
     return "not loaded" in str(e)
 
 
+def _said(e: BaseException) -> str:
+    """What Milvus answered, for a client to read: a MilvusException's message (Milvus's words, or pymilvus's about the
+    call), never a Python class name; anything else raised in the client is the log's to tell."""
+    from pymilvus.exceptions import MilvusException
+
+    if isinstance(e, MilvusException):
+        lines = str(e.message or "").strip().splitlines()
+        return f"Milvus said: {lines[0][:200]}" if lines else "Milvus refused it"
+    return "an unexpected error in the Milvus client; the server log has the details"
+
+
 def _short(e: BaseException | None) -> str:
+    """An error as the log shows it: its class and first line, or a gRPC status and its details."""
     if callable(getattr(e, "code", None)) and callable(getattr(e, "details", None)):  # a grpc.RpcError
         try:
             return f"gRPC {e.code().name}: {str(e.details()).strip()[:200]}"  # type: ignore[union-attr]

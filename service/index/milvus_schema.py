@@ -98,10 +98,11 @@ def bm25_capable(version: str) -> bool:
     return len(parts) == 2 and (int(parts[0]), int(parts[1])) >= BM25_MIN_VERSION
 
 
-def no_bm25(uri: str, version: str) -> str:
-    """Why a Milvus serves no lexical or hybrid search, for the 422 that refuses one."""
+def no_bm25(where: str, version: str) -> str:
+    """Why a Milvus (``where``: "the Milvus server", "Milvus Lite") serves no lexical or hybrid search, for the 422 that
+    refuses one."""
     return (
-        f"Milvus at {uri} is version {version or 'unknown'}, which has no BM25 full-text search (it came in Milvus 2.5), "
+        f"{where} is version {version or 'unknown'}, which has no BM25 full-text search (it came in Milvus 2.5), "
         "so its indexes are searched by vector only (mode 'dense'); use Milvus 2.5 or later, or index_backend=faiss, "
         "for lexical and hybrid search"
     )

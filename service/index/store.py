@@ -19,6 +19,15 @@ over the same documents: built from them at load (snapshot + replayed log) and a
 add and delete where the vectors are (in ``_apply``, under the index's lock, after the log record is on
 disk), gone with a drop. It keeps nothing on disk of its own: the log and the snapshot hold every
 document's text, so it is exactly as durable as the vectors.
+
+One process uses a folder at a time: from :meth:`IndexStore.open` (or its first load or write) until
+:meth:`~IndexStore.close`, the store holds the folder's lock (:mod:`~thoughtvec.service.index.folder_lock`),
+exclusively where it writes and shared where it is read-only, and a second writer, or a reader beside a writer,
+is refused at its start. :meth:`~IndexStore.inventory` reads snapshots alone and takes nothing, so
+``thoughtvec index list`` runs beside a server.
+
+What a client reads of a failure names no path of the server and no Python text: a storage error says what failed
+and the OS's reason, a quarantined index why in words (:func:`unservable`); the log keeps the file and the exception.
 """
 
 from __future__ import annotations
@@ -40,7 +49,8 @@ from thoughtvec.service.bundle.atomic import recover_dir
 from thoughtvec.service.errors import Conflict, IndexesReadOnly, IndexUnavailable, InvalidInput, StorageUnavailable, UnknownIndex
 from thoughtvec.service.index.contents import BuiltIndex, Capabilities, Doc, IndexConfig, IndexStats, Metric
 from thoughtvec.service.index.factory import SUPPORTED
-from thoughtvec.service.index.indexes import VectorIndex, gpu_count, new_config
+from thoughtvec.service.index.folder_lock import FolderLock
+from thoughtvec.service.index.indexes import VectorIndex, faiss_said, gpu_count, new_config
 from thoughtvec.service.index.lexical import LexicalIndex
 from thoughtvec.service.index.wal import Wal
 from thoughtvec.service.settings import SEARCH_MODES, SearchMode
@@ -87,6 +97,7 @@ class IndexStore:
         self._lock = threading.Lock()  # guards the dict itself
         self.quarantined: dict[str, str] = {}  # name -> why it cannot be served
         self._creating: set[str] = set()  # names being written by install()
+        self._folder: FolderLock | None = None  # the folder's lock, from open() until close()
 
     @property
     def capabilities(self) -> Capabilities:
@@ -96,21 +107,32 @@ class IndexStore:
             "faiss", SEARCH_MODES, SUPPORTED, gpus=gpus, on_gpu=bool(gpus and self.gpu), snapshots=True, read_only=self.read_only
         )
 
+    # -- the folder ----------------------------------------------------------------------
+    def open(self) -> None:
+        """Take the folder for this process (made if missing): its lock, exclusive where this store writes, shared where
+        it is read-only; :class:`~thoughtvec.service.errors.IndexFolderLocked` where another process holds it. Taken
+        here, or by the first load or write, not when the store is made: an app made for its OpenAPI schema alone
+        holds nothing. Again while held: nothing."""
+        with self._lock:  # two first writes at once take it once
+            if self._folder is None:
+                self._folder = FolderLock.take(self.root, shared=self.read_only is not None)
+
     # -- loading -------------------------------------------------------------------------
     def load_all(self) -> list[str]:
         """Load every index folder; a broken one is quarantined, never fatal."""
-        if not self.root.is_dir():
-            return []
+        self.open()
         for folder in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")):
             try:
                 self._register(self.load_folder(folder))
             except Unfinished as e:
                 log.warning("index folder %s skipped: %s", folder, e)
-            except Exception as e:  # noqa: BLE001 - one bad index must not stop the server
-                self.quarantine(folder.name, f"{type(e).__name__}: {e}")
+            except Exception as e:  # one bad index must not stop the server: logged whole, quarantined
+                log.error("index folder %s cannot be loaded", folder, exc_info=e)
+                self.quarantine(folder.name, unservable(e))
         return self.names()
 
     def quarantine(self, name: str, why: str) -> None:
+        """Serve ``name`` no more: 503 with ``why``, which clients read (words, no path: :func:`unservable`)."""
         log.error("index %s quarantined (it answers 503 until fixed or dropped): %s", name, why)
         with self._lock:
             old = self._entries.pop(name, None)
@@ -137,7 +159,7 @@ class IndexStore:
             try:
                 _apply(vi, header, blob)
             except Exception as e:
-                raise ValueError(f"log record {header.get('seq')} ({header.get('op')}) cannot be replayed: {type(e).__name__}: {e}") from e
+                raise Unreplayable(f"log record {header.get('seq')} ({header.get('op')}) cannot be replayed ({unservable(e)})") from e
             replayed += 1
         lexical = lexical_of(vi)  # once, from the final documents: cheaper than replaying the log's deletes into it
         log.info(
@@ -263,6 +285,7 @@ class IndexStore:
     def install(self, built: BuiltIndex, overwrite: bool = False) -> IndexStats:
         """Make a FAISS index of ``built`` (training it where its factory needs that), persist it and serve it."""
         self._writable()
+        self.open()
         name = built.config.name
         folder = self.root / name
         with self._lock:  # the name is taken here: of two concurrent creates, one gets 409
@@ -362,7 +385,7 @@ class IndexStore:
             e.wal.append(header, blob)  # nothing changes in memory unless this succeeds
         try:
             return _apply(e.index, header, data, e.lexical)
-        except Exception as err:
+        except Exception:
             log.exception("index %s: record %d logged but not applied; cutting it off and reloading", name, header["seq"])
             try:
                 e.wal.truncate_to(before)
@@ -371,8 +394,9 @@ class IndexStore:
                 e.index, e.lexical = fresh.index, fresh.lexical
                 if self.gpu:
                     e.index.use_gpu()
-            except Exception as reload_err:  # noqa: BLE001 - the reason is kept for the 503s
-                self.quarantine(name, f"a write failed ({err!r}) and the index could not be reloaded: {reload_err!r}")
+            except Exception as reload_err:  # logged whole; its reason in words kept for the 503s
+                log.error("index %s: reloading after the failed write failed", name, exc_info=reload_err)
+                self.quarantine(name, f"a write failed and the index could not be reloaded from its files ({unservable(reload_err)})")
             raise
 
     def _maybe_compact(self, e: _Entry) -> None:
@@ -394,27 +418,55 @@ class IndexStore:
             e.wal.reset()
 
     def close(self) -> None:
-        """Fold every log into its snapshot (a clean shutdown starts faster next time), where this process writes."""
-        for e in list(self._entries.values()):
-            try:
-                if self.read_only is None:
-                    self.compact_entry(e)
-            except Exception as err:  # noqa: BLE001 - the log still holds everything
-                log.error("index %s: snapshot at shutdown failed (%s); its log still holds the writes", e.folder.name, err)
-            e.wal.close()
+        """Fold every log into its snapshot (a clean shutdown starts faster next time), where this process writes;
+        then let go of the folder."""
+        try:
+            for e in list(self._entries.values()):
+                try:
+                    if self.read_only is None:
+                        self.compact_entry(e)
+                except Exception as err:  # noqa: BLE001 - the log still holds everything
+                    log.error("index %s: snapshot at shutdown failed (%s); its log still holds the writes", e.folder.name, err)
+                e.wal.close()
+        finally:
+            if self._folder is not None:
+                self._folder.release()
+                self._folder = None
 
 
 @contextlib.contextmanager
 def _storage(op: str, name: str) -> Iterator[None]:
-    """Disk trouble during a write is the server's state, not a bug: a typed 503 naming the cause."""
+    """Disk trouble during a write is the server's state, not a bug: a typed 503 with the OS's reason. The file's path
+    is the server's business: the log has it, the client reads "the index folder"."""
     try:
         yield
     except OSError as e:
-        raise StorageUnavailable(f"cannot {op} index '{name}': {e.strerror or e} ({e.filename or 'index folder'})", field="index") from e
+        log.warning("index %s: cannot %s it: %s", name, op, e)  # an OSError's text names the file
+        reason = e.strerror or "an I/O error"
+        raise StorageUnavailable(
+            f"cannot {op} index '{name}': {reason} (the index folder); the server log has the details", field="index"
+        ) from e
 
 
 class Unfinished(ValueError):
     """An index folder without a snapshot: a creation that never finished, not an index."""
+
+
+class Unreplayable(ValueError):
+    """A log record that cannot be applied at load: its message, in words a client may read, is the quarantine's reason."""
+
+
+def unservable(e: BaseException) -> str:
+    """Why an index cannot be loaded, as a client may read it (a quarantined index's 503, ``/ready``): the OS's reason
+    without the file's path, FAISS's words without its source location, this package's own refusals whole; the
+    exception itself goes to the log."""
+    if isinstance(e, OSError):
+        return f"its files cannot be read: {e.strerror or 'an I/O error'}"
+    if isinstance(e, RuntimeError):  # FAISS reports through RuntimeError
+        return f"FAISS: {faiss_said(e)}"
+    if isinstance(e, ValueError):  # ours (a factory, a format, a record), or the JSON or schema of its snapshot
+        return str(e).strip().splitlines()[0][:300] if str(e).strip() else "its files are not an index"
+    return "it cannot be loaded; the server log has the error"
 
 
 def _apply(vi: VectorIndex, header: dict, blob: bytes | np.ndarray, lexical: LexicalIndex | None = None) -> list[str]:

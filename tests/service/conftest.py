@@ -102,21 +102,40 @@ def wait_ready(client, timeout: float = 20.0) -> None:
 
 @contextlib.contextmanager
 def serve_test(settings: Settings, headers: dict | None = None) -> Iterator[TestClient]:
-    """An app on ``settings`` behind a TestClient, started and ready; every answer is checked against the OpenAPI schema."""
+    """An app on ``settings`` behind a TestClient, started and ready; every answer is checked against the OpenAPI schema.
+    Once it stops, what the end of a server's process lets go of is let go of, whatever its shutdown did (a test may
+    make its close a crash): the next app on its index folder can take it, as the next process could."""
     app = create_app(settings)
-    with TestClient(app, headers=headers or {}) as client:
-        client.app.state.response_checker = check_responses(client, app)
-        wait_ready(client)
-        yield client
+    try:
+        with TestClient(app, headers=headers or {}) as client:
+            client.app.state.response_checker = check_responses(client, app)
+            wait_ready(client)
+            yield client
+    finally:
+        process_ended(app.state.core.indexes.store)
+
+
+def process_ended(store) -> None:
+    """A FAISS store's descriptors closed, its folder lock among them, as the kernel closes a dead process's."""
+    from tests.service.index.stores import crash  # FAISS's store: already loaded wherever a server used it
+    from thoughtvec.service.index.store import IndexStore
+
+    if isinstance(store, IndexStore):
+        crash(store)
 
 
 @pytest.fixture
 def make_client(models_dir, tmp_path):
-    """``make_client(**settings)`` -> a ready TestClient (indexes under tmp_path/indexes)."""
+    """``make_client(**settings)`` -> a ready TestClient (indexes under tmp_path/indexes). The clients of one test run
+    at once, so each after the first has an index folder of its own (one process holds a folder)."""
     stack = contextlib.ExitStack()
+    made = 0
 
     def make(headers: dict | None = None, **kw) -> TestClient:
-        return stack.enter_context(serve_test(settings_for(models_dir, tmp_path / "indexes", **kw), headers))
+        nonlocal made
+        made += 1
+        folder = tmp_path / ("indexes" if made == 1 else f"indexes-{made}")
+        return stack.enter_context(serve_test(settings_for(models_dir, folder, **kw), headers))
 
     with stack:
         yield make
@@ -154,6 +173,7 @@ def live_server(settings: Settings) -> Iterator[tuple[str, object]]:
     finally:
         server.should_exit = True
         thread.join(timeout=20)
+        process_ended(app.state.core.indexes.store)
 
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,12 +15,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.service.conftest import settings_for
+from tests.service.index.stores import crash
 from thoughtvec.service.core.metrics import Metrics, merge_expositions
 from thoughtvec.service.core.registry import default_ort_threads
 from thoughtvec.service.core.workers import WorkerGroup
 from thoughtvec.service.errors import IndexesReadOnly
 from thoughtvec.service.http.app import create_app
-from thoughtvec.service.http.protocol import http_protocol
+from thoughtvec.service.http.transport import http_protocol
 from thoughtvec.service.http.workers import worker_settings
 from thoughtvec.service.index.contents import Doc
 from thoughtvec.service.index.indexes import new_config
@@ -126,6 +127,7 @@ def test_a_read_only_store_refuses_every_write_and_folds_nothing_at_close(tmp_pa
     writer.add("kept", [Doc("c", "third")], np.eye(1, 4, k=2, dtype=np.float32))  # in the log, not the snapshot
     log_size = (tmp_path / "kept" / "wal.log").stat().st_size
     assert log_size > 0
+    crash(writer)  # the writer stops without folding its log (a reader beside a live writer is refused: test_folder_lock.py)
 
     reader = IndexStore(tmp_path, read_only="one process writes a folder")
     reader.load_all()

@@ -39,14 +39,17 @@ def backend(request) -> str:
 
 @pytest.fixture
 def backend_client(backend, request, models_dir, tmp_path):
-    """``make(**settings)`` -> a ready TestClient whose indexes live on ``backend``."""
+    """``make(**settings)`` -> a ready TestClient whose indexes live on ``backend``; ``make(restart=True, ...)`` stops
+    the servers made before first (the next start of one server: a FAISS folder has one process at a time)."""
     server = request.getfixturevalue("milvus_server") if backend == "milvus-server" else None
     stack = contextlib.ExitStack()
     lite = tmp_path / "milvus.db"
     overrides: dict = {}
 
-    def make(**kw):
+    def make(restart: bool = False, **kw):
         nonlocal overrides
+        if restart:
+            stack.close()
         if not overrides:
             overrides = backend_settings(backend, tmp_path, server)
         return stack.enter_context(serve_test(settings_for(models_dir, tmp_path / "indexes", **(overrides | kw))))

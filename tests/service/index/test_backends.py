@@ -251,7 +251,7 @@ def test_default_index_is_built_once_and_found_by_the_next_server(backend_client
         time.sleep(0.1)  # it answers while it grows: wait until it is built
     assert c.get("/v1/indexes/default").json()["documents"] == 40
     assert caplog.text.count("building default index") == 1
-    again = backend_client(build_default_index=True, search_sample=sample)  # the index already exists: not rebuilt
+    again = backend_client(restart=True, build_default_index=True, search_sample=sample)  # the index already exists: not rebuilt
     while again.app.state.core.indexes.building and time.time() < deadline:
         time.sleep(0.05)  # found whole (its last document is there): nothing embedded, no batch added
     assert again.app.state.core.indexes.building == {} and again.get("/v1/indexes/default").json()["documents"] == 40
@@ -281,9 +281,9 @@ def test_index_build_command_writes_to_the_backend(backend, request, models_dir,
         )
         store.load_all()
         assert store.names() == ["built"] and store.count("built") == len(SENTENCES)
-        assert main(build) == 1  # exists: --overwrite replaces it
         store.close()
         capsys.readouterr()
+        assert main(build) == 1 and "already exists" in capsys.readouterr().err  # exists: --overwrite replaces it
         assert main(["index", "list", "--index-dir", str(tmp_path / "indexes")]) == 0
         listed = capsys.readouterr().out.splitlines()
         mode = "dense" if backend == "milvus-server" else "lexical"  # the best on dev of what the backend serves

@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 
 from tests.service.conftest import serve_process
+from tests.service.index.stores import crash
 from thoughtvec.service.index.store import IndexStore
 
 ROUNDS = int(os.environ.get("CRASH_ROUNDS", "3"))
@@ -104,6 +105,8 @@ def test_kill_9_rounds_keep_every_acknowledged_write(models_dir, tmp_path):
         unknown = set()
         if rnd % 2:
             store.close()  # every other round starts from a fresh snapshot, the others from a growing log
+        else:
+            crash(store)  # this process lets go of the folder as the killed server did: the next server takes it
     print(f"\n{ROUNDS} kill -9 rounds: {acked_total} documents acknowledged, all recovered; {len(present)} in the index at the end")
     proc, base = start(models_dir, index_dir)  # and it still starts and serves
     try:

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from tests.service.conftest import serve_test, settings_for
+from tests.service.index.stores import restart
 from thoughtvec.service.index.contents import Doc
 from thoughtvec.service.index.indexes import VectorIndex, new_config
 from thoughtvec.service.index.store import SNAPSHOT, WAL_FILE, IndexStore
@@ -49,9 +50,9 @@ def check(store: IndexStore, deleted: set[int], k: int = 3) -> None:
     assert all(len(row) == k for row in hits)
 
 
-def reopen(root) -> IndexStore:
-    store = IndexStore(root)
-    store.load_all()
+def reopen(died: IndexStore) -> IndexStore:
+    """The store of the next start, the one that wrote the folder (``died``) having died or been closed."""
+    store = restart(died)
     assert not store.quarantined, store.quarantined
     return store
 
@@ -70,14 +71,14 @@ def test_family_end_to_end(tmp_path, factory):
         store.delete("x", [f"d{i}" for i in batch])
         deleted |= set(batch)
         check(store, deleted)
-    store = reopen(tmp_path)  # no snapshot: everything comes back from the log
+    store = reopen(store)  # no snapshot: everything comes back from the log
     check(store, deleted)
     store.close()  # snapshot
-    store = reopen(tmp_path)
+    store = reopen(store)
     check(store, deleted)
     store.delete("x", [f"d{i}" for i in range(200, 230)])  # after a snapshot, then replayed again
     deleted |= set(range(200, 230))
-    check(reopen(tmp_path), deleted)
+    check(reopen(store), deleted)
 
 
 def test_hnsw_rebuild_drops_tombstones(tmp_path):
@@ -150,8 +151,8 @@ def test_a_log_record_that_cannot_be_replayed_quarantines_its_index(tmp_path):
         store.add(name, docs(0, 5), X[:5])
     with open(tmp_path / "x" / WAL_FILE, "ab") as f:  # a whole record (checksum fine) whose vectors do not fit
         f.write(encode_record({"seq": 2, "op": "add", "labels": [5], "docs": [{"id": "z", "text": "t", "metadata": None}]}, b"\0" * 12))
-    s2 = IndexStore(tmp_path)
-    assert s2.load_all() == ["y"]
+    s2 = restart(store)
+    assert s2.names() == ["y"]
     assert "record 2 (add) cannot be replayed" in s2.quarantined["x"]
     assert len(s2.search("y", X[:1], 1)[0]) == 1
 
@@ -176,7 +177,7 @@ def test_a_write_that_cannot_be_applied_is_cut_off_the_log(tmp_path, monkeypatch
     monkeypatch.undo()
     assert set(store.entry("x").index.labels) == {f"d{i}" for i in range(5)}
     store.add("x", docs(8, 9), X[8:9])
-    assert set(reopen(tmp_path).entry("x").index.labels) == {f"d{i}" for i in range(5)} | {"d8"}
+    assert set(reopen(store).entry("x").index.labels) == {f"d{i}" for i in range(5)} | {"d8"}
 
 
 def legacy_ivf(tmp_path, deletes: list[list[str]], adds_after: int = 0) -> None:
@@ -195,12 +196,12 @@ def legacy_ivf(tmp_path, deletes: list[list[str]], adds_after: int = 0) -> None:
 
 def test_an_older_ivf_snapshot_is_converted(tmp_path):
     legacy_ivf(tmp_path, [["d3", "d4"]])  # one delete: the old code removed the right vectors then
-    store = reopen(tmp_path)
+    store = reopen(IndexStore(tmp_path))  # a store that never took the folder: nothing to let go of
     assert not isinstance(store.entry("x").index.index, faiss.IndexIDMap2)
     deleted = {3, 4} | set(range(250, N))
     check(store, deleted)
     store.delete("x", [f"d{i}" for i in range(10, 60)])
-    check(reopen(tmp_path), deleted | set(range(10, 60)))
+    check(reopen(store), deleted | set(range(10, 60)))
 
 
 def test_an_older_ivf_snapshot_scrambled_by_a_delete_is_quarantined(tmp_path):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tests.service.conftest import SENTENCES, serve_test, settings_for
+from tests.service.index.stores import crash
 from thoughtvec.service.index import indexes
 from thoughtvec.service.index.contents import Doc
 from thoughtvec.service.index.indexes import new_config
@@ -29,10 +30,15 @@ def new_store(root, factory="Flat", wal_mb=64) -> IndexStore:
     return store
 
 
-def ids_after_reload(root) -> set[str]:
+def ids_after_reload(root, died: IndexStore | None = None) -> set[str]:
+    """The ids the next process finds, the one that used ``root`` (``died``) having died: nothing closed or folded."""
+    if died is not None:
+        crash(died)
     store = IndexStore(root)
     store.load_all()
-    return set(store.entry("x").index.labels)
+    ids = set(store.entry("x").index.labels)
+    crash(store)  # dropped, as the previous one was
+    return ids
 
 
 def test_acknowledged_adds_and_deletes_survive_a_restart_without_shutdown(tmp_path):
@@ -40,7 +46,7 @@ def test_acknowledged_adds_and_deletes_survive_a_restart_without_shutdown(tmp_pa
     store.add("x", docs(5), vecs(5))
     store.add("x", docs(3, 5), vecs(3, 1))
     store.delete("x", ["d1"])
-    # no close(): the process "dies" here; only the log holds the writes
+    crash(store)  # no close(): the process "dies" here; only the log holds the writes
     assert len(read_records(tmp_path / "x" / WAL_FILE)[0]) == 3
     reloaded = IndexStore(tmp_path)
     reloaded.load_all()
@@ -61,11 +67,11 @@ def test_torn_log_tail_is_cut_and_the_rest_loads(tmp_path):
     )
     with open(wal, "ab") as f:
         f.write(whole[: len(whole) // 2])  # the crash came mid-write
-    assert ids_after_reload(tmp_path) == {"d0", "d1", "d2", "d3"}
+    assert ids_after_reload(tmp_path, died=store) == {"d0", "d1", "d2", "d3"}
     store2 = IndexStore(tmp_path)
     store2.load_all()
     store2.add("x", docs(1, 4), vecs(1))  # appends after the cut, not after the garbage
-    assert ids_after_reload(tmp_path) == {f"d{i}" for i in range(5)}
+    assert ids_after_reload(tmp_path, died=store2) == {f"d{i}" for i in range(5)}
 
 
 def test_crash_while_writing_a_snapshot_keeps_the_previous_one(tmp_path, monkeypatch):
@@ -84,7 +90,7 @@ def test_crash_while_writing_a_snapshot_keeps_the_previous_one(tmp_path, monkeyp
         store.compact_entry(store.entry("x"))
     monkeypatch.undo()
     assert not list((tmp_path / "x").glob(f".{SNAPSHOT}.*"))  # the half-written folder was removed
-    assert ids_after_reload(tmp_path) == {f"d{i}" for i in range(5)}  # old snapshot + the log
+    assert ids_after_reload(tmp_path, died=store) == {f"d{i}" for i in range(5)}  # old snapshot + the log
 
 
 def test_crash_between_the_two_renames_is_recovered(tmp_path):
@@ -109,7 +115,7 @@ def test_log_compaction_and_replay_skip_records_already_in_the_snapshot(tmp_path
             {"seq": 1, "op": "add", "labels": [0, 1], "docs": [{"id": "d0", "text": "", "metadata": None}] * 2}, vecs(2).tobytes()
         )
     )
-    assert ids_after_reload(tmp_path) == {f"d{i}" for i in range(8)}
+    assert ids_after_reload(tmp_path, died=store) == {f"d{i}" for i in range(8)}
 
 
 def test_hnsw_delete_uses_tombstones_that_persist(tmp_path):
@@ -141,7 +147,8 @@ def test_add_over_http_survives_a_restart(models_dir, tmp_path):
         r = c.post("/v1/indexes/docs/documents", json={"documents": [{"text": s, "id": str(i)} for i, s in enumerate(SENTENCES)]})
         assert r.status_code == 200
         # simulate a crash: the lifespan's clean shutdown would fold the log into a snapshot
-        c.app.state.core.indexes.store.close = lambda: None
+        store = c.app.state.core.indexes.store
+        store.close = lambda: crash(store)
     with serve_test(settings) as c:
         assert c.get("/v1/indexes/docs").json()["documents"] == len(SENTENCES)
         top = c.post("/v1/search", json={"index": "docs", "query": SENTENCES[4], "k": 1}).json()["results"][0][0]

@@ -11,6 +11,7 @@ import faiss
 import numpy as np
 import pytest
 
+from tests.service.index.stores import crash
 from thoughtvec.service.index import indexes
 from thoughtvec.service.index.contents import Doc
 from thoughtvec.service.index.indexes import VectorIndex, new_config
@@ -113,6 +114,7 @@ def test_store_puts_served_indexes_on_the_gpu_and_snapshots_from_the_cpu(gpu, tm
     again.load_all()
     assert set(again.entry("x").index.labels) == {f"d{i}" for i in range(1, 6)}
     assert again.entry("x").index.on_gpu
+    crash(again)
     assert IndexStore(tmp_path).load_all() == ["x"]  # gpu=False (prefer_cuda off): stays on the CPU
 
 

@@ -14,6 +14,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from tests.service.index.stores import restart
 from thoughtvec.service.errors import StorageUnavailable
 from thoughtvec.service.index import wal as wal_module
 from thoughtvec.service.index.contents import Doc
@@ -37,10 +38,9 @@ def store_at(root, wal_mb: int = 64) -> IndexStore:
     return store
 
 
-def recovered(root) -> set[str]:
+def recovered(died: IndexStore) -> set[str]:
     """The ids a fresh process finds (the old one "died": nothing was closed or snapshotted)."""
-    store = IndexStore(root)
-    store.load_all()
+    store = restart(died)
     assert not store.quarantined, store.quarantined
     entry = store.entry("x")
     ids = set(entry.index.labels)
@@ -86,7 +86,7 @@ def test_short_write_then_enospc_leaves_the_log_as_it_was(tmp_path, monkeypatch)
         store.add("x", docs(3, 6), vecs(3, 1))
     assert (tmp_path / "x" / WAL_FILE).stat().st_size == size  # the half record was cut off
     store.add("x", docs(6, 8), vecs(2, 2))  # space is back
-    assert recovered(tmp_path) == {f"d{i}" for i in [0, 1, 2, 6, 7]}
+    assert recovered(store) == {f"d{i}" for i in [0, 1, 2, 6, 7]}
 
 
 def test_failed_fsync_refuses_the_write_and_removes_it(tmp_path, monkeypatch):
@@ -101,7 +101,7 @@ def test_failed_fsync_refuses_the_write_and_removes_it(tmp_path, monkeypatch):
         store.delete("x", ["d0"])
     assert set(store.entry("x").index.labels) == {"d0", "d1"}
     store.add("x", docs(4, 5), vecs(1, 2))
-    assert recovered(tmp_path) == {"d0", "d1", "d4"}
+    assert recovered(store) == {"d0", "d1", "d4"}
 
 
 def test_a_failed_rollback_blocks_appends_until_the_log_is_clean(tmp_path, monkeypatch):
@@ -117,7 +117,7 @@ def test_a_failed_rollback_blocks_appends_until_the_log_is_clean(tmp_path, monke
         store.add("x", docs(4, 5), vecs(1, 2))
     store.add("x", docs(5, 6), vecs(1, 3))  # the cut succeeds first, then the record
     assert (tmp_path / "x" / WAL_FILE).stat().st_size > size
-    assert recovered(tmp_path) == {"d0", "d1", "d5"}
+    assert recovered(store) == {"d0", "d1", "d5"}
 
 
 def test_a_failed_snapshot_after_an_acknowledged_write_does_not_refuse_it(tmp_path, monkeypatch):
@@ -130,7 +130,7 @@ def test_a_failed_snapshot_after_an_acknowledged_write_does_not_refuse_it(tmp_pa
     monkeypatch.setattr(VectorIndex, "write_snapshot", disk_full)
     assert store.add("x", docs(0, 2), vecs(2)) == ["d0", "d1"]  # durable in the log: acknowledged
     monkeypatch.undo()
-    assert recovered(tmp_path) == {"d0", "d1"}
+    assert recovered(store) == {"d0", "d1"}
 
 
 @pytest.fixture
@@ -177,4 +177,4 @@ def test_a_really_full_disk_loses_no_acknowledged_write(tiny_fs):
         for _ in range(3):
             acked |= set(store.add("x", docs(n, n + 20), vecs(20, n)))
             n += 20
-    assert recovered(root) == acked
+    assert recovered(store) == acked
