@@ -12,6 +12,7 @@ import asyncio
 import gc
 import logging
 
+from thoughtvec.service.core import memory
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.encoder import available_providers
 from thoughtvec.service.core.generation import GenerationService
@@ -35,7 +36,9 @@ class Core:
 
     async def start(self, settle: bool = False) -> None:
         """Load indexes, then models (warm-up) while the default index is built (if it is missing) as soon as its
-        own model is loaded; then, with ``settle``, :func:`settle_heap`."""
+        own model is loaded; then, with ``settle``, :func:`settle_heap`. Large buffers go back to the system when freed
+        from the first (``memory.configure``)."""
+        memory.configure()
         log.info("devices: %s", self.devices())
         self.indexes.expect_default_index()
         await self.indexes.load()

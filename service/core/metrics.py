@@ -65,7 +65,7 @@ class Metrics:
         return child
 
     def request_done(self, route: str, method: str, status: int, seconds: float) -> None:
-        """One HTTP request answered (the gate: ``thoughtvec.service.http.gate``)."""
+        """One HTTP request answered (the door: ``thoughtvec.service.http.door``)."""
         self.tally.request(route, method, status, seconds)
 
     def routes_known(self, routes: list[tuple[str, str]]) -> None:

@@ -1,10 +1,11 @@
 """The FastAPI app factory. ``create_app(settings)`` is all a server or a test needs.
 
-Every request comes in one way, through uvicorn (``server_config``) and the gate (``service/http/gate.py``,
-CORS around it where configured): counted in the metrics, held to the request rules (the body limit, access by
-route and method: ``service/http/rules.py``, over the table ``routes.ACCESS``), answered by its route (each
-validates its JSON body once, from its bytes: ``routes.deps.JsonRoute``), its errors by the app's exception
-handlers, anything unexpected a JSON 500. Start-up runs in the background
+A FastAPI app on its public ground: one router per resource (``routes``), the exception handlers of the one error
+table (``error_answers``), and one middleware, the door (``door.py``, CORS around it where configured): every
+request is counted in the metrics, held to the request rules (the body limit, access by route and method over the
+table ``routes.ACCESS``) and its JSON body to its route's shape and the JSON limits before anything parses it.
+What lies below the public interfaces (uvicorn's protocol, the express lane of the hottest routes) is in
+``transport.py``. Start-up runs in the background
 (``lifespan``), so ``/health`` answers while models load and the default index builds; ``/ready``
 tells when the models are warm.
 """
@@ -16,17 +17,19 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import uvicorn
+from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
 
 from thoughtvec.service import __version__
 from thoughtvec.service.core.engine import Core
 from thoughtvec.service.core.metrics import Metrics
 from thoughtvec.service.core.workers import WorkerGroup
 from thoughtvec.service.http import openapi
-from thoughtvec.service.http.gate import ServiceApp, install_gate
-from thoughtvec.service.http.middleware import install_error_handlers
-from thoughtvec.service.http.protocol import http_protocol
+from thoughtvec.service.http.door import Door
+from thoughtvec.service.http.error_answers import error_handlers
 from thoughtvec.service.http.routes import ACCESS, ROUTERS
-from thoughtvec.service.http.rules import RequestRules, routes_of
+from thoughtvec.service.http.rules import CORS_HEADERS, CORS_METHODS, RequestRules, check_access_table, routes_of
+from thoughtvec.service.http.transport import http_protocol
 from thoughtvec.service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -40,7 +43,7 @@ every route but `GET /health` and the playground page (`GET /`); index writes ne
 keys are configured."""
 
 
-def create_app(settings: Settings | None = None, settle_heap: bool = False, group: WorkerGroup | None = None) -> ServiceApp:
+def create_app(settings: Settings | None = None, settle_heap: bool = False, group: WorkerGroup | None = None) -> FastAPI:
     """The app on ``settings``; ``settle_heap``: after start-up, keep what it loaded out of the garbage collector's
     way (``core.engine.settle_heap``: what ``thoughtvec serve`` does; a process that makes many apps, as the tests
     do, should not); ``group``: the worker processes it is one of (``thoughtvec.service.http.workers``)."""
@@ -49,7 +52,7 @@ def create_app(settings: Settings | None = None, settle_heap: bool = False, grou
     core = Core(settings, metrics, group)
 
     @asynccontextmanager
-    async def lifespan(app: ServiceApp):
+    async def lifespan(app: FastAPI):
         log.info("serving %s (indexes in %s)", settings.models_dir, settings.index_dir)
         core.start_background(settle_heap)
         try:
@@ -58,7 +61,7 @@ def create_app(settings: Settings | None = None, settle_heap: bool = False, grou
             await core.stop()
 
     # docs_url/redoc_url off: thoughtvec.service.http.routes.docs serves both pages with local assets (no CDN)
-    app = ServiceApp(
+    app = FastAPI(
         title="thoughtvec",
         version=__version__,
         description=DESCRIPTION,
@@ -71,24 +74,31 @@ def create_app(settings: Settings | None = None, settle_heap: bool = False, grou
     )
     app.state.core = core
     app.state.settings = settings
-    app.state.rules = rules = RequestRules.of(settings)
-    for router in ROUTERS:  # each router's routes as the app's own: one flat list matched per request
-        app.router.routes.extend(router.routes)
-    install_error_handlers(app, settings)
+    for router in ROUTERS:
+        app.include_router(router)
+    for exc_class, handler in error_handlers(settings).items():
+        app.add_exception_handler(exc_class, handler)
     openapi.install(app, settings)  # the schema states this server's limits
-    metrics.routes_known([(r.path, m) for r in routes_of(app.routes) for m in sorted(getattr(r, "methods", None) or ()) if m != "HEAD"])
-    install_gate(app, rules, ACCESS, metrics)  # before everything that answers: no way in skips a rule
+    routes = routes_of(app.routes)
+    check_access_table(routes, ACCESS)  # ValueError: an app whose routes and access table differ does not start
+    metrics.routes_known([(r.path_format, m) for r in routes for m in sorted(getattr(r, "methods", None) or ()) if m != "HEAD"])
+    rules = RequestRules.of(settings)
+    app.add_middleware(Door, api=app, rules=rules, access=ACCESS, metrics=metrics, settings=settings)
+    if rules.cors_origins:  # around the door: a preflight is answered there, and every answer carries the headers
+        app.add_middleware(
+            CORSMiddleware, allow_origins=list(rules.cors_origins), allow_methods=list(CORS_METHODS), allow_headers=list(CORS_HEADERS)
+        )
     return app
 
 
-def serving_app() -> ServiceApp:
+def serving_app() -> FastAPI:
     """The app as ``thoughtvec serve`` runs it (settings from the environment, the heap settled after start-up),
     for another ASGI server's factory option, e.g. ``granian --interface asgi --factory
     thoughtvec.service.http.app:serving_app``."""
     return create_app(settle_heap=True)
 
 
-def server_config(app: ServiceApp | str, settings: Settings, **options: Any) -> uvicorn.Config:
+def server_config(app: FastAPI | str, settings: Settings, **options: Any) -> uvicorn.Config:
     """uvicorn's configuration for ``app`` (or its factory's import string, for worker processes) from ``settings``
     (``options`` override it): what ``thoughtvec serve`` runs."""
     kw: dict[str, Any] = {

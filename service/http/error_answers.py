@@ -1,4 +1,4 @@
-"""HTTP plumbing: the one error table, the catch-all, and dropping requests whose client left.
+"""The one error table: how each domain error is said over HTTP, per API family, and the app's handlers.
 
 Errors are classes (``thoughtvec.service.errors``) with a code, a message and the field; none carries an
 HTTP status. :data:`STATUS` is the one table that maps each to a status, per API family, and
@@ -18,18 +18,18 @@ write ``Forbidden`` (the request rules: ``thoughtvec.service.http.rules``); anyt
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import Receive, Scope, Send
 
 from thoughtvec.service.errors import (
@@ -59,11 +59,11 @@ from thoughtvec.service.errors import (
     UnknownView,
     WorkerDead,
 )
+from thoughtvec.service.http.disconnect import ClientGone
 from thoughtvec.service.http.peer_schemas import FORM_TAGS
 from thoughtvec.service.settings import Settings
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 Family = Literal["openai", "tei", "cohere"]
 TEI_PATHS = frozenset({"/", "/embed", "/rerank", "/similarity", "/tokenize", "/info"})  # TEI's routes (its router's paths)
@@ -140,7 +140,8 @@ class ErrorAnswer(Response):
 
     def __init__(self, exc: ThoughtvecError, headers: dict[str, str] | None = None, request_id: str | None = None):
         super().__init__(status_code=status_of(exc).openai, headers=headers)
-        self.exc, self.extra_headers, self.request_id = exc, headers or {}, request_id
+        # without its traceback: an answer kept beside the frames that raised it would hold them (a request's body) in a cycle
+        self.exc, self.extra_headers, self.request_id = exc.with_traceback(None), headers or {}, request_id
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         status, body = error_body(self.exc, family(scope), self.request_id)
@@ -207,21 +208,19 @@ HTTP_ERRORS: dict[int, type[ThoughtvecError]] = {
 }
 
 
-def install_error_handlers(app, settings: Settings) -> None:
-    @app.exception_handler(ThoughtvecError)
-    async def _domain(request: Request, exc: ThoughtvecError) -> Response:
+def error_handlers(settings: Settings) -> dict[type[Exception], Callable[[Request, Any], Awaitable[Response]]]:
+    """The app's exception handlers (``FastAPI.add_exception_handler``), by the exception class each answers."""
+
+    async def domain(request: Request, exc: ThoughtvecError) -> Response:
         return domain_error(exc, settings.retry_after_s)
 
-    @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError) -> Response:
+    async def validation(request: Request, exc: RequestValidationError) -> Response:
         return validation_error(exc)
 
-    @app.exception_handler(ClientGone)
-    async def _gone(request: Request, exc: Exception) -> Response:
+    async def gone(request: Request, exc: ClientGone) -> Response:
         return client_gone()
 
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+    async def http(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 400 and exc.__cause__ is not None:  # FastAPI could not parse the body
             return ErrorAnswer(MalformedJson(f"the body is not valid JSON: {parse_problem(exc.__cause__)}", field="body"))
         headers = getattr(exc, "headers", None)
@@ -235,11 +234,21 @@ def install_error_handlers(app, settings: Settings) -> None:
             return JSONResponse({"error": {"code": "http_error", "message": message, "field": None}}, exc.status_code, headers)
         return ErrorAnswer(kind(message, field="body" if exc.status_code == 413 else None), headers)
 
+    return {ThoughtvecError: domain, RequestValidationError: validation, ClientGone: gone, StarletteHTTPException: http}
+
+
+def answer_to(exc: Exception, settings: Settings) -> Response | None:
+    """The answer the app's handlers give ``exc`` where they answer it without the request: a domain error, or a
+    client that left; None for any other."""
+    if isinstance(exc, ThoughtvecError):
+        return domain_error(exc, settings.retry_after_s)
+    if isinstance(exc, ClientGone):
+        return client_gone()
+    return None
+
 
 def allowed_methods(request: Request) -> list[str]:
     """Every method some route takes at this path (Starlette's 405 names only the first route's)."""
-    from starlette.routing import Match
-
     return [
         m
         for m in ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
@@ -253,69 +262,19 @@ def parse_problem(cause: BaseException) -> str:
         return f"not UTF-8 ({cause.reason} at byte {cause.start})"
     if isinstance(cause, RecursionError):
         return "nested too deeply to parse"
-    return str(cause)[:200] or type(cause).__name__
+    if isinstance(cause, ValueError) and "digits" in str(cause):  # Python's limit on integer text, with its hint
+        return "a number has too many digits"
+    return "it cannot be read as JSON"
 
 
 def internal_error(scope: Scope) -> ErrorAnswer:
-    """Log the exception being handled under a fresh request id; the 500 that names that id (the gate's answer to
+    """Log the exception being handled under a fresh request id; the 500 that names that id (the door's answer to
     whatever escapes the routes and handlers: the process and every other request go on)."""
     rid = uuid.uuid4().hex[:16]
     # %r: a path with odd characters is escaped, never a second error inside logging
     log.exception("request %s: %s %r failed", rid, scope.get("method"), scope.get("path"))
     problem = ThoughtvecError(f"unexpected server error; the log has the details under request id {rid}")
     return ErrorAnswer(problem, headers={"X-Request-Id": rid}, request_id=rid)
-
-
-class ClientGone(Exception):
-    """The client disconnected before the answer was ready."""
-
-
-async def _disconnected(request: Request) -> None:
-    # After the body is read, receive() returns only when the client disconnects (or we answer).
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            return
-
-
-# Work done sooner than this is never watched: a watcher task costs a small request more than the work of a client
-# that left would (at most this long of it is done for nobody).
-WATCH_AFTER_S = 0.05
-
-
-async def unless_disconnected(request: Request, work: Awaitable[T], watch_after_s: float = WATCH_AFTER_S) -> T:
-    """Await ``work``; if the client goes away first, cancel it (its queued sentences are dropped).
-
-    The work runs in the caller's task. After ``watch_after_s``, one watcher task waits for the client to leave
-    and cancels that task when it does."""
-    caller = asyncio.current_task()
-    assert caller is not None  # called from a request's task
-    left = False
-    watch: asyncio.Future | None = None
-
-    def on_disconnect(done: asyncio.Future) -> None:
-        nonlocal left
-        if not done.cancelled() and done.exception() is None:
-            left = True
-            caller.cancel()
-
-    def start_watch() -> None:
-        nonlocal watch
-        watch = asyncio.ensure_future(_disconnected(request))
-        watch.add_done_callback(on_disconnect)
-
-    timer = asyncio.get_running_loop().call_later(watch_after_s, start_watch)
-    try:
-        return await work
-    except asyncio.CancelledError:
-        if left and caller.uncancel() == 0:  # cancelled for the client's leaving alone, not by the server
-            raise ClientGone() from None
-        raise
-    finally:
-        timer.cancel()
-        if watch is not None:
-            watch.remove_done_callback(on_disconnect)
-            watch.cancel()
 
 
 def json_bytes(payload: Any) -> bytes:

@@ -1,13 +1,13 @@
 """The rules every request passes, whichever way it is answered: who may call which route, the body limit
 and CORS. Each is defined here once.
 
-The gate (``thoughtvec.service.http.gate``), the app's one entrance, applies them to every request before
+The door (``thoughtvec.service.http.door``), the app's one middleware, applies them to every request before
 anything answers it, so no way in can skip one. Outermost first:
 
-* CORS (``cors_origins``), Starlette's middleware around the gate: a preflight is answered there; every answer, errors included, carries the
+* CORS (``cors_origins``), Starlette's middleware around the door: a preflight is answered there; every answer, errors included, carries the
   CORS headers, so a page can read a 401 or a 413;
-* the body limit (``max_body_bytes``): 413 by ``Content-Length`` before reading, or while a chunked
-  body streams in;
+* the body limit (``max_body_bytes``): 413 by ``Content-Length`` before reading, or while the body
+  streams in;
 * access (``api_keys``, ``admin_keys``): each route and method is :class:`Access` ``open``, ``key`` or
   ``admin`` in one table beside the routes (``thoughtvec.service.http.routes.ACCESS``). With API keys
   set, a ``key`` or ``admin`` route answers 401 without a valid ``Authorization: Bearer`` key (admin
@@ -20,17 +20,15 @@ anything answers it, so no way in can skip one. Outermost first:
 from __future__ import annotations
 
 import hmac
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute
-from starlette.types import Message, Receive, Scope
+from starlette.types import Scope
 
 from thoughtvec.service.errors import BodyTooLarge, Forbidden, ThoughtvecError, Unauthorized
-from thoughtvec.service.http.middleware import ErrorAnswer, domain_error
+from thoughtvec.service.http.error_answers import ErrorAnswer, domain_error
 from thoughtvec.service.settings import Settings
 
 CORS_METHODS = ("GET", "POST", "DELETE")
@@ -47,8 +45,6 @@ class Access(StrEnum):
 
 # (method, path as the route declares it) -> who may call it
 AccessTable = Mapping[tuple[str, str], Access]
-# (the route's path pattern, method -> who may call it), in the router's order
-Matcher = tuple[tuple[re.Pattern[str], dict[str, Access]], ...]
 
 
 def routes_of(routes: list) -> list:
@@ -60,11 +56,10 @@ def routes_of(routes: list) -> list:
     return out
 
 
-def access_matcher(routes: list[BaseRoute], table: AccessTable) -> Matcher:
-    """Each route's methods with their access, in the router's order; ``ValueError`` naming every route and
-    method the table leaves out, and every entry that names no route."""
+def check_access_table(routes: list[BaseRoute], table: AccessTable) -> None:
+    """``ValueError`` naming every route and method the table leaves out, and every entry that names no route."""
     served = [(r, sorted(getattr(r, "methods", None) or ())) for r in routes_of(routes)]
-    pairs = {(m, r.path) for r, methods in served for m in methods}
+    pairs = {(m, r.path_format) for r, methods in served for m in methods}
     missing, unknown = sorted(pairs - set(table)), sorted(set(table) - pairs)
     if missing or unknown:
         raise ValueError(
@@ -72,7 +67,6 @@ def access_matcher(routes: list[BaseRoute], table: AccessTable) -> Matcher:
             f"not in it: {', '.join(f'{m} {p}' for m, p in missing) or 'none'}; "
             f"in it but not served: {', '.join(f'{m} {p}' for m, p in unknown) or 'none'}"
         )
-    return tuple((r.path_regex, {m: table[m, r.path] for m in methods}) for r, methods in served)
 
 
 @dataclass(frozen=True)
@@ -115,22 +109,6 @@ class RequestRules:
             BodyTooLarge(f"the request body has {length} bytes; the limit is {self.max_body_bytes} (max_body_bytes)", field="body")
         )
 
-    def limited(self, receive: Receive) -> Receive:
-        """``receive`` that counts a body of undeclared length as it streams in, and stops it past the limit (a
-        declared length is the server's to hold the body to)."""
-        limit, seen = self.max_body_bytes, 0
-
-        async def counted() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise _BodyTooLargeHTTP(limit)
-            return message
-
-        return counted
-
     # -- access ----------------------------------------------------------------------------------
     def refusal(self, access: Access, scope: Scope) -> ErrorAnswer | None:
         """The 401 or 403 for a request to a route of ``access`` with the key it carries; None: it may come."""
@@ -151,13 +129,6 @@ class RequestRules:
             if not key_matches(token, self.admin_keys):
                 return Forbidden("this key may not write indexes; use an admin key", field="Authorization")
         return None
-
-
-class _BodyTooLargeHTTP(StarletteHTTPException):
-    """Raised inside ``receive``; FastAPI re-raises HTTPExceptions from body parsing, so the 413 handler answers."""
-
-    def __init__(self, limit: int):
-        super().__init__(413, f"the request body is larger than {limit} bytes (the limit, max_body_bytes)")
 
 
 def bearer_token(scope: Scope) -> bytes | None:

@@ -26,6 +26,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from fastapi import FastAPI
 from uvicorn.supervisors import Multiprocess
 
 from thoughtvec.service import configure_logging
@@ -33,7 +34,6 @@ from thoughtvec.service.core.engine import Core
 from thoughtvec.service.core.registry import default_ort_threads
 from thoughtvec.service.core.workers import WorkerGroup
 from thoughtvec.service.http.app import create_app, server_config
-from thoughtvec.service.http.gate import ServiceApp
 from thoughtvec.service.settings import WORKER_GROUP_VARIABLE, WORKER_SETTINGS_VARIABLE, Settings
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ def serve_workers(settings: Settings) -> int:
     return 0
 
 
-def worker_app() -> ServiceApp:
+def worker_app() -> FastAPI:
     """One worker's app (uvicorn's factory, in the worker process): the supervisor's settings, the group's folder."""
     settings = Settings.model_validate_json(os.environ[WORKER_SETTINGS_VARIABLE])
     configure_logging(settings.log_level)

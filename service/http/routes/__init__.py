@@ -51,6 +51,7 @@ ACCESS: AccessTable = {
     ("POST", "/v2/rerank"): KEY,
     ("POST", "/v1/search"): KEY,
     ("POST", "/v1/generate"): KEY,
+    ("GET", "/v1/generate/models"): KEY,
     ("GET", "/v1/indexes"): KEY,
     ("GET", "/v1/indexes/{name}"): KEY,
     ("POST", "/v1/indexes/{name}/map"): KEY,

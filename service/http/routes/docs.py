@@ -13,7 +13,6 @@ from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 
 from thoughtvec.service.errors import NotFound
-from thoughtvec.service.http.routes.deps import JsonRoute
 
 ASSETS_URL = "/docs-assets"
 ASSETS = {
@@ -23,7 +22,7 @@ ASSETS = {
     "favicon.png": "image/png",
 }
 
-router = APIRouter(include_in_schema=False, route_class=JsonRoute)
+router = APIRouter(include_in_schema=False)
 
 
 class AssetMissing(NotFound):

@@ -14,13 +14,14 @@ from fastapi import APIRouter, Request, Response
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.results import Encoded
 from thoughtvec.service.core.token_ids import is_ids
-from thoughtvec.service.http.middleware import unless_disconnected
+from thoughtvec.service.http.disconnect import unless_disconnected
 from thoughtvec.service.http.peer_schemas import EmbedForms, TeiEmbedRequest, TeiEmbedResponse, TeiSimilarityRequest, TeiSimilarityResponse
-from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep, JsonRoute
+from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep
 from thoughtvec.service.http.routes.similarity import tei_similarity
 from thoughtvec.service.http.schemas import EmbeddingsRequest, EmbeddingsResponse, Usage, usage_headers
+from thoughtvec.service.http.transport import express
 
-router = APIRouter(tags=["embeddings"], route_class=JsonRoute)
+router = APIRouter(tags=["embeddings"])
 
 
 def render_list(enc: Encoded) -> bytes:
@@ -57,6 +58,7 @@ async def answer(
 
 
 @router.post("/v1/embeddings", response_model=EmbeddingsResponse, responses=ERRORS)
+@express
 async def create_embeddings(body: EmbeddingsRequest, request: Request, embedding: EmbeddingDep) -> Response:
     """Vectors for a string, a list of strings, or cl100k token ids (L2-normalised unless `normalize` is false).
 
@@ -67,6 +69,7 @@ async def create_embeddings(body: EmbeddingsRequest, request: Request, embedding
 
 
 @router.post("/embed", response_model=TeiEmbedResponse, responses=TEI_ERRORS)
+@express
 async def embed(body: TeiEmbedRequest, request: Request, embedding: EmbeddingDep) -> Response:
     """TEI's embeddings: a list of vectors, one per input (L2-normalised unless `normalize` is false).
 
@@ -84,6 +87,7 @@ async def embed(body: TeiEmbedRequest, request: Request, embedding: EmbeddingDep
 
 
 @router.post("/", response_model=TeiEmbedResponse | TeiSimilarityResponse, responses=TEI_ERRORS, include_in_schema=False)
+@express
 async def base_url(body: EmbedForms, request: Request, embedding: EmbeddingDep) -> Response:
     """Where ``huggingface_hub.InferenceClient(base_url=...)`` posts: ``feature_extraction`` sends `/embed`'s body,
     ``sentence_similarity`` `/similarity`'s (``inputs: {source_sentence, sentences}``)."""

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
+from starlette.convertors import StringConvertor, register_url_convertor
 
 from thoughtvec.service.http.routes.deps import (
     ERRORS,
     WRITE_ERRORS,
     DocId,
-    DocumentRoute,
     IndexDep,
     IndexName,
-    JsonRoute,
     NewIndexName,
     json_body,
 )
@@ -25,7 +24,17 @@ from thoughtvec.service.http.schemas import (
     IndexStats,
 )
 
-router = APIRouter(prefix="/v1/indexes", tags=["indexes"], route_class=JsonRoute)
+router = APIRouter(prefix="/v1/indexes", tags=["indexes"])
+
+
+class DocIdConvertor(StringConvertor):
+    """A document id in a path: any path segment but ``delete``, so that ``DELETE …/documents/delete`` is a 405
+    naming ``POST`` (that path is the batch delete's), as the schema says, not the deletion of a document."""
+
+    regex = "(?!delete$)[^/]+"
+
+
+register_url_convertor("doc_id", DocIdConvertor())
 
 
 @router.get("", response_model=IndexList, responses=ERRORS)
@@ -79,17 +88,8 @@ async def delete_documents(name: NewIndexName, body: DeleteDocumentsRequest, ind
     return DeleteDocumentsResponse.of(await indexes.delete_documents(name, body.ids))
 
 
+@router.delete("/{name}/documents/{doc_id:doc_id}", response_model=DeleteDocumentsResponse, responses=WRITE_ERRORS)
 async def delete_document(name: NewIndexName, doc_id: DocId, indexes: IndexDep) -> DeleteDocumentsResponse:
     """Delete one document. Its path is any id but `delete` (`…/documents/delete` is the route above: a document
     with that id is deleted there, by `{"ids": ["delete"]}`)."""
     return DeleteDocumentsResponse.of(await indexes.delete_documents(name, [doc_id]))
-
-
-router.add_api_route(
-    "/{name}/documents/{doc_id}",
-    delete_document,
-    methods=["DELETE"],
-    response_model=DeleteDocumentsResponse,
-    responses=WRITE_ERRORS,
-    route_class_override=DocumentRoute,  # its id is never "delete"
-)

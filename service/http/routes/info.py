@@ -6,10 +6,10 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from thoughtvec.service.http.peer_schemas import TeiTokenizeRequest, TeiTokenizeResponse, TokenizeForms
-from thoughtvec.service.http.routes.deps import TEI_ERRORS, EmbeddingDep, JsonRoute
+from thoughtvec.service.http.routes.deps import TEI_ERRORS, EmbeddingDep
 from thoughtvec.service.http.schemas import InfoResponse, TokenizeResponse
 
-router = APIRouter(tags=["info"], route_class=JsonRoute)
+router = APIRouter(tags=["info"])
 
 
 @router.get("/info", response_model=InfoResponse, responses=TEI_ERRORS)

@@ -8,9 +8,9 @@ import dataclasses
 from fastapi import APIRouter
 
 from thoughtvec.service.core.results import ModelDescription
-from thoughtvec.service.http.routes.deps import ERRORS, EmbeddingDep, JsonRoute, ModelName
+from thoughtvec.service.http.routes.deps import ERRORS, EmbeddingDep, ModelName
 
-router = APIRouter(tags=["models"], route_class=JsonRoute)
+router = APIRouter(tags=["models"])
 ALIAS_FIELDS = ("id", "object", "created", "owned_by", "dimension", "default", "alias_of")  # an alias in the list
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from thoughtvec.service.http.routes.deps import CoreDep, JsonRoute
+from thoughtvec.service.http.routes.deps import CoreDep
 from thoughtvec.service.model_guide import default_model
 
-router = APIRouter(tags=["operations"], route_class=JsonRoute)
+router = APIRouter(tags=["operations"])
 
 
 @router.get("/health")

@@ -7,15 +7,15 @@ from pathlib import Path
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 
-from thoughtvec.service.http.middleware import unless_disconnected
-from thoughtvec.service.http.routes.deps import ERRORS, IndexDep, IndexName, JsonRoute, json_body
+from thoughtvec.service.http.disconnect import unless_disconnected
+from thoughtvec.service.http.routes.deps import ERRORS, IndexDep, IndexName, json_body
 from thoughtvec.service.http.schemas import MapRequest, MapResponse
 
 PAGE = Path(__file__).resolve().parent.parent / "static" / "playground.html"
 
 MAP_LIMIT = 300  # documents a map draws by default
 
-router = APIRouter(tags=["playground"], route_class=JsonRoute)
+router = APIRouter(tags=["playground"])
 
 
 @router.get("/", include_in_schema=False)

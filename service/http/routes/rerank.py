@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from thoughtvec.service.http.middleware import unless_disconnected
+from thoughtvec.service.http.disconnect import unless_disconnected
 from thoughtvec.service.http.peer_schemas import CohereRerankRequest, CohereRerankResponse, RerankForms, TeiRerankRequest, TeiRerankResponse
-from thoughtvec.service.http.routes.deps import COHERE_ERRORS, TEI_ERRORS, EmbeddingDep, JsonRoute, json_body
+from thoughtvec.service.http.routes.deps import COHERE_ERRORS, TEI_ERRORS, EmbeddingDep, json_body
 from thoughtvec.service.http.schemas import RerankRequest, RerankResponse, Usage
+from thoughtvec.service.http.transport import express
 
-router = APIRouter(tags=["similarity"], route_class=JsonRoute)
+router = APIRouter(tags=["similarity"])
 
 
 @router.post("/v1/rerank", response_model=RerankResponse, responses=COHERE_ERRORS)
+@express
 async def rerank(body: RerankRequest, request: Request, embedding: EmbeddingDep) -> Response:
     """`results[{index, relevance_score, document?}]`, best first, `top_n` of them.
 
@@ -36,6 +38,7 @@ async def rerank(body: RerankRequest, request: Request, embedding: EmbeddingDep)
 
 
 @router.post("/rerank", response_model=TeiRerankResponse | RerankResponse, responses=TEI_ERRORS)
+@express
 async def rerank_tei(body: RerankForms, request: Request, embedding: EmbeddingDep) -> Response:
     """TEI's rerank for a body with `texts`: `[{index, score, text?}]`, every text, best first; a body with
     `documents` is `/v1/rerank`'s (infinity serves it here).
@@ -59,6 +62,7 @@ async def rerank_tei(body: RerankForms, request: Request, embedding: EmbeddingDe
 
 
 @router.post("/v2/rerank", response_model=CohereRerankResponse, responses=COHERE_ERRORS)
+@express
 async def rerank_v2(body: CohereRerankRequest, request: Request, embedding: EmbeddingDep) -> Response:
     """Cohere v2's rerank: `{id, results[{index, relevance_score}], meta}`, best first, `top_n` of them.
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from thoughtvec.service.http.middleware import unless_disconnected
-from thoughtvec.service.http.routes.deps import ERRORS, IndexDep, JsonRoute, json_body
+from thoughtvec.service.http.disconnect import unless_disconnected
+from thoughtvec.service.http.routes.deps import ERRORS, IndexDep, json_body
 from thoughtvec.service.http.schemas import SearchRequest, SearchResponse
+from thoughtvec.service.http.transport import express
 
-router = APIRouter(tags=["search"], route_class=JsonRoute)
+router = APIRouter(tags=["search"])
 
 
 @router.post("/v1/search", response_model=SearchResponse, responses=ERRORS)
+@express
 async def search(body: SearchRequest, request: Request, indexes: IndexDep) -> Response:
     """`query` is a text, a list of texts, or a vector of the index's dimension; `k` neighbours each.
 

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from thoughtvec.service.http.middleware import unless_disconnected
+from thoughtvec.service.http.disconnect import unless_disconnected
 from thoughtvec.service.http.peer_schemas import TeiSimilarityRequest, TeiSimilarityResponse
-from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep, JsonRoute, json_body
+from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep, json_body
 from thoughtvec.service.http.schemas import SimilarityRequest, SimilarityResponse, Usage
+from thoughtvec.service.http.transport import express
 
-router = APIRouter(tags=["similarity"], route_class=JsonRoute)
+router = APIRouter(tags=["similarity"])
 
 
 @router.post("/v1/similarity", response_model=SimilarityResponse, responses=ERRORS)
+@express
 async def similarity(body: SimilarityRequest, request: Request, embedding: EmbeddingDep) -> Response:
     """Scores for `pairs: [[a, b], ...]`, or for `source` against each of `targets`.
 
@@ -29,6 +31,7 @@ async def similarity(body: SimilarityRequest, request: Request, embedding: Embed
 
 
 @router.post("/similarity", response_model=TeiSimilarityResponse, responses=TEI_ERRORS)
+@express
 async def tei_similarity(body: TeiSimilarityRequest, request: Request, embedding: EmbeddingDep) -> Response:
     """TEI's similarity: `inputs: {source_sentence, sentences}` answers the cosine of the source with each sentence,
     in order. `POST /` takes the same body (`huggingface_hub.InferenceClient(base_url=...).sentence_similarity`)."""

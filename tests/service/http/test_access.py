@@ -15,7 +15,7 @@ from fastapi import APIRouter, FastAPI
 
 from tests.service.conftest import serve_process
 from thoughtvec.service.http import app as app_module
-from thoughtvec.service.http.middleware import family
+from thoughtvec.service.http.error_answers import family
 from thoughtvec.service.http.routes import ACCESS
 from thoughtvec.service.http.rules import Access
 
@@ -65,7 +65,7 @@ def served(app: FastAPI) -> set[tuple[str, str]]:
         if inner is not None and hasattr(inner, "routes"):
             stack.extend(inner.routes)
         if hasattr(route, "path") and getattr(route, "methods", None):
-            out.update((m, route.path) for m in route.methods)
+            out.update((m, route.path_format) for m in route.methods)
     return out
 
 

@@ -1,4 +1,4 @@
-"""A request whose client leaves is not worked on for nobody (``middleware.unless_disconnected``)."""
+"""A request whose client leaves is not worked on for nobody (``disconnect.unless_disconnected``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from starlette.requests import Request
 
-from thoughtvec.service.http.middleware import ClientGone, unless_disconnected
+from thoughtvec.service.http.disconnect import ClientGone, unless_disconnected
 
 
 def request_that_leaves(after_s: float | None) -> Request:

@@ -7,7 +7,7 @@ import inspect
 import pytest
 
 from thoughtvec.service import errors
-from thoughtvec.service.http.middleware import COHERE_PATHS, STATUS, TEI_PATHS, error_body, family, status_of
+from thoughtvec.service.http.error_answers import COHERE_PATHS, STATUS, TEI_PATHS, error_body, family, status_of
 
 
 def test_every_error_has_a_row_and_no_error_carries_a_status():

@@ -1,7 +1,7 @@
-"""``JsonRoute`` (``routes/deps.py``) answers exactly as FastAPI's own handler does, with one validation pass.
+"""The express lane (``transport.ExpressLane``) answers exactly as FastAPI's own handler does, with one validation pass.
 
-A body that validates goes to the endpoint directly; dependency overrides send every request through FastAPI's
-handler, so each request below is sent both ways and must get the same status, bytes and headers, good
+A body that validates goes to the marked endpoint directly; with the lane emptied every request goes through
+FastAPI's handler, so each request below is sent both ways and must get the same status, bytes and headers, good
 requests and bad ones alike.
 """
 
@@ -11,9 +11,12 @@ import json
 import re
 
 import pytest
+from fastapi import APIRouter, FastAPI, Request, Response
 from pydantic import BaseModel
 
 from thoughtvec.service.http.routes import deps
+from thoughtvec.service.http.rules import routes_of
+from thoughtvec.service.http.transport import ExpressLane, express
 
 REQUESTS = [
     ("/v1/embeddings", {"input": "The cat sat on the mat."}),
@@ -37,13 +40,14 @@ REQUESTS = [
 
 
 def both_ways(client, path: str, body: bytes, headers: dict[str, str]):
-    """(the answer of the direct handler, FastAPI's answer) to the same request."""
+    """(the express lane's answer, FastAPI's answer) to the same request."""
     direct = client.post(path, content=body, headers=headers)
-    client.app.dependency_overrides[deps.get_core] = deps.get_core  # the same dependency: FastAPI's handler answers
+    lane = client.app.state.door.express
+    calls, lane.calls = lane.calls, {}
     try:
         standard = client.post(path, content=body, headers=headers)
     finally:
-        client.app.dependency_overrides.clear()
+        lane.calls = calls
     return direct, standard
 
 
@@ -52,25 +56,36 @@ def same(content: bytes) -> bytes:
     return re.sub(rb'"id":"[0-9a-f-]{36}"', b'"id":"?"', content)
 
 
+class Spy:
+    """A body's type adapter that records what it validates from JSON."""
+
+    def __init__(self, adapter, seen: list[bytes]):
+        self.adapter, self.seen = adapter, seen
+
+    def validate_json(self, data, *a, **kw):
+        self.seen.append(data)
+        return self.adapter.validate_json(data, *a, **kw)
+
+
 @pytest.fixture
-def validated(monkeypatch) -> list[bytes]:
-    """The bodies validated from their bytes (FastAPI's handler validates decoded objects instead)."""
+def validated(client) -> list[bytes]:
+    """The bodies the express lane validated from their bytes (FastAPI's handler validates decoded objects)."""
     seen: list[bytes] = []
-    original = BaseModel.model_validate_json.__func__
-
-    def spy(cls, data, *a, **kw):
-        seen.append(data)
-        return original(cls, data, *a, **kw)
-
-    monkeypatch.setattr(BaseModel, "model_validate_json", classmethod(spy))
-    return seen
+    calls = client.app.state.door.express.calls
+    for call in calls.values():
+        object.__setattr__(call, "body", Spy(call.body, seen))  # a frozen record: set for the test alone
+    yield seen
+    for call in calls.values():
+        object.__setattr__(call, "body", call.body.adapter)
 
 
 @pytest.mark.parametrize(("path", "payload"), REQUESTS, ids=[f"{p} {json.dumps(b)[:40]}" for p, b in REQUESTS])
-def test_the_direct_handler_answers_as_fastapi_does(client, validated, path, payload):
+def test_the_express_lane_answers_as_fastapi_does(client, validated, path, payload):
+    assert ("POST", path) in client.app.state.door.express.calls
     body = json.dumps(payload).encode()
     direct, standard = both_ways(client, path, body, {"Content-Type": "application/json"})
-    assert validated == [body], "the body was not validated from its bytes, once"
+    # validated from its bytes first, unless the door refused its shape before (a misspelt key)
+    assert validated[:1] == [body] or (not validated and direct.status_code == 422), "the body was not validated from its bytes first"
     assert (direct.status_code, same(direct.content)) == (standard.status_code, same(standard.content)), path
     for h in ("content-type", "x-split-inputs", "x-truncated-inputs", "retry-after"):
         assert direct.headers.get(h) == standard.headers.get(h), h
@@ -99,3 +114,48 @@ def test_requests_are_counted_under_their_route(client):
     before = sample("thoughtvec_requests_total", labels) or 0.0
     assert client.post("/v1/embeddings", json={"input": "a cat sat ."}).status_code == 200
     assert sample("thoughtvec_requests_total", labels) == before + 1
+
+
+def test_the_hot_routes_take_the_lane_and_no_route_with_path_parameters_does(client):
+    calls = client.app.state.door.express.calls
+    assert {("POST", "/v1/embeddings"), ("POST", "/embed"), ("POST", "/"), ("POST", "/v1/similarity"), ("POST", "/v1/search")} <= set(calls)
+    assert not any("{" in path for _, path in calls) and all(m == "POST" for m, _ in calls)
+
+
+class Body(BaseModel):
+    text: str
+
+
+def lane_of(*endpoints) -> ExpressLane:
+    app = FastAPI()
+    router = APIRouter()
+    for i, endpoint in enumerate(endpoints):
+        router.add_api_route(f"/e{i}", endpoint, methods=["POST"])
+    app.include_router(router)
+    return ExpressLane(routes_of(app.routes))
+
+
+def test_an_endpoint_the_lane_cannot_call_keeps_the_app_from_starting():
+    async def two_bodies(a: Body, b: Body) -> Response:
+        return Response(a.text + b.text)
+
+    async def not_a_response(body: Body) -> dict:
+        return {}
+
+    async def sync_dependency(body: Body, core: deps.Annotated[int, deps.Depends(lambda request: 1)]) -> Response:
+        return Response(body.text)
+
+    for endpoint, reason in (
+        (two_bodies, "neither its body"),
+        (not_a_response, "must return a Response"),
+        (sync_dependency, "async function"),
+    ):
+        with pytest.raises(TypeError, match=reason):
+            lane_of(express(endpoint))
+
+
+def test_an_unmarked_endpoint_is_not_in_the_lane():
+    async def plain(body: Body, request: Request) -> Response:
+        return Response(body.text)
+
+    assert lane_of(plain).calls == {} and set(lane_of(express(plain)).calls) == {("POST", "/e0")}

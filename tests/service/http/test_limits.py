@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from thoughtvec.service.errors import RequestTooLarge
-from thoughtvec.service.http.middleware import family, status_of
+from thoughtvec.service.http.error_answers import family, status_of
 
 INDEX = {"name": "notes", "model": "tiny"}
 DOCS = {"documents": [{"id": f"d{i}", "text": t} for i, t in enumerate(["the cat sat", "a dog ran", "she walked", "the old man"])]}

@@ -7,6 +7,8 @@ model names, each as the library sends them."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import numpy as np
 import pytest
@@ -117,7 +119,7 @@ def test_cohere_v1_client_reads_documents_and_cohere_names(server):
     assert httpx.post(server + "/v1/embeddings", json={"input": "x", "model": "embed-english-v3.0"}).json()["model"] == "tiny"
 
 
-# -- malformed HTTP: refused by uvicorn's parser, before the app (docs/api.md#errors says so) -------------------------
+# -- malformed HTTP: refused by uvicorn's parser, before the app, answered in the API's error shape (transport.py) ----
 MALFORMED = {
     "negative length": b"Content-Length: -1\r\n\r\n",
     "two lengths": b"Content-Length: 15\r\nContent-Length: 16\r\n\r\n",
@@ -126,7 +128,7 @@ MALFORMED = {
 
 
 @pytest.mark.parametrize("headers", MALFORMED.values(), ids=MALFORMED.keys())
-def test_malformed_http_is_uvicorns_plain_400_and_the_connection_closes(server, headers):
+def test_malformed_http_is_a_json_400_and_the_connection_closes(server, headers):
     import socket
 
     host, port = server.removeprefix("http://").split(":")
@@ -136,8 +138,9 @@ def test_malformed_http_is_uvicorns_plain_400_and_the_connection_closes(server, 
         while chunk := s.recv(65536):  # the server closes the connection
             answer += chunk
     head, _, body = answer.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 400 ") and b"content-type: text/plain" in head.lower() and b"connection: close" in head.lower()
-    assert body == b"Invalid HTTP request received."
+    assert head.startswith(b"HTTP/1.1 400 ") and b"content-type: application/json" in head.lower() and b"connection: close" in head.lower()
+    error = json.loads(body)["error"]
+    assert error["code"] == "malformed_http" and "Content-Length" in error["message"] and error["field"] is None
 
 
 def test_tei_token_id_inputs_are_the_models_own_ids(server):

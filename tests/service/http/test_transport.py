@@ -1,10 +1,16 @@
-"""``HeadHeldTransport`` (``service/http/protocol.py``): a response's head goes out with its body, in one write."""
+"""``service/http/transport.py``: what it relies on inside uvicorn still exists (a release that moves it fails here,
+by name, not silently slower), and a response's head goes out with its body, in one write."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 
-from thoughtvec.service.http.protocol import MERGE_LIMIT, HeadHeldTransport, http_protocol
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from thoughtvec.service.http import transport
+from thoughtvec.service.http.transport import MERGE_LIMIT, HeadHeldTransport, http_protocol, malformed_answer
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n"
 
@@ -72,3 +78,22 @@ def test_the_rest_of_the_transport_is_the_transports():
 def test_serve_runs_it_where_uvicorn_has_httptools():
     protocol = http_protocol()
     assert not isinstance(protocol, str) and protocol.__name__ == "OneWriteProtocol"
+
+
+def test_what_the_transport_relies_on_inside_uvicorn_is_still_there():
+    """``transport.RELIES_ON``: the protocol class, the two methods it overrides, and their parameters."""
+    assert len(transport.RELIES_ON) == 1 and "HttpToolsProtocol" in transport.RELIES_ON[0], "update this test with RELIES_ON"
+    for method, params in (("connection_made", ["self", "transport"]), ("send_400_response", ["self", "msg"])):
+        found = getattr(HttpToolsProtocol, method, None)
+        assert found is not None, f"uvicorn {uvicorn.__version__}: HttpToolsProtocol.{method} is gone; transport.py overrides it"
+        assert list(inspect.signature(found).parameters) == params, f"uvicorn {uvicorn.__version__}: HttpToolsProtocol.{method} changed"
+    # send_400_response is still where uvicorn answers a request its parser refuses
+    assert "send_400_response" in inspect.getsource(HttpToolsProtocol.data_received), (
+        f"uvicorn {uvicorn.__version__} answers bad HTTP elsewhere"
+    )
+
+
+def test_a_malformed_request_is_answered_in_the_apis_error_shape():
+    head, _, body = malformed_answer().partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 Bad Request") and b"connection: close" in head
+    assert int(head.split(b"content-length: ")[1].split(b"\r\n")[0]) == len(body)
