@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: serve test lint docs install-serve install-dev install-browser clean
+.PHONY: serve test lint docs install-serve install-dev install-browser lock clean
 
 # Editable installs in setuptools' strict mode: build/__editable__.*/thoughtvec/ is a tree of links to the
 # source files under their import names (service/core/x.py appears as thoughtvec/service/core/x.py), so mypy,
@@ -20,12 +20,15 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+# constraints.txt: every package at the version the suite last passed with (`make lock` refreshes it).
+CONSTRAINTS := -c constraints.txt
+
 install-serve: $(PY)
-	$(PY) -m pip install -q $(EDITABLE) -e .
+	$(PY) -m pip install -q $(CONSTRAINTS) $(EDITABLE) -e .
 
 # Also the openai npm client the tests drive (pinned by tests/clients/package-lock.json), where npm exists.
 install-dev: $(PY)
-	$(PY) -m pip install -q $(EDITABLE) -e ".[train,dev,milvus,docs]"
+	$(PY) -m pip install -q $(CONSTRAINTS) $(EDITABLE) -e ".[train,dev,milvus,docs]"
 	if command -v npm >/dev/null; then npm ci --prefix tests/clients --no-audit --no-fund --silent || echo "npm ci failed: the npm client test will skip"; fi
 
 serve: install-serve
@@ -33,7 +36,7 @@ serve: install-serve
 
 # The docs site, strict (a broken link fails), offline, into build/site (gitignored): open build/site/index.html.
 docs: $(PY)
-	$(PY) -m pip install -q $(EDITABLE) -e ".[docs]"
+	$(PY) -m pip install -q $(CONSTRAINTS) $(EDITABLE) -e ".[docs]"
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet  # without the theme's end-of-life banner
 	@echo "docs: build/site/index.html"
 
@@ -50,6 +53,16 @@ lint: install-dev
 
 test: install-dev lint
 	$(PY) -m pytest -q
+
+# A fresh resolution of the full install, in a throwaway venv, written to constraints.txt: run it to take new
+# releases on purpose, then `make test`, and commit both.
+lock:
+	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
+	build/lock-venv/bin/python -m pip install -q --upgrade pip
+	build/lock-venv/bin/python -m pip install -q ".[train,dev,milvus,docs]"
+	{ sed -n '1,3p' constraints.txt; build/lock-venv/bin/python -m pip freeze --all --exclude thoughtvec --exclude pip | sed 's/+cpu$$//' | sort -f; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt && rm -rf build/lock-venv
+	@echo "constraints.txt: $$(grep -vc '^#' constraints.txt) packages"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
