@@ -21,7 +21,7 @@ from thoughtvec.service import model_guide
 ENV_PREFIX = "THOUGHTVEC_"
 # THOUGHTVEC_* variables that other commands read (README: corpus and evaluation); not typos of a setting.
 OTHER_COMMANDS_VARIABLES = frozenset({"THOUGHTVEC_SENTEVAL", "THOUGHTVEC_CACHE"})
-# What `thoughtvec serve --workers N` hands each worker process (thoughtvec.service.http.workers): its settings as
+# What `thoughtvec serve --workers N` hands each worker process (thoughtvec.service.http.worker_processes): its settings as
 # JSON, and the folder the workers publish their readiness and metrics in.
 WORKER_SETTINGS_VARIABLE, WORKER_GROUP_VARIABLE = "THOUGHTVEC_WORKER_SETTINGS", "THOUGHTVEC_WORKER_GROUP"
 PACKAGE_DATA = Path(__file__).resolve().parent / "index" / "data"

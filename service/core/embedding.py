@@ -1,32 +1,27 @@
-"""The embedding service: the served models and what they compute, without HTTP.
+"""The embedding service: the served models and their vectors, without HTTP.
 
-Embeddings (OpenAI's input forms), tokenization, pair similarity, rerank, and what is served
-(``info``). Every text goes through :meth:`EmbeddingService.texts` (the character limit) and
-:meth:`EmbeddingService.encode` (the request's characters and tokens in all; admission to the model's
-queue; long inputs split, truncated or rejected; the model's batcher), which the index service uses too;
-``/tokenize`` is bounded and admitted the same way (``thoughtvec.service.core.limits``). Every problem
-is raised as a domain error (``thoughtvec.service.errors``) that names the field and the limit.
+Embeddings in OpenAI's input forms and TEI's token ids. Every text any service embeds goes through
+:meth:`EmbeddingService.texts` (each text's characters) and :meth:`EmbeddingService.encode` (the request's
+characters and tokens in all; admission to the model's queue; long inputs split, truncated or rejected; the
+model's batcher); the scoring, catalog, index and generation services embed through them. Every problem is raised
+as a domain error (``thoughtvec.service.errors``) that names the field and the limit.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from thoughtvec.service import __version__
 from thoughtvec.service.bundle.postprocess import l2_normalize
-from thoughtvec.service.core import guide
 from thoughtvec.service.core.batcher import LOOKAHEAD
 from thoughtvec.service.core.limits import (
     FLOAT_JSON_BYTES,
     OFFLOAD_CHARS,
-    TOKEN_JSON_BYTES,
     check_answer,
     check_chars,
     check_count,
@@ -39,17 +34,6 @@ from thoughtvec.service.core.planner import plan_batches
 from thoughtvec.service.core.registry import Model, Registry
 from thoughtvec.service.core.results import (
     Encoded,
-    Info,
-    ModelDescription,
-    ModelInfo,
-    ModelList,
-    PairScore,
-    Ranked,
-    Reranked,
-    Similarity,
-    Token,
-    Tokenization,
-    Tokenized,
 )
 from thoughtvec.service.core.token_ids import is_ids, read_input
 from thoughtvec.service.errors import EmptyInput, InputTooLong, InvalidInput, QueueFull
@@ -66,11 +50,10 @@ BULK_IN_FLIGHT = 2
 class EmbeddingService:
     """Every served model (``registry``) and what it computes."""
 
-    def __init__(self, settings: Settings, metrics: Metrics, devices: Callable[[], dict]):
+    def __init__(self, settings: Settings, metrics: Metrics):
         self.settings = settings
         self.metrics = metrics
         self.registry = Registry(settings, metrics)
-        self.devices = devices  # what runs where (``Core.devices``): /info and /v1/models show it
 
     async def start(self) -> None:
         """Load, start and warm every bundle."""
@@ -216,23 +199,6 @@ class EmbeddingService:
         check_answer(len(items) * dim * FLOAT_JSON_BYTES, self.settings.max_response_bytes, field, f"{len(items)} vectors of {dim} values")
         return await self.encode(model, view, self.texts(items, fields, truncation), fields, normalize, truncation, reduced)
 
-    # -- what is served, and how a text is seen ------------------------------------------
-    def models(self) -> ModelList:
-        """Every served model (without its training record), then each alias as the model it names now."""
-        reg = self.registry
-        default = reg.default_model
-        models = [m.describe(n == default, provenance=False) for n, m in sorted(reg.models.items())]
-        aliases = [
-            dataclasses.replace(reg.models[t].describe(False, provenance=False), id=a, alias_of=t) for a, t in sorted(reg.aliases().items())
-        ]
-        return ModelList(models, aliases, self.devices())
-
-    def describe(self, name: str) -> ModelDescription:
-        """Model ``name`` (a bundle or an alias: 404 if neither) with its training record."""
-        model = self.model(name)
-        described = model.describe(model.name == self.registry.default_model)
-        return described if model.name == name else dataclasses.replace(described, id=name, alias_of=model.name)
-
     async def embed_token_ids(
         self,
         raw_input: Any,
@@ -271,165 +237,3 @@ class EmbeddingService:
         vecs, tokens = enc.project(emb.vectors, view, reduced), sum(emb.tokens)
         self.metrics.embedded(model.name, len(parts), len(parts), tokens, 0, truncated)
         return Encoded(model.name, view, l2_normalize(vecs) if normalize else vecs, tokens, 0, truncated)
-
-    def info(self) -> Info:
-        """Models, aliases, limits, version and devices in one answer (TEI's and infinity's /info)."""
-        reg, s = self.registry, self.settings
-        models = [
-            ModelInfo(
-                n,
-                m.encoder.dim(),
-                {v: m.encoder.dim(v) for v in m.encoder.spec.views},
-                m.encoder.max_tokens,
-                m.encoder.spec.family,
-                n == reg.default_model,
-                **guide.entry(n, m.encoder.fingerprint()),
-            )
-            for n, m in sorted(reg.models.items())
-        ]
-        limits = {
-            k: getattr(s, k)
-            for k in (
-                "truncation",
-                "max_inputs",
-                "max_input_chars",
-                "max_request_chars",
-                "max_request_tokens",
-                "max_query_chars",
-                "max_response_bytes",
-                "max_k",
-                "max_body_bytes",
-                "max_batch_size",
-                "max_batch_tokens",
-                "max_queue_size",
-            )
-        }
-        return Info("thoughtvec", __version__, reg.default_model, models, reg.aliases(), s.default_index, limits, self.devices())
-
-    async def tokenize(
-        self, raw_input: Any, model_name: str | None, field: str = "input", token_ids: bool = True, specials: bool = True
-    ) -> Tokenization:
-        """Each text's tokens as the model sees them, with their ids and which are out of the vocabulary
-        (the input forms of :meth:`embeddings`); without ``specials``, the tokens framing each text are left out
-        (the limit still counts them). Bounded and admitted as :meth:`encode` is: the request's characters
-        before tokenizing, its tokens and the answer's size before the answer is built, the model's queue."""
-        model = self.model(model_name)
-        items, fields = read_input(raw_input, field, token_ids)
-        check_count(len(items), self.settings.max_inputs, field)
-        texts = self.texts(items, fields, "truncate")
-        chars = check_chars(texts, fields, self.settings.max_request_chars)
-        with model.batcher.admit(room(texts, chars, model.encoder.max_tokens)):
-            if chars > OFFLOAD_CHARS:  # tokenizing long texts stays off the event loop
-                data = await asyncio.get_running_loop().run_in_executor(None, self._tokenized, model, texts, fields, specials, field)
-            else:
-                data = self._tokenized(model, texts, fields, specials, field)
-        return Tokenization(model.name, model.encoder.spec.max_input_tokens, data)
-
-    def _tokenized(self, model: Model, texts: list[str], fields: list[str], specials: bool, field: str) -> list[Tokenized]:
-        tokenizer, limit = model.encoder.tokenizer, model.encoder.spec.max_input_tokens
-        pieces: list[list[Any]] = []
-
-        def counts():  # texts are tokenized one by one, up to the first that takes the request over the limit
-            for text in texts:
-                pieces.append(tokenizer.pieces(text))
-                yield len(pieces[-1])
-
-        tokens = check_tokens(counts(), fields, self.settings.max_request_tokens)
-        size = tokens * TOKEN_JSON_BYTES + 2 * sum(len(p.text) for ps in pieces for p in ps) + sum(map(len, texts))
-        check_answer(size, self.settings.max_response_bytes, field, f"{tokens} tokens")
-        data = []
-        for i, (text, ps) in enumerate(zip(texts, pieces)):
-            toks = [Token(p.text, p.id, p.oov, p.special, p.start, p.stop) for p in ps if specials or not p.special]
-            data.append(Tokenized(i, toks, [t.text for t in toks if t.oov], len(ps) > limit, text))
-        return data
-
-    # -- similarity ----------------------------------------------------------------------
-    def _pairs(
-        self, pairs: list[Any] | None, source: Any, targets: list[Any] | None, names: tuple[str, str] = ("source", "targets")
-    ) -> tuple[list[tuple[Any, Any]], list[tuple[str, str]]]:
-        """The pairs and the field name of each side, from either request form."""
-        if pairs is not None and (source is not None or targets is not None):
-            raise InvalidInput("send either pairs, or source and targets, not both", field="pairs")
-        if pairs is not None:
-            check_count(len(pairs), self.settings.max_inputs, "pairs")
-            for i, p in enumerate(pairs):
-                if not isinstance(p, list) or len(p) != 2:
-                    raise InvalidInput(f"pairs[{i}] must be a list of two texts", field=f"pairs[{i}]")
-            return [(p[0], p[1]) for p in pairs], [(f"pairs[{i}][0]", f"pairs[{i}][1]") for i in range(len(pairs))]
-        src, tgt = names
-        if source is None or targets is None:
-            raise InvalidInput(f"send pairs ([[a, b], ...]) or {src} and {tgt}", field=src if source is None else tgt)
-        check_count(len(targets), self.settings.max_inputs, tgt)
-        return [(source, t) for t in targets], [(src, f"{tgt}[{i}]") for i in range(len(targets))]
-
-    async def similarity(
-        self,
-        *,
-        pairs: list[Any] | None = None,
-        source: Any = None,
-        targets: list[Any] | None = None,
-        model: str | None = None,
-        view: str | None = None,
-        truncation: Truncation | None = None,
-        names: tuple[str, str] = ("source", "targets"),
-    ) -> Similarity:
-        """Cosine (and relatedness) for ``pairs``, or for ``source`` against each of ``targets`` (``names``: what the
-        request calls those two, for its errors)."""
-        m = self.model(model)
-        view = m.encoder.view(view)
-        texts, fields = self._pairs(pairs, source, targets, names)
-        data, enc = await self.score(m, view, texts, fields, truncation)
-        return Similarity(m.name, view, data, enc.usage)
-
-    async def score(
-        self, model: Model, view: str, pairs: Sequence[tuple[Any, Any]], fields: Sequence[tuple[str, str]], mode: Truncation | None = None
-    ) -> tuple[list[PairScore], Encoded]:
-        """The scoring core of similarity and rerank: a score (and relatedness) per pair, and the usage."""
-        unique: dict[str, int] = {}  # each distinct text is embedded once
-        ufields: list[str] = []
-        a, b = [], []
-        for pair, fpair in zip(pairs, fields):
-            idx = []
-            for text, fld in zip(self.texts(pair, fpair, mode), fpair):
-                if text not in unique:
-                    unique[text] = len(unique)
-                    ufields.append(fld)
-                idx.append(unique[text])
-            a.append(idx[0])
-            b.append(idx[1])
-        texts = list(unique)
-        enc = await self.encode(model, view, texts, ufields, normalize=False, mode=mode)
-        unit = l2_normalize(enc.vectors)
-        cos = np.clip(np.einsum("nd,nd->n", unit[a], unit[b]), -1.0, 1.0)  # rounding can step past 1
-        if model.head is None or model.head_view is None:  # the registry loads them together
-            return [PairScore(i, float(c)) for i, c in enumerate(cos)], enc
-        hv = enc.vectors
-        if model.head_view != view:
-            henc = await self.encode(model, model.head_view, texts, ufields, normalize=False, mode=mode)
-            hv, enc.tokens = henc.vectors, enc.tokens + henc.tokens
-        related = model.head.predict(hv[a], hv[b])
-        return [PairScore(i, float(c), float(r)) for i, (c, r) in enumerate(zip(cos, related))], enc
-
-    async def rerank(
-        self,
-        *,
-        query: Any,
-        documents: list[Any],
-        top_n: int | None = None,
-        return_documents: bool = False,
-        model: str | None = None,
-        view: str | None = None,
-        truncation: Truncation | None = None,
-        field: str = "documents",
-    ) -> Reranked:
-        """Documents ordered by cosine similarity to the query, best first (``field``: what the request calls them)."""
-        m = self.model(model)
-        view = m.encoder.view(view)
-        check_count(len(documents), self.settings.max_inputs, field)
-        if top_n is not None and top_n < 1:
-            raise InvalidInput(f"top_n is {top_n}; it must be at least 1", field="top_n")
-        fields = [("query", f"{field}[{i}]") for i in range(len(documents))]
-        data, enc = await self.score(m, view, [(query, d) for d in documents], fields, truncation)
-        order = sorted(data, key=lambda r: -r.score)[:top_n]
-        results = [Ranked(r.index, r.score, documents[r.index] if return_documents else None) for r in order]
-        return Reranked(m.name, results, enc.usage)

@@ -13,12 +13,14 @@ import gc
 import logging
 
 from thoughtvec.service.core import memory
+from thoughtvec.service.core.catalog import Catalog
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.encoder import available_providers
 from thoughtvec.service.core.generation import GenerationService
 from thoughtvec.service.core.indexing import IndexService
 from thoughtvec.service.core.metrics import Metrics, merge_expositions
-from thoughtvec.service.core.workers import PUBLISH_EVERY_S, WorkerGroup
+from thoughtvec.service.core.scoring import ScoringService
+from thoughtvec.service.core.worker_group import PUBLISH_EVERY_S, WorkerGroup
 from thoughtvec.service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -29,7 +31,9 @@ class Core:
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.group = group  # the other worker processes on this port, where there are (settings.workers)
-        self.embedding = EmbeddingService(settings, self.metrics, self.devices)
+        self.embedding = EmbeddingService(settings, self.metrics)
+        self.scoring = ScoringService(self.embedding)  # similarity and rerank
+        self.catalog = Catalog(self.embedding, self.devices)  # what is served: /v1/models, /info, /tokenize
         self.indexes = IndexService(settings, self.embedding)
         self.generation = GenerationService(self.embedding, settings.ort_threads or None)  # the decoders: POST /v1/generate
         self._tasks: list[asyncio.Task] = []

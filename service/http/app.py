@@ -23,7 +23,7 @@ from starlette.middleware.cors import CORSMiddleware
 from thoughtvec.service import __version__
 from thoughtvec.service.core.engine import Core
 from thoughtvec.service.core.metrics import Metrics
-from thoughtvec.service.core.workers import WorkerGroup
+from thoughtvec.service.core.worker_group import WorkerGroup
 from thoughtvec.service.http import openapi
 from thoughtvec.service.http.door import Door
 from thoughtvec.service.http.error_answers import error_handlers
@@ -46,7 +46,7 @@ keys are configured."""
 def create_app(settings: Settings | None = None, settle_heap: bool = False, group: WorkerGroup | None = None) -> FastAPI:
     """The app on ``settings``; ``settle_heap``: after start-up, keep what it loaded out of the garbage collector's
     way (``core.engine.settle_heap``: what ``thoughtvec serve`` does; a process that makes many apps, as the tests
-    do, should not); ``group``: the worker processes it is one of (``thoughtvec.service.http.workers``)."""
+    do, should not); ``group``: the worker processes it is one of (``thoughtvec.service.http.worker_processes``)."""
     settings = settings or Settings()
     metrics = Metrics()
     core = Core(settings, metrics, group)

@@ -8,9 +8,11 @@ from typing import Annotated, Any
 from fastapi import Depends, Path, Request, Response
 from pydantic import BaseModel
 
+from thoughtvec.service.core.catalog import Catalog
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.engine import Core
 from thoughtvec.service.core.indexing import IndexService
+from thoughtvec.service.core.scoring import ScoringService
 from thoughtvec.service.http.error_answers import json_bytes
 from thoughtvec.service.http.peer_schemas import CohereErrorBody, TeiErrorBody
 from thoughtvec.service.http.schemas import ErrorBody, Usage
@@ -26,12 +28,22 @@ async def get_embedding(request: Request) -> EmbeddingService:
     return request.app.state.core.embedding
 
 
+async def get_scoring(request: Request) -> ScoringService:
+    return request.app.state.core.scoring
+
+
+async def get_catalog(request: Request) -> Catalog:
+    return request.app.state.core.catalog
+
+
 async def get_indexes(request: Request) -> IndexService:
     return request.app.state.core.indexes
 
 
 CoreDep = Annotated[Core, Depends(get_core)]  # the whole service: readiness, metrics
-EmbeddingDep = Annotated[EmbeddingService, Depends(get_embedding)]  # models and what they compute
+EmbeddingDep = Annotated[EmbeddingService, Depends(get_embedding)]  # the models' vectors
+ScoringDep = Annotated[ScoringService, Depends(get_scoring)]  # similarity and rerank
+CatalogDep = Annotated[Catalog, Depends(get_catalog)]  # what is served and how it reads text
 IndexDep = Annotated[IndexService, Depends(get_indexes)]  # search and index management
 
 

@@ -16,7 +16,7 @@ from thoughtvec.service.core.results import Encoded
 from thoughtvec.service.core.token_ids import is_ids
 from thoughtvec.service.http.disconnect import unless_disconnected
 from thoughtvec.service.http.peer_schemas import EmbedForms, TeiEmbedRequest, TeiEmbedResponse, TeiSimilarityRequest, TeiSimilarityResponse
-from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep
+from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep, ScoringDep
 from thoughtvec.service.http.routes.similarity import tei_similarity
 from thoughtvec.service.http.schemas import EmbeddingsRequest, EmbeddingsResponse, Usage, usage_headers
 from thoughtvec.service.http.transport import express
@@ -88,9 +88,9 @@ async def embed(body: TeiEmbedRequest, request: Request, embedding: EmbeddingDep
 
 @router.post("/", response_model=TeiEmbedResponse | TeiSimilarityResponse, responses=TEI_ERRORS, include_in_schema=False)
 @express
-async def base_url(body: EmbedForms, request: Request, embedding: EmbeddingDep) -> Response:
+async def base_url(body: EmbedForms, request: Request, embedding: EmbeddingDep, scoring: ScoringDep) -> Response:
     """Where ``huggingface_hub.InferenceClient(base_url=...)`` posts: ``feature_extraction`` sends `/embed`'s body,
     ``sentence_similarity`` `/similarity`'s (``inputs: {source_sentence, sentences}``)."""
     if isinstance(body, TeiSimilarityRequest):
-        return await tei_similarity(body, request, embedding)
+        return await tei_similarity(body, request, scoring)
     return await embed(body, request, embedding)

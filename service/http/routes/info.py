@@ -6,25 +6,25 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from thoughtvec.service.http.peer_schemas import TeiTokenizeRequest, TeiTokenizeResponse, TokenizeForms
-from thoughtvec.service.http.routes.deps import TEI_ERRORS, EmbeddingDep
+from thoughtvec.service.http.routes.deps import TEI_ERRORS, CatalogDep
 from thoughtvec.service.http.schemas import InfoResponse, TokenizeResponse
 
 router = APIRouter(tags=["info"])
 
 
 @router.get("/info", response_model=InfoResponse, responses=TEI_ERRORS)
-async def info(embedding: EmbeddingDep) -> InfoResponse:
+async def info(catalog: CatalogDep) -> InfoResponse:
     """Models (dimensions, views, token limits), aliases, request limits, version and devices."""
-    return InfoResponse.of(embedding.info())
+    return InfoResponse.of(catalog.info())
 
 
 @router.post("/tokenize", response_model=TokenizeResponse | TeiTokenizeResponse, responses=TEI_ERRORS)
-async def tokenize(body: TokenizeForms, embedding: EmbeddingDep) -> TokenizeResponse | TeiTokenizeResponse:
+async def tokenize(body: TokenizeForms, catalog: CatalogDep) -> TokenizeResponse | TeiTokenizeResponse:
     """Each text's tokens with their ids; `oov` lists the words the model does not know (they become `<unk>`).
 
     `over_limit`: the text has more tokens than the model takes at once (it would be split, truncated or rejected).
     A body with `inputs` is TEI's: a list of `{id, text, special, start, stop}` per input.
     """
     if isinstance(body, TeiTokenizeRequest):
-        return TeiTokenizeResponse.of(await embedding.tokenize(body.inputs, body.model, "inputs", False, body.add_special_tokens))
-    return TokenizeResponse.of(await embedding.tokenize(body.input, body.model))
+        return TeiTokenizeResponse.of(await catalog.tokenize(body.inputs, body.model, "inputs", False, body.add_special_tokens))
+    return TokenizeResponse.of(await catalog.tokenize(body.input, body.model))

@@ -8,7 +8,7 @@ import dataclasses
 from fastapi import APIRouter
 
 from thoughtvec.service.core.results import ModelDescription
-from thoughtvec.service.http.routes.deps import ERRORS, EmbeddingDep, ModelName
+from thoughtvec.service.http.routes.deps import ERRORS, CatalogDep, ModelName
 
 router = APIRouter(tags=["models"])
 ALIAS_FIELDS = ("id", "object", "created", "owned_by", "dimension", "default", "alias_of")  # an alias in the list
@@ -23,8 +23,8 @@ def _model(d: ModelDescription, fields: tuple[str, ...] | None = None) -> dict:
 
 
 @router.get("/v1/models", responses=ERRORS)
-async def list_models(embedding: EmbeddingDep) -> dict:
-    listing = embedding.models()
+async def list_models(catalog: CatalogDep) -> dict:
+    listing = catalog.models()
     # `devices`: where encoders and searches run (each model's own `providers` are those its session uses).
     # an alias: the name and what it stands for; the model's whole entry is at /v1/models/{alias}
     return {
@@ -35,5 +35,5 @@ async def list_models(embedding: EmbeddingDep) -> dict:
 
 
 @router.get("/v1/models/{name}", responses=ERRORS)
-async def get_model(name: ModelName, embedding: EmbeddingDep) -> dict:
-    return _model(embedding.describe(name))
+async def get_model(name: ModelName, catalog: CatalogDep) -> dict:
+    return _model(catalog.describe(name))

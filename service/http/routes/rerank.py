@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request, Response
 
 from thoughtvec.service.http.disconnect import unless_disconnected
 from thoughtvec.service.http.peer_schemas import CohereRerankRequest, CohereRerankResponse, RerankForms, TeiRerankRequest, TeiRerankResponse
-from thoughtvec.service.http.routes.deps import COHERE_ERRORS, TEI_ERRORS, EmbeddingDep, json_body
+from thoughtvec.service.http.routes.deps import COHERE_ERRORS, TEI_ERRORS, ScoringDep, json_body
 from thoughtvec.service.http.schemas import RerankRequest, RerankResponse, Usage
 from thoughtvec.service.http.transport import express
 
@@ -16,14 +16,14 @@ router = APIRouter(tags=["similarity"])
 
 @router.post("/v1/rerank", response_model=RerankResponse, responses=COHERE_ERRORS)
 @express
-async def rerank(body: RerankRequest, request: Request, embedding: EmbeddingDep) -> Response:
+async def rerank(body: RerankRequest, request: Request, scoring: ScoringDep) -> Response:
     """`results[{index, relevance_score, document?}]`, best first, `top_n` of them.
 
     The score is `/v1/similarity`'s cosine between the query and each document (a bi-encoder, not a cross-encoder).
     """
     result = await unless_disconnected(
         request,
-        embedding.rerank(
+        scoring.rerank(
             query=body.query,
             documents=body.documents,
             top_n=body.top_n,
@@ -39,17 +39,17 @@ async def rerank(body: RerankRequest, request: Request, embedding: EmbeddingDep)
 
 @router.post("/rerank", response_model=TeiRerankResponse | RerankResponse, responses=TEI_ERRORS)
 @express
-async def rerank_tei(body: RerankForms, request: Request, embedding: EmbeddingDep) -> Response:
+async def rerank_tei(body: RerankForms, request: Request, scoring: ScoringDep) -> Response:
     """TEI's rerank for a body with `texts`: `[{index, score, text?}]`, every text, best first; a body with
     `documents` is `/v1/rerank`'s (infinity serves it here).
 
     `score` is (1 + cosine) / 2 in [0, 1], the cosine itself with `raw_scores`.
     """
     if not isinstance(body, TeiRerankRequest):
-        return await rerank(body, request, embedding)
+        return await rerank(body, request, scoring)
     result = await unless_disconnected(
         request,
-        embedding.rerank(
+        scoring.rerank(
             query=body.query,
             documents=body.texts,
             return_documents=body.return_text,
@@ -63,14 +63,14 @@ async def rerank_tei(body: RerankForms, request: Request, embedding: EmbeddingDe
 
 @router.post("/v2/rerank", response_model=CohereRerankResponse, responses=COHERE_ERRORS)
 @express
-async def rerank_v2(body: CohereRerankRequest, request: Request, embedding: EmbeddingDep) -> Response:
+async def rerank_v2(body: CohereRerankRequest, request: Request, scoring: ScoringDep) -> Response:
     """Cohere v2's rerank: `{id, results[{index, relevance_score}], meta}`, best first, `top_n` of them.
 
     `relevance_score` is (1 + cosine) / 2 in [0, 1]: the order of `/v1/rerank`'s cosine.
     """
-    truncation = body.truncation(embedding.model(body.model).encoder.max_tokens)
+    truncation = body.truncation(scoring.embedding.model(body.model).encoder.max_tokens)
     result = await unless_disconnected(
         request,
-        embedding.rerank(query=body.query, documents=body.documents, top_n=body.top_n, model=body.model, truncation=truncation),
+        scoring.rerank(query=body.query, documents=body.documents, top_n=body.top_n, model=body.model, truncation=truncation),
     )
     return json_body(CohereRerankResponse.of(result), Usage.of(result.usage))

@@ -70,7 +70,7 @@ async def fake_services(
     """The embedding service over :class:`FakeEncoder`\\ s of ``models`` (loaded, started, warm), and the index
     service over it with its indexes under ``index_dir``; ``settings`` override the test defaults."""
     s = settings_for(models_dir, index_dir, **settings)
-    embedding = EmbeddingService(s, Metrics(), lambda: DEVICES)
+    embedding = EmbeddingService(s, Metrics())
     encoders = {name: FakeEncoder(models_dir / name, seed=i) for i, name in enumerate(models)}
     registry = embedding.registry
     for name, enc in encoders.items():

@@ -1,5 +1,4 @@
-"""The embedding service without HTTP, over a fake runtime: vectors, batching, admission, long inputs, errors,
-similarity, rerank, tokenization and the typed model descriptions."""
+"""The embedding service without HTTP, over a fake runtime: vectors, batching, admission, long inputs, errors."""
 
 from __future__ import annotations
 
@@ -9,10 +8,9 @@ import numpy as np
 import pytest
 
 from tests.service.conftest import SENTENCES
-from tests.service.core.fake_runtime import DEVICES, FakeEncoder, fake_services
+from tests.service.core.fake_runtime import FakeEncoder, fake_services
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.core.longinput import pool, prepare
-from thoughtvec.service.core.results import ModelDescription, ModelList
 from thoughtvec.service.errors import (
     InputTooLong,
     InvalidInput,
@@ -201,55 +199,6 @@ async def test_a_model_still_loading_is_not_ready(services):
         with pytest.raises(NotReady) as e:
             emb.model("coming")
         assert e.value.field == "model" and "not loaded yet" in str(e.value)
-
-
-async def test_similarity_and_rerank_score_by_the_models_cosine(services):
-    async with services() as (emb, _, fakes):
-        fake = fakes["tiny"]
-        sim = await emb.similarity(pairs=[[SENTENCES[0], SENTENCES[1]], [SENTENCES[2], SENTENCES[2]]], model="tiny")
-        want = float(fake.expected(SENTENCES[0]) @ fake.expected(SENTENCES[1]))
-        assert sim.data[0].score == pytest.approx(want, abs=1e-6) and sim.data[1].score == pytest.approx(1.0, abs=1e-6)
-        assert sim.usage.tokens == sum(len(fake.token_ids(s)) for s in SENTENCES[:3])  # each distinct text once
-        with pytest.raises(InvalidInput) as e:
-            await emb.similarity(pairs=[["a", "b"]], source="a", targets=["b"], model="tiny")
-        assert e.value.field == "pairs"
-        ranked = await emb.rerank(query=SENTENCES[0], documents=SENTENCES[:4], top_n=2, return_documents=True, model="tiny")
-        scores = [float(fake.expected(SENTENCES[0]) @ fake.expected(d)) for d in SENTENCES[:4]]
-        order = sorted(range(4), key=lambda i: -scores[i])[:2]
-        assert [r.index for r in ranked.results] == order and ranked.results[0].document == SENTENCES[order[0]]
-        with pytest.raises(InvalidInput) as e:
-            await emb.rerank(query="a", documents=["b"], top_n=0, model="tiny")
-        assert e.value.field == "top_n"
-
-
-async def test_tokenize_shows_the_ids_the_model_gets(services):
-    async with services() as (emb, _, fakes):
-        out = await emb.tokenize([SENTENCES[0], LONG], "tiny")
-        assert [t.id for t in out.data[0].tokens] == fakes["tiny"].token_ids(SENTENCES[0])
-        assert (out.data[0].over_limit, out.data[1].over_limit, out.max_input_tokens) == (False, True, 32)
-
-
-async def test_models_are_typed_descriptions_with_aliases_and_devices(services):
-    async with services(model_aliases="text-embedding-ada-002=default") as (emb, _, _fakes):
-        listing = emb.models()
-        assert isinstance(listing, ModelList) and listing.devices == DEVICES
-        assert [m.id for m in listing.models] == ["tiny", "tiny2"] and all(isinstance(m, ModelDescription) for m in listing.models)
-        tiny = listing.models[0]
-        assert (tiny.default, tiny.dimension, tiny.default_view, tiny.max_input_tokens, tiny.family) == (
-            True,
-            8,
-            "mean",
-            32,
-            "skip-thought",
-        )
-        assert tiny.views["meanmax"].dim == 16 and tiny.training is None and tiny.alias_of is None  # no provenance in the list
-        assert [(a.id, a.name, a.alias_of, a.default) for a in listing.aliases] == [("text-embedding-ada-002", "tiny", "tiny", False)]
-        one = emb.describe("tiny2")
-        assert (one.id, one.default, one.dimension, one.training) == ("tiny2", False, 4, {"note": "not trained: fixed random embeddings"})
-        alias = emb.describe("text-embedding-ada-002")
-        assert (alias.id, alias.name, alias.alias_of, alias.default) == ("text-embedding-ada-002", "tiny", "tiny", True)
-        with pytest.raises(UnknownModel):
-            emb.describe("nope")
 
 
 def test_the_fake_model_is_batch_invariant(models_dir):

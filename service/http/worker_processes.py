@@ -9,7 +9,7 @@ module is the supervisor and each worker's app factory:
 2. uvicorn's supervisor binds the port once and starts N workers on it (the kernel spreads connections over them),
    restarting any that dies; each makes its app from the settings handed down (``WORKER_SETTINGS_VARIABLE``), with
    ONNX Runtime's threads shared out (the cores over N where ``ort_threads`` is 0);
-3. the workers publish their readiness and metrics into a folder of the group's (``core.workers``), so any of them
+3. the workers publish their readiness and metrics into a folder of the group's (``core.worker_group``), so any of them
    answers ``/ready`` and ``/metrics`` for all.
 
 An index folder has one writer, so with a FAISS store the workers' indexes are read-only (a write answers 409
@@ -32,7 +32,7 @@ from uvicorn.supervisors import Multiprocess
 from thoughtvec.service import configure_logging
 from thoughtvec.service.core.engine import Core
 from thoughtvec.service.core.registry import default_ort_threads
-from thoughtvec.service.core.workers import WorkerGroup
+from thoughtvec.service.core.worker_group import WorkerGroup
 from thoughtvec.service.http.app import create_app, server_config
 from thoughtvec.service.settings import WORKER_GROUP_VARIABLE, WORKER_SETTINGS_VARIABLE, Settings
 
@@ -54,7 +54,7 @@ def serve_workers(settings: Settings) -> int:
     group = Path(tempfile.mkdtemp(prefix="thoughtvec-workers-"))
     os.environ[WORKER_SETTINGS_VARIABLE] = worker_settings(settings).model_dump_json()
     os.environ[WORKER_GROUP_VARIABLE] = str(group)
-    config = server_config("thoughtvec.service.http.workers:worker_app", settings, factory=True, workers=settings.workers)
+    config = server_config("thoughtvec.service.http.worker_processes:worker_app", settings, factory=True, workers=settings.workers)
     try:
         try:
             sock = config.bind_socket()

@@ -2,7 +2,7 @@
 
 A client's connection lands on any worker, and so does a scrape of ``/metrics`` or a probe of ``/ready``. Each
 worker writes, about once a second (off the event loop) and at once when its readiness changes, its own readiness
-and metrics exposition to a file of its own (``<pid>.json``, replaced whole) in a folder the supervisor made for the group (``thoughtvec.service.http.workers``);
+and metrics exposition to a file of its own (``<pid>.json``, replaced whole) in a folder the supervisor made for the group (``thoughtvec.service.http.worker_processes``);
 the answering worker reads the other live workers' files beside its own state as it is. So ``/ready`` is 200 once
 every worker is ready, and ``/metrics`` sums the workers' series (:func:`~thoughtvec.service.core.metrics.
 merge_expositions`), each at most a second old but the answering worker's own.

@@ -18,11 +18,11 @@ from tests.service.conftest import settings_for
 from tests.service.index.stores import crash
 from thoughtvec.service.core.metrics import Metrics, merge_expositions
 from thoughtvec.service.core.registry import default_ort_threads
-from thoughtvec.service.core.workers import WorkerGroup
+from thoughtvec.service.core.worker_group import WorkerGroup
 from thoughtvec.service.errors import IndexesReadOnly
 from thoughtvec.service.http.app import create_app
 from thoughtvec.service.http.transport import http_protocol
-from thoughtvec.service.http.workers import worker_settings
+from thoughtvec.service.http.worker_processes import worker_settings
 from thoughtvec.service.index.contents import Doc
 from thoughtvec.service.index.indexes import new_config
 from thoughtvec.service.index.store import IndexStore
