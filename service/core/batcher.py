@@ -9,7 +9,8 @@ infinity (``inference/batch_handler.py``):
   it and still being prepared (:meth:`Batcher.admit`), whatever its own size, so a large request is
   never starved by a stream of small ones (the queue holds at most ``max_queue_size`` less one, plus one
   request's parts). Work on a model's texts that is not queued (``/tokenize``, BM25 search) is
-  admitted the same way;
+  admitted the same way, and so is work that is not a batch of sentences (a decoder's steps,
+  :meth:`Batcher.run_alone`), which holds its places until it ends (``lasting``);
 * the worker: waits up to ``max_wait_ms`` for a batch to fill, takes a window of the oldest
   sentences, plans it with :func:`thoughtvec.service.core.planner.plan_batches` (sorted by length, batches
   bounded by ``max_batch_size`` sentences and ``max_batch_tokens`` padded tokens; cut where the
@@ -30,6 +31,7 @@ to callers except in throughput.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections import deque
@@ -110,11 +112,18 @@ class _Item:
 class Admission:
     """``n`` places held in a model's queue while a request's texts are prepared (tokenized, split): counted
     as waiting until its parts are queued (:meth:`Batcher.embed_ids`) or its work ends (:meth:`release`, or
-    leaving the ``with`` block)."""
+    leaving the ``with`` block).
 
-    def __init__(self, batcher: Batcher, n: int):
+    ``lasting``: held for the whole of a request's work, not only while its texts are prepared (a generation: from
+    before its texts are encoded until its last decoding run, :meth:`Batcher.run_alone`, ends). Within its ``with``
+    block the request's own hold is not counted against it (:data:`_LASTING`, the request's task's): the sentences
+    it queues meanwhile and its runs are admitted within its places, never refused for them."""
+
+    def __init__(self, batcher: Batcher, n: int, lasting: bool = False):
         self.batcher = batcher
         self.n = n
+        self.lasting = lasting
+        self._entered: contextvars.Token | None = None
         batcher._held += n
 
     def release(self) -> None:
@@ -122,10 +131,19 @@ class Admission:
         self.n = 0
 
     def __enter__(self) -> Admission:
+        if self.lasting:
+            self._entered = _LASTING.set((*_LASTING.get(), self))
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+        if self._entered is not None:
+            _LASTING.reset(self._entered)
+
+
+# The lasting admissions whose ``with`` block the running task is in: its own places, which its further admissions
+# do not count as waiting (a context variable: each request's task sees only its own).
+_LASTING: contextvars.ContextVar[tuple[Admission, ...]] = contextvars.ContextVar("lasting_admissions", default=())
 
 
 @dataclass
@@ -253,9 +271,10 @@ class Batcher:
             raise WorkerDead(f"the batcher of model '{self.name}' is not running", field="model")
         if self._task is None:
             raise NotReady(f"model '{self.name}' is not started")
-        self.check_room(admission.n if admission is not None else 0)
-        if admission is not None:
-            admission.release()
+        if admission is None or not admission.lasting:  # a lasting hold admitted these already: they are within its places
+            self.check_room(admission.n if admission is not None else 0)
+            if admission is not None:
+                admission.release()
         n = len(ids)
         loop = asyncio.get_running_loop()
         dim = self.backend.dim(view)
@@ -275,21 +294,25 @@ class Batcher:
         vectors = await job.future
         return Embedded(vectors, [len(s) for s in ids], job.unit)
 
-    async def run_alone(self, fn: Callable[..., T], *args: Any) -> T:
+    async def run_alone(self, fn: Callable[..., T], *args: Any, admission: Admission | None = None) -> T:
         """``fn(*args)`` on one of the model's ONNX threads, as one of its runs (with one run at a time, between its
         batches, never beside one): work that is not a batch of sentences (a decoder's steps), admitted as a request
-        is (a full queue: 429)."""
+        is (a full queue: 429), or within ``admission``'s places (a :meth:`admit` ``lasting``), held while it waits
+        for a run slot and runs."""
         if self._death is not None or (self._task is not None and self._task.done()):
             raise WorkerDead(f"the batcher of model '{self.name}' is not running", field="model")
         if self._task is None:
             raise NotReady(f"model '{self.name}' is not started")
-        self.check_room()
+        if admission is None:
+            self.check_room()
         async with self._slots:
             return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     def check_room(self, own: int = 0) -> None:
         """Raise :class:`QueueFull` (429) when ``max_queue_size`` sentences wait, queued or held by admitted requests
-        (less ``own``, the caller's own hold): cheap, so callers ask before tokenizing."""
+        (less ``own``, the caller's own hold, and the lasting hold its task is in): cheap, so callers ask before
+        tokenizing."""
+        own += sum(a.n for a in _LASTING.get() if a.batcher is self)
         waiting = len(self._queue) + self._held - own
         if waiting >= self.limits.max_queue_size:
             raise QueueFull(
@@ -297,10 +320,11 @@ class Batcher:
                 retry_after_s=self.limits.retry_after_s,
             )
 
-    def admit(self, n: int) -> Admission:
-        """Admit a request (429 when the queue is full), holding ``n`` places for it while it is prepared."""
+    def admit(self, n: int, lasting: bool = False) -> Admission:
+        """Admit a request (429 when the queue is full), holding ``n`` places for it while it is prepared, or with
+        ``lasting`` until its work ends (:class:`Admission`)."""
         self.check_room()
-        return Admission(self, n)
+        return Admission(self, n, lasting)
 
     # -- the worker ----------------------------------------------------------------------
     def _report_depth(self) -> None:

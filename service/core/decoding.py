@@ -9,8 +9,14 @@ from step to step; ``attention``: the words so far, read again at each step). Th
 * sampling: a word drawn from softmax(logits / temperature), from a seeded generator (the same seed, the same words).
 
 Every sentence ends at ``<eos>`` or after ``max_tokens`` words. ``<pad>`` (the start symbol, never a
-target) is never chosen. No torch here: the training side proves these runs equal its own
-(``thoughtvec.training.decoders.check_decoder``).
+target) is never chosen. :class:`Rules` may forbid more, in all three: ``<unk>`` (a word the decoder does not
+have, which reads as a hole in the sentence), and any word that would repeat an n-gram already in the
+sentence (``no_repeat_ngram_size``, as Paulus et al., 2018 block repeated trigrams): small decoders fall into
+loops ("the lord is the lord , and the lord ..."), which greedy and beam search never leave by themselves.
+A forbidden word is only never chosen: each sentence's ``logprob`` is still the decoder's own (its
+probabilities are not renormalised), so it equals :meth:`Decoder.score` of the words. Without rules
+(:data:`AS_TRAINED`, the default) the decoders choose as they were trained, which the training side proves
+equal to its own (``thoughtvec.training.train.decoders.check_decoder``); no torch here.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import numpy as np
 import onnxruntime as ort
 
 from thoughtvec.service.bundle.format import Bundle, DecoderSpec
-from thoughtvec.service.bundle.vocab import EOS_ID, PAD_ID, Vocabulary
+from thoughtvec.service.bundle.vocab import EOS_ID, PAD_ID, UNK, Vocabulary
 from thoughtvec.service.errors import BundleError
 
 INPUTS = {"recurrent": ["task", "token", "state", "condition"], "attention": ["tokens", "condition"]}
@@ -39,6 +45,27 @@ class Decoded:
     @property
     def text(self) -> str:
         return " ".join(self.words)
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """What a decoding may not choose besides ``<pad>``: ``<unk>`` unless ``allow_unk``; a word that would make an
+    n-gram of ``no_repeat_ngram_size`` words the sentence already has (0: none blocked; 1: no word twice)."""
+
+    allow_unk: bool = True
+    no_repeat_ngram_size: int = 0
+
+
+AS_TRAINED = Rules()  # the decoder's own choices (the export's parity check, the evaluation)
+
+
+def repeating(seq: Sequence[int], n: int) -> list[int]:
+    """The words that, after ``seq``, would complete an ``n``-gram ``seq`` already has: those that followed its
+    last ``n - 1`` words wherever they occurred before."""
+    if n < 1 or len(seq) < n - 1:
+        return []
+    tail = tuple(seq[len(seq) - n + 1 :])
+    return [seq[i + n - 1] for i in range(len(seq) - n + 1) if tuple(seq[i : i + n - 1]) == tail]
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:
@@ -63,6 +90,7 @@ class Decoder:
         if len(vocab) < spec.vocab_size:
             raise BundleError(where, "decoder.vocab_size", f"is {spec.vocab_size} but {spec.vocabulary} has {len(vocab)} words")
         self.words = vocab.tokens[: spec.vocab_size]
+        self.unk = self.words.index(UNK) if UNK in self.words else None
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
         if threads:
@@ -105,23 +133,47 @@ class Decoder:
     def task_index(self, task: str) -> int:
         return self.tasks.index(task)
 
+    def allowed(self, logits: np.ndarray, seqs: Sequence[Sequence[int]], rules: Rules) -> np.ndarray:
+        """``logits`` (B, V) with what ``rules`` forbid after each row's words ``seqs`` set to -inf: what to choose
+        from. A row left with nothing (every word forbidden) may still end: ``<eos>`` keeps its logit."""
+        if rules == AS_TRAINED:
+            return logits
+        out = logits.copy()
+        if not rules.allow_unk and self.unk is not None:
+            out[:, self.unk] = -np.inf
+        if rules.no_repeat_ngram_size:
+            for row, seq in enumerate(seqs):
+                out[row, repeating(seq, rules.no_repeat_ngram_size)] = -np.inf
+        stuck = ~np.isfinite(out).any(-1)
+        out[stuck, EOS_ID] = logits[stuck, EOS_ID]
+        return out
+
     def _decoded(self, ids: list[int], logprob: float) -> Decoded:
         ids = ids[:-1] if ids and ids[-1] == EOS_ID else ids
         return Decoded(ids, [self.words[i] for i in ids], float(logprob))
 
     # -- greedy and sampling: every row at once -----------------------------------------
     def sample(
-        self, task: str, conditions: np.ndarray, max_tokens: int, temperature: float = 0.0, rng: np.random.Generator | None = None
+        self,
+        task: str,
+        conditions: np.ndarray,
+        max_tokens: int,
+        temperature: float = 0.0,
+        rng: np.random.Generator | None = None,
+        rules: Rules = AS_TRAINED,
     ) -> list[Decoded]:
-        """One sentence per row of ``conditions`` (B, dim): greedy with ``temperature`` 0, else drawn from softmax(logits / T)."""
-        return self._run(task, conditions, max_tokens, temperature, rng)[0]
+        """One sentence per row of ``conditions`` (B, dim): greedy with ``temperature`` 0, else drawn from
+        softmax(logits / T) over the words ``rules`` allow."""
+        return self._run(task, conditions, max_tokens, temperature, rng, rules)[0]
 
     def greedy_trace(self, task: str, conditions: np.ndarray, max_tokens: int) -> tuple[list[list[int]], list[np.ndarray]]:
         """Greedy ids of each row and every step's logits (the export's parity check)."""
-        out, steps = self._run(task, conditions, max_tokens, 0.0, None)
+        out, steps = self._run(task, conditions, max_tokens, 0.0, None, AS_TRAINED)
         return [d.ids for d in out], steps
 
-    def _run(self, task: str, conditions: np.ndarray, max_tokens: int, temperature: float, rng: np.random.Generator | None):
+    def _run(
+        self, task: str, conditions: np.ndarray, max_tokens: int, temperature: float, rng: np.random.Generator | None, rules: Rules
+    ) -> tuple[list[Decoded], list[np.ndarray]]:
         t = self.task_index(task)
         B = conditions.shape[0]
         prefixes = np.zeros((B, 1), np.int64)
@@ -133,14 +185,14 @@ class Decoder:
         for _ in range(max_tokens):
             logits, state = self.step(t, prefixes, state, conditions)
             steps.append(logits)
+            choose = self.allowed(logits, ids, rules)
             if temperature > 0:
                 assert rng is not None
-                scaled = log_softmax(logits / temperature)
-                p = np.exp(scaled)
+                p = np.exp(log_softmax(choose / temperature))
                 nxt = np.array([rng.choice(p.shape[1], p=row / row.sum()) for row in p])
             else:
-                nxt = logits.argmax(-1)
-            lp = log_softmax(logits)[np.arange(B), nxt]
+                nxt = choose.argmax(-1)
+            lp = log_softmax(logits)[np.arange(B), nxt]  # the decoder's own probability of the word chosen
             for i in np.flatnonzero(~done):
                 ids[i].append(int(nxt[i]))
                 logprob[i] += lp[i]
@@ -151,8 +203,9 @@ class Decoder:
         return [self._decoded(i, lp) for i, lp in zip(ids, logprob)], steps
 
     # -- beam search: one condition at a time ------------------------------------------
-    def beam(self, task: str, condition: np.ndarray, width: int, max_tokens: int) -> Decoded:
-        """The best sentence for one condition (dim,) by beam search of ``width``, ranked by log-probability per word."""
+    def beam(self, task: str, condition: np.ndarray, width: int, max_tokens: int, rules: Rules = AS_TRAINED) -> Decoded:
+        """The best sentence for one condition (dim,) by beam search of ``width`` over the words ``rules`` allow,
+        ranked by log-probability per word."""
         t = self.task_index(task)
         prefixes = np.zeros((1, 1), np.int64)
         scores = np.zeros(1)
@@ -162,11 +215,17 @@ class Decoder:
             cond = np.repeat(condition[None, :], prefixes.shape[0], 0)
             logits, state = self.step(t, prefixes, state, cond)
             total = scores[:, None] + log_softmax(logits)  # (beams, V)
-            flat = np.argsort(-total, axis=None)[: 2 * width]  # enough to keep width live ones after some finish
+            choose = total  # ranked by the decoder's own log-probability, over the words the rules leave
+            if rules != AS_TRAINED:
+                allowed = self.allowed(logits, [[int(x) for x in p[1:]] for p in prefixes], rules)
+                choose = np.where(np.isfinite(allowed), total, -np.inf)
+            flat = np.argsort(-choose, axis=None)[: 2 * width]  # enough to keep width live ones after some finish
             rows, words = np.unravel_index(flat, total.shape)
             keep_rows: list[int] = []
             keep_words: list[int] = []
             for r, w in zip(rows, words):
+                if not np.isfinite(choose[r, w]):
+                    break  # the rest are forbidden
                 seq = [int(x) for x in prefixes[r, 1:]] + [int(w)]
                 if w == EOS_ID:
                     finished.append((float(total[r, w]) / len(seq), seq, float(total[r, w])))

@@ -106,15 +106,14 @@ def test_playground_in_a_real_browser(search_models_dir, tmp_path):
 
 
 def test_generate_in_a_real_browser(tmp_path_factory, tmp_path):
-    """The Generate section shows what POST /v1/generate answers: a story, a path with its points, and the 422
-    of a model without a decoder."""
+    """The Generate section lists the models that can generate and shows what POST /v1/generate answers: a story,
+    and a path with its points."""
     from tests.decoder_bundles import decoder_models
 
     models = decoder_models(tmp_path_factory)
     browser = _browser()
     import httpx
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     settings = settings_for(models, tmp_path / "idx", default_model="uni-skip")
@@ -126,7 +125,9 @@ def test_generate_in_a_real_browser(tmp_path_factory, tmp_path):
             browser.get(base + "/")
             wait = WebDriverWait(browser, 15)
             wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#gen-model option"))
-            assert Select(browser.find_element(By.ID, "gen-model")).first_selected_option.text == "uni-skip"  # the default model
+            models = Select(browser.find_element(By.ID, "gen-model"))
+            assert models.first_selected_option.text == "uni-skip"  # the default model
+            assert [o.text for o in models.options] == ["mean-max-aae", "uni-skip"]  # not tiny: it has no decoder
             for el, value in (("gen-a", first), ("gen-b", second)):
                 box = browser.find_element(By.ID, el)
                 box.clear()
@@ -144,9 +145,35 @@ def test_generate_in_a_real_browser(tmp_path_factory, tmp_path):
             wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#gen-out li.gen")) == 4)
             rows = browser.find_elements(By.CSS_SELECTOR, "#gen-out li.gen")
             assert [r.text for r in rows] == [f"t {d['t']:.2f}{d['text']}" for d in path["data"]]
-            Select(browser.find_element(By.ID, "gen-model")).select_by_visible_text("tiny")
+            assert not browser.find_element(By.ID, "gen-error").text
+    finally:
+        browser.quit()
+
+
+def test_the_generate_tab_starts_on_a_model_that_can(tmp_path_factory, tmp_path):
+    """With a server whose default model has no decoder, the Generate tab starts on the default generation model,
+    on what it can do (a reconstruction: the AAE tells no story), and its first click answers 200."""
+    from tests.decoder_bundles import decoder_models
+
+    models = decoder_models(tmp_path_factory)
+    browser = _browser()
+    import httpx
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    settings = settings_for(models, tmp_path / "idx")  # default_model "tiny": no decoder
+    try:
+        with live_server(settings) as (base, _):
+            sentence = httpx.get(base + "/").text.split('id="gen-a" value="')[1].split('"')[0]
+            want = httpx.post(base + "/v1/generate", json={"input": sentence, "task": "reconstruct"}).json()
+            browser.get(base + "/")
+            wait = WebDriverWait(browser, 15)
+            wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#gen-model option"))
+            assert Select(browser.find_element(By.ID, "gen-model")).first_selected_option.text == "mean-max-aae" == want["model"]
+            assert Select(browser.find_element(By.ID, "gen-mode")).first_selected_option.get_attribute("value") == "reconstruct"
             browser.find_element(By.ID, "gen-btn").click()
-            wait.until(ec.text_to_be_present_in_element((By.ID, "gen-error"), "422 model"))
-            assert "mean-max-aae" in browser.find_element(By.ID, "gen-error").text
+            rows = wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#gen-out li.gen") or b.find_element(By.ID, "gen-error").text)
+            assert not browser.find_element(By.ID, "gen-error").text and [r.text for r in rows] == [want["data"][0]["text"]]
+            assert "mean-max-aae · task reconstruct" in browser.find_element(By.ID, "gen-info").text
     finally:
         browser.quit()
