@@ -91,6 +91,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int)
     p.add_argument("--count", type=int, default=1, help="sample: sentences drawn")
     p.add_argument("--max-tokens", type=int, help="words per sentence (default: the longest trained on)")
+    p.add_argument("--truncate", action="store_true", help="cut a text over the encoder's token limit (default: refuse it)")
+    p.add_argument("--allow-unk", action="store_true", help="let the decoder write <unk> (default: never)")
+    p.add_argument("--no-repeat-ngram-size", type=int, default=3, help="no n-gram of this size twice in a sentence (0: off)")
     p.add_argument("--json", action="store_true", help="print the whole answer as JSON")
     p.set_defaults(func="thoughtvec.service.handlers.generate:cmd_generate")
 

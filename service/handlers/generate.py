@@ -26,7 +26,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         source = args.input if args.vector is None else json.loads(args.vector.read_text())
         fields = dict(task=args.task, to=args.to, steps=args.steps, plus=args.plus, minus=args.minus, story=args.story,
                       decoding=args.decoding, beam_width=args.beam_width, temperature=args.temperature, seed=args.seed,
-                      count=args.count, max_tokens=args.max_tokens)  # fmt: skip
+                      count=args.count, max_tokens=args.max_tokens, truncation="truncate" if args.truncate else "reject",
+                      allow_unk=args.allow_unk, no_repeat_ngram_size=args.no_repeat_ngram_size)  # fmt: skip
         result = asyncio.run(_generate(folder.resolve(), bundle.name, source, fields))
     except (ThoughtvecError, OSError, ValueError) as e:
         print(f"thoughtvec generate: {e}", file=sys.stderr)
@@ -39,6 +40,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         print(f"{where}{d.text}")
     if result.seed is not None:
         print(f"(seed {result.seed})", file=sys.stderr)
+    for note in result.notes:
+        print(f"({note})", file=sys.stderr)
     return 0
 
 

@@ -43,3 +43,12 @@ def test_errors_exit_2(models, capsys):
     assert "model 'tiny' has no decoder" in capsys.readouterr().err
     assert main(["generate", "--model", str(models / "uni-skip"), "hello .", "--max-tokens", "999"]) == 2
     assert "max_generate_tokens" in capsys.readouterr().err
+
+
+def test_a_long_text_is_refused_unless_truncate_says_cut_it(models, capsys):
+    long = " ".join(["anna walked into the garden ."] * 40)  # over the tiny encoders' token limit
+    assert main(["generate", "--model", str(models / "uni-skip"), long]) == 2
+    assert "truncation: truncate" in capsys.readouterr().err
+    assert main(["generate", "--model", str(models / "uni-skip"), long, "--truncate"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() and "input was cut" in captured.err
