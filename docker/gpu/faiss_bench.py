@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     import faiss  # after the arguments: --help needs no FAISS
 
-    from thoughtvec.service.index.contents import Doc
+    from thoughtvec.service.index.contents import Doc, NewIndex
     from thoughtvec.service.index.indexes import SEARCH_PARAMS, VectorIndex, gpu_count, new_config
 
     a.out.mkdir(parents=True, exist_ok=True)
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for factory in ("Flat", f"IVF{a.nlist},Flat"):
         t = time.perf_counter()
-        vi = VectorIndex(new_config("bench", "m", "v", a.dim, factory=factory))
+        vi = VectorIndex(new_config(NewIndex("bench", "m", "v", a.dim, factory=factory)))
         for start in range(0, a.vectors, 100_000):
             stop = min(start + 100_000, a.vectors)
             vi.add(docs[start:stop], xb[start:stop], list(range(start, stop)))

@@ -59,7 +59,7 @@ DROP = ["onnxruntime/capi/libonnxruntime.so.*", "onnxruntime/capi/libonnxruntime
 # GPU FAISS for sm_90 and CUDA 13, and what its libfaiss links (faiss-gpu-cuvs's own requirements, at one version)
 FAISS_GPU = ["faiss-gpu-cuvs==1.15.1", "libcuvs-cu13==26.6.0", "libraft-cu13==26.6.0", "librmm-cu13==26.6.0", "rapids-logger==0.2.3"]
 FAISS_DROP = ["libcuvs/lib64/libcuvs_c.so", "libcuvs/include", "libraft/include", "librmm/include", "rapids_logger/include"]
-BUNDLE_FILES = ("vocab.txt", "model.onnx", "postprocess.npz", "relatedness.npz", "MODEL_CARD.md")
+BUNDLE_FILES = ("vocab.txt", "tokenizer.json", "model.onnx", "postprocess.npz", "relatedness.npz", "MODEL_CARD.md")
 CUDA_LIB = "onnxruntime/capi/libonnxruntime_providers_cuda.so"
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"]
 
@@ -124,6 +124,8 @@ def faiss_gpu(out: Path, python: str) -> None:
 def bundles(tar_path: Path, models_dir: Path, names: list[str]) -> None:
     """The files the server reads of each bundle; bundle.json without its decoder (not served here, too large to carry)."""
     with tarfile.open(tar_path, "w:xz", preset=9) as tar:
+        if (models_dir / "model_guide.json").is_file():  # the dev choices, keyed to the bundles they were measured on
+            tar.add(models_dir / "model_guide.json", arcname="model_guide.json")
         for name in names:
             for f in BUNDLE_FILES:
                 if (models_dir / name / f).is_file():
