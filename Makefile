@@ -15,6 +15,10 @@ PORT   ?= 8000
 # import-graph tools and IDEs read `thoughtvec` as an ordinary package. A new module is linked by the next
 # `make install-dev` (every `make test` runs it; tests/conftest.py says so when a module is not linked yet).
 EDITABLE := --config-settings editable_mode=strict
+# Each editable install makes setuptools print a dozen lines of notice about that auxiliary folder (its warning
+# "Editable installation."): that one warning is filtered, by its message, for the install alone; every other
+# warning and every error still shows.
+QUIET := PYTHONWARNINGS="ignore:Editable installation"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,21 +28,22 @@ $(PY):
 CONSTRAINTS := -c constraints.txt
 
 install-serve: $(PY)
-	$(PY) -m pip install -q $(CONSTRAINTS) $(EDITABLE) -e .
+	$(QUIET) $(PY) -m pip install -q $(CONSTRAINTS) $(EDITABLE) -e .
 
 # Also the openai npm client the tests drive (pinned by tests/clients/package-lock.json), where npm exists.
 install-dev: $(PY)
-	$(PY) -m pip install -q $(CONSTRAINTS) $(EDITABLE) -e ".[train,dev,milvus,docs]"
+	$(QUIET) $(PY) -m pip install -q $(CONSTRAINTS) $(EDITABLE) -e ".[train,dev,milvus,docs,otel]"
 	if command -v npm >/dev/null; then npm ci --prefix tests/clients --no-audit --no-fund --silent || echo "npm ci failed: the npm client test will skip"; fi
 
 serve: install-serve
 	$(VENV)/bin/thoughtvec serve --host $(HOST) --port $(PORT)
 
-# The docs site, strict (a broken link fails), offline, into build/site (gitignored): open build/site/index.html.
+# The docs site, strict (a broken link fails), offline, into build/site (gitignored), read over HTTP: its search
+# runs in a web worker, which a browser does not start for a page opened as a file.
 docs: $(PY)
-	$(PY) -m pip install -q $(CONSTRAINTS) $(EDITABLE) -e ".[docs]"
+	$(QUIET) $(PY) -m pip install -q $(CONSTRAINTS) $(EDITABLE) -e ".[docs]"
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet  # without the theme's end-of-life banner
-	@echo "docs: build/site/index.html"
+	@echo "docs: build/site; read it with: python3 -m http.server -d build/site 8001, then http://127.0.0.1:8001/"
 
 # The playground's browser test uses Debian's chromium (root; .ci/run does this too). Optional: it skips without one.
 install-browser:
@@ -59,7 +64,7 @@ test: install-dev lint
 lock:
 	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
 	build/lock-venv/bin/python -m pip install -q --upgrade pip
-	build/lock-venv/bin/python -m pip install -q ".[train,dev,milvus,docs]"
+	build/lock-venv/bin/python -m pip install -q ".[train,dev,milvus,docs,otel]"
 	{ sed -n '1,3p' constraints.txt; build/lock-venv/bin/python -m pip freeze --all --exclude thoughtvec --exclude pip | sed 's/+cpu$$//' | sort -f; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt && rm -rf build/lock-venv
 	@echo "constraints.txt: $$(grep -vc '^#' constraints.txt) packages"

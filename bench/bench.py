@@ -184,7 +184,7 @@ class Server:
 
     def batching(self) -> dict[str, float]:
         """The batcher's counters so far (``/metrics``): ONNX runs, sentences run, padded tokens, real tokens."""
-        from prometheus_client.parser import text_string_to_metric_families
+        from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415  # only when the server's metrics are read
 
         wanted = {
             "thoughtvec_batch_size_count": "runs",

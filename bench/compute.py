@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 def sgemm_peak(threads: int, n: int = 2048, repeats: int = 5) -> float:
     """Best GFLOP/s of an n³ float32 product on ``threads`` BLAS threads."""
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_limits  # noqa: PLC0415  # only for the in-process figures
 
     a = np.random.default_rng(0).random((n, n), dtype=np.float32)
     b = a.T.copy()
@@ -92,7 +92,7 @@ def graph_speed(enc: Encoder, ids: list[list[int]], batch: int, per_token: float
 
 def operator_profile(enc: Encoder, ids: list[list[int]]) -> list[tuple[str, float]]:
     """ONNX Runtime's profile of batch-32 runs of ``enc``'s graph: (operator, share of kernel time), largest first."""
-    import onnxruntime as ort
+    import onnxruntime as ort  # noqa: PLC0415  # loaded by the figures that run a graph
 
     opts = ort.SessionOptions()
     opts.enable_profiling = True
@@ -362,7 +362,7 @@ def compare_graphs(bundle: Path, graph: Path, texts: Sequence[str], seconds: flo
 def reference_cosines(bundle: Path, graph: Path, texts: Sequence[str], folder: Path) -> str:
     """Cosine of A's and B's vectors (``Encoder.encode``, normalised, batches of 32) to the sentence-transformers
     model at ``folder`` (the reference both were exported from), on ``texts``. Needs sentence-transformers."""
-    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import SentenceTransformer  # noqa: PLC0415  # optional: the baseline extra
 
     ref = SentenceTransformer(str(folder), device="cpu").encode(list(texts), normalize_embeddings=True, batch_size=64)
     lines = []

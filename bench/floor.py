@@ -75,7 +75,7 @@ def serve_raw(port: int, response: bytes) -> None:
 
 
 def serve_asgi(port: int, response: bytes) -> None:
-    import uvicorn
+    import uvicorn  # noqa: PLC0415  # only the floor's own servers
 
     head, body = response.split(b"\r\n\r\n", 1)
     keep = (b"content-type", b"content-length")  # uvicorn writes its own date and server headers
@@ -93,8 +93,8 @@ def serve_asgi(port: int, response: bytes) -> None:
 
 
 def serve_uvicorn(port: int, response: bytes) -> None:
-    import uvicorn
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    import uvicorn  # noqa: PLC0415  # only the floor's own servers
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol  # noqa: PLC0415  # only the floor's own servers
 
     class Answer(HttpToolsProtocol):
         def _start_asgi_task(self, cycle, app) -> None:
@@ -111,7 +111,7 @@ def serve_uvicorn(port: int, response: bytes) -> None:
 
 def _run(coro) -> None:
     try:
-        import uvloop
+        import uvloop  # noqa: PLC0415  # only the floor's own servers
 
         uvloop.run(coro)
     except ImportError:
@@ -159,7 +159,7 @@ def flood(gen: LoadGenerator, load: Load, seconds: float) -> tuple[Flood, float]
 
 def response_bytes(port: int, body: bytes) -> bytes:
     """The real server's whole answer (status line, headers, body) to ``body``, as it sent it."""
-    import socket
+    import socket  # noqa: PLC0415  # only the raw floor
 
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.sendall(

@@ -60,8 +60,8 @@ def _attr(node, name: str, default: int = 0) -> int:
 
 def _count(model, length: int) -> tuple[float, float, str | None, tuple[int, int]]:
     """(int8 ops, float FLOPs, the int8 product's op type, its input element types) of one sentence."""
-    import onnx
-    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    import onnx  # noqa: PLC0415  # optional: the bench extra
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference  # noqa: PLC0415  # with onnx: the bench extra
 
     m = onnx.ModelProto()
     m.CopyFrom(model)
@@ -119,7 +119,7 @@ def _count(model, length: int) -> tuple[float, float, str | None, tuple[int, int
 
 def graph_ops(onnx_path: str | Path) -> Ops:
     """The int8 and float operations of the graph at ``onnx_path`` as polynomials in the sentence's length."""
-    import onnx
+    import onnx  # noqa: PLC0415  # optional: the bench extra
 
     model = onnx.load(str(onnx_path))
     counts = [_count(model, n) for n in LENGTHS]

@@ -36,7 +36,7 @@ import numpy as np
 
 from thoughtvec.bench.bench import Server
 from thoughtvec.service.index.backend import MilvusOptions, open_store
-from thoughtvec.service.index.contents import Doc
+from thoughtvec.service.index.contents import Doc, NewIndex
 from thoughtvec.service.settings import IndexBackendName
 
 
@@ -52,7 +52,7 @@ def run_one(backend: str, x: np.ndarray, q: np.ndarray, batch: int, k: int, uri:
     store.load_all()
     if "bench" in store.names():
         store.drop("bench")
-    store.create(store.new_config("bench", "invertible-bijection", "ensemble", x.shape[1], mode="dense"))
+    store.create(store.new_config(NewIndex("bench", "invertible-bijection", "ensemble", x.shape[1], mode="dense")))
     t = time.perf_counter()
     for start in range(0, len(x), batch):
         part = x[start : start + batch]

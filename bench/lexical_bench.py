@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from thoughtvec.service.index.build import read_documents
-from thoughtvec.service.index.contents import BuiltIndex
+from thoughtvec.service.index.contents import BuiltIndex, NewIndex
 from thoughtvec.service.index.indexes import VectorIndex, new_config
 from thoughtvec.service.index.lexical import Analyzer, LexicalIndex
 from thoughtvec.service.index.store import SNAPSHOT, IndexStore
@@ -92,7 +92,7 @@ def load(n: int, dim: int) -> list[dict]:
     vectors = np.random.default_rng(0).standard_normal((len(docs), dim)).astype(np.float32)
     with tempfile.TemporaryDirectory() as root:
         store = IndexStore(Path(root))
-        store.install(BuiltIndex(new_config("x", "bench", "bench", dim), docs, vectors))
+        store.install(BuiltIndex(new_config(NewIndex("x", "bench", "bench", dim)), docs, vectors))
         store.close()  # the folder let go of: each process below loads it
         out = []
         for half in ("vectors", "both"):

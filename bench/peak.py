@@ -19,7 +19,7 @@ MS = "com.microsoft"
 
 def _graph(op: str, n: int, a_type: int, b_type: int) -> tuple[bytes, dict[str, np.ndarray]]:
     """A one-node graph ``Y = A·B`` with B a constant weight (n×n), and its feed A."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415  # optional: the bench extra
 
     rng = np.random.default_rng(0)
     np_of: dict[int, type] = {TensorProto.UINT8: np.uint8, TensorProto.INT8: np.int8, TensorProto.FLOAT: np.float32}
@@ -59,7 +59,7 @@ def matmul_peak(op: str, options, n: int = 1024, repeats: int = 7, types: tuple[
     """Best operations/s of ONNX Runtime's ``op`` on an n×n by n×n product, in a session with ``options``
     (an ``onnxruntime.SessionOptions``: pass a served session's, ``session.get_session_options()``, for its
     threads and spinning). ``types``: the int8 operands' ONNX element types (A, B)."""
-    import onnxruntime as ort
+    import onnxruntime as ort  # noqa: PLC0415  # loaded by the figures that run a graph
 
     model, feeds = _graph(op, n, *types)
     session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])

@@ -27,6 +27,7 @@ from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.core import registry
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.service.core.longinput import POOLING, Prepared, pool, prepare
+from thoughtvec.service.model_guide import Guide
 from thoughtvec.service.settings import PACKAGE_DATA, Settings
 
 POOLINGS = ("mean-unit", "mean-raw", "token-weighted", "max")
@@ -68,7 +69,8 @@ def score(queries: np.ndarray, owner: np.ndarray, docs: np.ndarray) -> tuple[flo
 def default_model() -> Path:
     """The bundle the server would make its default, among the bundles under ``models_dir``."""
     settings = Settings()
-    name = registry.pick_default_model(settings, (p.name for p in discover_bundles(settings.models_dir)))
+    guide = Guide.load(settings.models_dir)
+    name = registry.pick_default_model(settings, guide, (p.name for p in discover_bundles(settings.models_dir)))
     if name is None:
         raise SystemExit(f"no bundle under {settings.models_dir}: name one with --model")
     return settings.models_dir / name

@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=SEARCH_MODES,
         default=None,
         help="the search a request naming no mode gets (default: the best on dev for the model and backend: hybrid over "
-        "all-minilm-l6-v2, lexical over any other model, dense on a Milvus without BM25); lexical named: a lexical-only "
+        "a model whose hybrid beat BM25 alone on dev (the model guide's), lexical over any other model, dense on a Milvus without BM25); lexical named: a lexical-only "
         "index, its documents not embedded",
     )
     build.add_argument("--factory", default="Flat", help="FAISS factory string (default Flat = exact)")

@@ -1,73 +1,107 @@
-"""The model guide: every choice made on dev data, as the evaluation records make it, in one generated file
-(``model_guide.json`` beside this module, written by ``thoughtvec eval report`` from ``docs/results``;
-``thoughtvec.training.evaluation.guide`` holds the rules). Nothing here is typed in by hand: the registry's
-default and retrieval models, a new index's search mode, and the analyser, BM25 and fusion defaults of the
-index's rankers all read it.
+"""The model guide: every choice made on dev data, as the evaluation records make it, in one data file beside the
+bundles it was measured on (``<models_dir>/model_guide.json``, written by ``thoughtvec eval report`` from
+``docs/results``; ``thoughtvec.training.evaluation.dev_choices`` holds the rules). Nothing in it is typed by
+hand. The server reads it once, when it starts (:meth:`Guide.load`), never at import.
+
+Every choice applies only to the bundle it was measured on: the guide records each bundle's fingerprint (of its
+default view's vectors), and a served bundle under a guide's name whose fingerprint differs (re-exported,
+retrained, another bundle under that name) or whose name the guide lacks is *unmeasured*: it is named by no rule
+(the default model, ``=retrieval``), a new index over it searches ``lexical`` by default (BM25 needs no bundle),
+and a hybrid search over it fuses with the fallback fusion; the server logs a line for each at load.
 
 ``choices`` of the file:
 
 - ``default_models``: every evaluated bundle in the order of the default-model rule (best mean dev cosine ρ
   of the default view; within the noise margin, the smallest on disk); a request that names no model gets
-  the first one served;
+  the first one served and measured;
 - ``retrieval_models``: by dense dev nDCG@10 of the default view, best first; what the alias ``=retrieval``
-  (OpenAI's model names) and a new index with no model get, the first one served;
+  (OpenAI's model names) and a new index with no model get;
 - ``hybrid_models``: the bundles whose hybrid search beats BM25 alone on dev (a new index over one of them
   searches hybrid, over any other BM25 alone);
 - ``search``: the ``analyzer``, ``bm25`` and ``fusion`` settings every dev retrieval record was measured with.
+  The analyser's and BM25's apply to every index (the lexical half involves no bundle); the fusion's to the
+  bundles measured.
 """
 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-GUIDE_FILE = Path(__file__).resolve().parent / "model_guide.json"
+log = logging.getLogger(__name__)
+
+GUIDE_FILE = "model_guide.json"  # in the models folder, beside the bundles
 SEARCH_PARTS = ("analyzer", "bm25", "fusion")
+ENTRY_KEYS = ("best_for", "best_trained_here_for", "dev")  # a measured bundle's entry, as /v1/models shows it
+NO_ENTRY: dict[str, Any] = {"best_for": [], "best_trained_here_for": [], "dev": None}
 
 
-@lru_cache(maxsize=1)
-def load() -> dict[str, Any]:
-    """The guide as written; empty where the file is missing or unreadable (a build without it)."""
-    try:
-        return json.loads(GUIDE_FILE.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+@dataclass(frozen=True)
+class Guide:
+    """The guide as written (``data``; empty: no guide), and where it was read from."""
 
+    data: dict[str, Any] = field(default_factory=dict)
+    source: Path | None = None
 
-def _choices() -> dict[str, Any]:
-    return load().get("choices", {})
+    @classmethod
+    def load(cls, models_dir: Path) -> Guide:
+        """The guide of the bundles in ``models_dir``; an empty one, said in the log, where there is none."""
+        path = Path(models_dir) / GUIDE_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            log.info("no model guide in %s: every bundle is unmeasured (no dev choice applies)", models_dir)
+            return cls({}, None)
+        except (OSError, ValueError) as e:
+            log.warning("the model guide %s cannot be read (%s): every bundle is unmeasured", path, e)
+            return cls({}, None)
+        return cls(data, path)
 
+    # -- what was measured -------------------------------------------------------------------
+    def fingerprint(self, name: str) -> str | None:
+        """The fingerprint of the default view of the bundle the guide measured under ``name``."""
+        return self.data.get("models", {}).get(name, {}).get("fingerprint")
 
-def default_models() -> tuple[str, ...]:
-    """Bundles in the default-model rule's order, best first."""
-    return tuple(_choices().get("default_models", ()))
+    def measured(self, name: str, fingerprint: str | None) -> bool:
+        """Whether the bundle ``name`` whose default view has ``fingerprint`` is the one the guide measured (None:
+        not loaded yet, taken as measured until it is)."""
+        known = self.fingerprint(name)
+        return known is not None and (fingerprint is None or fingerprint == known)
 
+    def entry(self, name: str, fingerprint: str) -> dict[str, Any]:
+        """``best_for``, ``best_trained_here_for`` (uses: similarity, search, features, speed) and ``dev`` (its dev
+        figures) of a measured bundle; empty lists and null for any other."""
+        if not self.measured(name, fingerprint):
+            return dict(NO_ENTRY)
+        e = self.data["models"][name]
+        return {k: e.get(k, NO_ENTRY[k]) for k in ENTRY_KEYS}
 
-def default_model() -> str:
-    """The model a request that names none gets when every evaluated bundle is served (what the API docs'
-    examples name); ``RuntimeError`` when the guide has none."""
-    order = default_models()
-    if not order:
-        raise RuntimeError(f"{GUIDE_FILE} holds no choices.default_models: run `thoughtvec eval report` to write the model guide")
-    return order[0]
+    # -- the choices ---------------------------------------------------------------------------
+    def _choices(self) -> dict[str, Any]:
+        return self.data.get("choices", {})
 
+    def default_models(self) -> tuple[str, ...]:
+        """Bundles in the default-model rule's order, best first."""
+        return tuple(self._choices().get("default_models", ()))
 
-def retrieval_models() -> tuple[str, ...]:
-    """Bundles by dense dev nDCG@10 of their default view, best first."""
-    return tuple(_choices().get("retrieval_models", ()))
+    def retrieval_models(self) -> tuple[str, ...]:
+        """Bundles by dense dev nDCG@10 of their default view, best first."""
+        return tuple(self._choices().get("retrieval_models", ()))
 
+    def hybrid_models(self) -> tuple[str, ...]:
+        """The bundles whose hybrid search beats BM25 alone on dev."""
+        return tuple(self._choices().get("hybrid_models", ()))
 
-def hybrid_models() -> tuple[str, ...]:
-    """The bundles whose hybrid search beats BM25 alone on dev."""
-    return tuple(_choices().get("hybrid_models", ()))
+    def hybrid(self, name: str, fingerprint: str | None) -> bool:
+        """Whether a new index over this bundle searches hybrid by default (its hybrid beat BM25 alone on dev)."""
+        return name in self.hybrid_models() and self.measured(name, fingerprint)
 
-
-def search(part: str) -> dict[str, Any]:
-    """The dev records' settings of ``part`` (``analyzer``, ``bm25`` or ``fusion``): the rankers' defaults.
-    ``RuntimeError`` when the guide lacks them: no default is made up."""
-    settings = _choices().get("search", {}).get(part)
-    if settings is None:
-        raise RuntimeError(f"{GUIDE_FILE} holds no choices.search.{part}: run `thoughtvec eval report` to write the model guide")
-    return dict(settings)
+    def search(self, part: str) -> dict[str, Any] | None:
+        """The dev records' settings of ``part`` (``analyzer``, ``bm25`` or ``fusion``); None without a guide."""
+        if part not in SEARCH_PARTS:
+            raise ValueError(f"{part!r}: one of {SEARCH_PARTS}")
+        found = self._choices().get("search", {}).get(part)
+        return dict(found) if found is not None else None

@@ -16,8 +16,6 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from thoughtvec.service import model_guide
-
 ENV_PREFIX = "THOUGHTVEC_"
 # THOUGHTVEC_* variables that other commands read (README: corpus and evaluation); not typos of a setting.
 OTHER_COMMANDS_VARIABLES = frozenset({"THOUGHTVEC_SENTEVAL", "THOUGHTVEC_CACHE"})
@@ -62,14 +60,6 @@ COHERE_MODEL_NAMES = (
 def is_lite(uri: str) -> bool:
     """A ``milvus_uri`` that is a file path (Milvus Lite, inside the process) rather than a server's address."""
     return not uri.startswith(("http://", "https://", "tcp://", "unix:"))
-
-
-def default_search_mode(model: str, modes: tuple[SearchMode, ...] = SEARCH_MODES) -> SearchMode:
-    """A new index's mode when its creator names none: hybrid over one of the model guide's ``hybrid_models``
-    (its hybrid beats BM25 alone on dev), lexical over any other (on dev, each trained-here bundle's hybrid falls
-    below BM25 alone, and its dense ranking further); dense where the backend (``modes``) has nothing else."""
-    best: SearchMode = "hybrid" if model in model_guide.hybrid_models() else "lexical"
-    return best if best in modes else "dense"
 
 
 class Settings(BaseSettings):
@@ -224,6 +214,16 @@ class Settings(BaseSettings):
     # -- logging -------------------------------------------------------------------------
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="server log level")
     access_log: bool = Field(False, description="uvicorn access log (one line per request)")
+
+    # -- traces ----------------------------------------------------------------------------
+    otlp_endpoint: str = Field(
+        "",
+        description="send each request's trace (its parse, queue, run and answer stages) by OTLP to this collector, e.g. `http://localhost:4317`; empty = no traces, at no cost. Needs the `otel` extra (`pip install 'thoughtvec[otel]'`)",
+    )
+    otlp_protocol: Literal["grpc", "http/protobuf"] = Field(
+        "grpc", description="OTLP's transport: `grpc` (a collector's port 4317, as TEI sends) or `http/protobuf` (port 4318)"
+    )
+    otlp_service_name: str = Field("thoughtvec", min_length=1, description="the traces' `service.name`")
 
     @field_validator("model_aliases", "model_preference", "api_keys", "admin_keys", "cors_origins", mode="before")
     @classmethod

@@ -1,11 +1,15 @@
 """The docs site builds strictly (every link and anchor resolves, every page is in the nav) and works
-offline: no page loads a script, a style sheet, a font or an image from another host."""
+offline: no page loads a script, a style sheet, a font or an image from another host; read as the README says
+(over HTTP), its search finds pages."""
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import sys
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -55,3 +59,35 @@ def test_nothing_is_loaded_from_another_host(site):
 )
 def test_external_assets(text, remote):
     assert bool(external_assets(text)) is remote
+
+
+def test_the_search_finds_pages_when_the_site_is_read_as_the_readme_says(site):
+    """`python3 -m http.server -d build/site`, then the site in Chromium: a query lists pages (opened as a file, the
+    search's web worker never starts and it says "Initializing search" forever)."""
+    from tests.service.http.test_playground import _browser
+
+    assert "python3 -m http.server -d build/site" in (ROOT / "README.md").read_text(encoding="utf-8")
+    browser = _browser()
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        browser.set_window_size(1400, 1000)  # wide enough for the header's search field
+        browser.get(f"http://127.0.0.1:{server.server_address[1]}/")
+        field = WebDriverWait(browser, 15).until(
+            lambda b: next((e for e in b.find_elements(By.CSS_SELECTOR, "input[data-md-component=search-query]") if e.is_displayed()), None)
+        )
+        field.click()
+        field.send_keys("milvus")
+        hits = WebDriverWait(browser, 15).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".md-search-result__item a"))
+        assert any("search" in (h.get_attribute("href") or "") for h in hits), [h.get_attribute("href") for h in hits]
+    finally:
+        browser.quit()
+        server.shutdown()
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass

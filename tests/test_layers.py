@@ -6,8 +6,9 @@ functions and under ``TYPE_CHECKING`` count too) and each import of ours must fo
 ``ALLOWED``. Bottom to top: ``service.bundle`` (the contract training shares) <- ``service.index``
 <- ``service.core`` <- ``service.http``; ``service.settings`` and ``service.errors`` are low shared
 modules. The core and the commands know the index only through its contract (``_CONTRACT``: the
-``IndexBackend`` protocol and its opener, the backend-neutral data, bulk builds and metadata checks), never a
-backend (FAISS's or Milvus's modules, or ``faiss`` and ``pymilvus`` themselves); ``service.cli`` (the parsers) and ``service.handlers`` sit on top; ``bench`` measures the service from outside; ``training`` uses the
+``IndexBackend`` protocol and its opener, the backend-neutral data and factory grammar, bulk builds and metadata
+checks), never a backend (FAISS's or Milvus's modules, or ``faiss`` and ``pymilvus`` themselves), and so does the HTTP
+layer; ``service.cli`` (the parsers) and ``service.handlers`` sit on top; ``bench`` measures the service from outside; ``training`` uses the
 bundle contract, the encoder and the index's ranking functions (BM25, fusion), never HTTP or the index
 store (but for ``training.evaluation.milvus_fusion``, which compares Milvus's own rankers on a Milvus index); ``thoughtvec`` composes the commands.
 Inside ``training``, the flow: ``training.corpus`` <- ``training.train`` (the loop and the families) <- ``training.export``
@@ -33,12 +34,14 @@ S = f"{TOP}.service"
 _SERVICE_LOW = {S, f"{S}.bundle", f"{S}.errors", f"{S}.settings", f"{S}.model_guide"}
 # The index's ranking functions (BM25, fusion): pure, no FAISS or store, so the evaluation harness scores
 # exactly what the server ranks with.
-_RANKING = {f"{S}.index.lexical", f"{S}.index.fusion"}
+_RANKING = {f"{S}.index.lexical", f"{S}.index.fusion", f"{S}.index.search_settings"}
 # The index contract: the protocol and the one place that opens a backend (backend.py), the data every backend
-# speaks (contents.py), and what works over any backend (bulk builds, metadata checks). The rest of
-# ``service.index`` is the backends themselves (FAISS: store, indexes, factory, wal; Milvus: milvus, milvus_schema).
+# speaks (contents.py, and the factory grammar every backend reads: factory_grammar.py), and what works over any
+# backend (bulk builds, metadata checks). The rest of ``service.index`` is the backends themselves (FAISS: store,
+# indexes, factory, wal; Milvus: milvus, milvus_schema).
 _CONTENTS = f"{S}.index.contents"
-_CONTRACT = {f"{S}.index.backend", _CONTENTS, f"{S}.index.build", f"{S}.index.jsonvalues"}
+_GRAMMAR = f"{S}.index.factory_grammar"
+_CONTRACT = {f"{S}.index.backend", _CONTENTS, _GRAMMAR, f"{S}.index.build", f"{S}.index.jsonvalues"}
 T = f"{TOP}.training"
 # What every layer of training may use of the service (the bundle contract, the encoder, the ranking functions).
 _TRAINING_LOW = {f"{S}.bundle", f"{S}.core", f"{S}.model_guide", f"{TOP}.paths"} | _RANKING
@@ -49,21 +52,24 @@ BACKEND_PACKAGES = {"faiss", "pymilvus", "milvus_lite"}
 ALLOWED: dict[str, set[str]] = {
     S: set(),  # service/__init__.py: the version, environment defaults
     f"{S}.bundle": set(),  # imports nothing else of ours
-    f"{S}.model_guide": set(),  # the choices made on dev (a generated file): read by every layer's defaults
-    f"{S}.settings": {f"{S}.model_guide"},
+    f"{S}.model_guide": set(),  # the choices made on dev (a data file beside the bundles), read when a server starts
+    f"{S}.settings": set(),
     f"{S}.errors": {f"{S}.bundle"},
-    f"{S}.index.lexical": {f"{S}.model_guide"},
-    f"{S}.index.fusion": {f"{S}.model_guide"},
+    f"{S}.index.lexical": set(),  # BM25 alone: its settings are given to it
+    f"{S}.index.fusion": set(),
+    f"{S}.index.search_settings": {f"{S}.index.lexical", f"{S}.index.fusion", f"{S}.model_guide"},
     _CONTENTS: _SERVICE_LOW,
+    _GRAMMAR: set(),  # what a factory string may look like: imports nothing else of ours
     f"{S}.index.jsonvalues": _SERVICE_LOW,
     f"{S}.index.build": _SERVICE_LOW | {_CONTENTS, f"{S}.index.backend"},  # fills an index through the contract
-    f"{S}.index.backend": _SERVICE_LOW | {_CONTENTS, f"{S}.index"},  # opens the backend the settings name
-    f"{S}.index": _SERVICE_LOW | _RANKING | {_CONTENTS, f"{S}.index.jsonvalues"},  # the backends
+    f"{S}.index.backend": _SERVICE_LOW | _RANKING | {_CONTENTS, f"{S}.index"},  # opens the backend the settings name
+    f"{S}.index": _SERVICE_LOW | _RANKING | {_CONTENTS, _GRAMMAR, f"{S}.index.jsonvalues"},  # the backends
     f"{S}.core": _SERVICE_LOW | _RANKING | _CONTRACT,
-    f"{S}.http": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.index", f"{S}.core"},
+    f"{S}.http": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.core"},  # the index's contract only, as the core
     f"{S}.cli": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.core", f"{S}.http"},
     f"{S}.handlers": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.core", f"{S}.http"},  # what the serving commands run
-    f"{TOP}.bench": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.index", f"{S}.core", f"{S}.cli", f"{TOP}.paths"},
+    # the service measured from outside, and in process (request_walk.py serves the app through httpx)
+    f"{TOP}.bench": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.index", f"{S}.core", f"{S}.cli", f"{S}.http", f"{TOP}.paths"},
     T: _TRAINING_LOW,  # training/__init__.py (and a module at training's root, until it finds its layer)
     **{layer: _TRAINING_LOW | set(_FLOW[:i]) for i, layer in enumerate(_FLOW)},
     # the harness's one module that measures a backend itself: Milvus's own hybrid rankers against the server's
@@ -218,6 +224,12 @@ def test_bundle_imports_nothing_else_of_ours():
         ("thoughtvec.service.core.engine", "thoughtvec.service.index.indexes", "thoughtvec.service.core -> thoughtvec.service.index "),
         ("thoughtvec.service.core.indexing", "thoughtvec.service.index.milvus", "thoughtvec.service.core -> thoughtvec.service.index "),
         ("thoughtvec.service.cli", "thoughtvec.service.index.milvus_schema", "thoughtvec.service.cli -> thoughtvec.service.index "),
+        ("thoughtvec.service.http.schemas", "thoughtvec.service.index.factory", "thoughtvec.service.http -> thoughtvec.service.index "),
+        (
+            "thoughtvec.service.index.factory_grammar",
+            "thoughtvec.service.index.factory",
+            "thoughtvec.service.index.factory_grammar -> thoughtvec.service.index ",
+        ),
         ("thoughtvec.service.core.engine", "faiss", "only an index backend imports faiss"),
         ("thoughtvec.service.index.contents", "pymilvus", "only an index backend imports pymilvus"),
         (

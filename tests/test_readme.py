@@ -49,6 +49,18 @@ def test_every_route_is_documented():
     assert not missing, f"routes not in the README or the docs: {missing}"
 
 
+def test_the_readme_says_which_python_and_what_shared_is():
+    import tomllib
+
+    from thoughtvec.paths import SHARED_DATA
+
+    python = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["requires-python"]
+    assert python.startswith(">=") and f"Python {python[2:]} or newer" in README, python
+    assert "`../shared` is a folder beside this checkout" in README
+    for folder in sorted(p.name for p in SHARED_DATA.iterdir()) if SHARED_DATA.is_dir() else ["senteval", "retrieval"]:
+        assert f"`../shared/data/{folder}" in README, folder  # each data set read in place is named
+
+
 def test_the_readme_shows_live_examples():
     assert len(capture.blocks(README)) >= 1 and sum(len(b.commands) for b in capture.blocks(README)) >= 5
 
@@ -142,6 +154,30 @@ def test_examples_run_as_pasted(server, page, index):
     for cmd, shown, (got, rc) in zip(block.commands, block.outputs, capture.run(block.commands, server, timeout=120)):
         assert rc == 0, f"{page}: `{cmd}` exited {rc}: {got}"
         assert same_shape(shown, got), f"{page}: `{cmd}` printed\n{got}\nwhere the page shows\n{shown}"
+
+
+RECIPES = sorted((ROOT / "docs" / "stack").glob("*.py"))
+
+
+def shown_after(recipe: str) -> str:
+    """What the docs show that ``recipe`` prints: the block right after its quote."""
+    found = re.search(re.escape(f"```python\n{recipe.rstrip()}\n```\n```\n") + r"(.*?)\n```", DOCS, re.S)
+    assert found, "the recipe's quote is not followed by what it prints"
+    return found[1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.name)
+def test_stack_recipes_run_as_written(server, recipe, tmp_path):
+    """Each recipe as a reader runs it: its own text (the server's address alone changed), a home folder of its own
+    (no tiktoken or Hugging Face cache, no key), on this machine's network (none: nothing is downloaded)."""
+    code = recipe.read_text(encoding="utf-8").replace("localhost:8000", f"127.0.0.1:{server}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TIKTOKEN", "DATA_GYM", "HF_", "HUGGING", "OPENAI", "CO_"))}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                         env=env | {"HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / ".cache")})  # fmt: skip
+    assert run.returncode == 0, f"{recipe.name} failed:\n{run.stderr[-3000:]}"
+    shown = shown_after(recipe.read_text(encoding="utf-8"))
+    assert same_shape(shown, run.stdout.rstrip("\n")), f"{recipe.name} printed\n{run.stdout}\nwhere the docs show\n{shown}"
 
 
 @pytest.mark.parametrize(

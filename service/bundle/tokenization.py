@@ -81,7 +81,7 @@ class HFTokenizer:
 
     def __init__(self, path: Path, where: str):
         try:
-            from tokenizers import Tokenizer as HF
+            from tokenizers import Tokenizer as HF  # noqa: PLC0415  # only for a bundle whose tokenizer is tokenizer.json
         except ImportError:  # a serving install without the dependency: say so at load, not as a 500
             raise BundleError(where, "tokenizer.kind", "hf-tokenizers needs the 'tokenizers' package (pip install tokenizers)") from None
         try:

@@ -43,6 +43,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.core import tracing
 from thoughtvec.service.core.limits import OFFLOAD_CHARS
 from thoughtvec.service.core.planner import MAX_BATCH_SIZE, MAX_BATCH_TOKENS, RunCost, plan_batches
 from thoughtvec.service.errors import InvalidInput, NotReady, QueueFull, ThoughtvecError, WorkerDead
@@ -98,6 +99,8 @@ class _Job:
     remaining: int
     future: asyncio.Future
     enqueued: float
+    trace: tracing.RequestTrace | None = None  # the request's, where tracing is on
+    traced_runs: int = 0  # runs recorded in ``trace``: its queue stage ends at the first
 
 
 @dataclass(eq=False, slots=True)
@@ -285,13 +288,18 @@ class Batcher:
             n,
             loop.create_future(),
             time.perf_counter(),
+            tracing.current() if tracing.ENABLED else None,
         )
         if n == 0:
             job.future.set_result(job.out)
         self._queue.extend(_Item(job, i, s) for i, s in enumerate(ids))
         self._report_depth()
         self._arrived.set()
-        vectors = await job.future
+        try:
+            vectors = await job.future
+        finally:
+            if job.trace is not None:
+                job.trace.model_answered()
         return Embedded(vectors, [len(s) for s in ids], job.unit)
 
     async def run_alone(self, fn: Callable[..., T], *args: Any, admission: Admission | None = None) -> T:
@@ -432,11 +440,15 @@ class Batcher:
             raise
         except Exception as e:  # every request in the batch gets the batch's error
             log.exception("batch of %d on %s failed", len(batch), self.name)
+            if tracing.ENABLED:
+                self._traced(batch, started, time.perf_counter(), e)
             for it in batch:
                 if not it.job.future.done():
                     it.job.future.set_exception(e)
             return
         seconds = time.perf_counter() - started
+        if tracing.ENABLED:
+            self._traced(batch, started, started + seconds)
         waits = []
         for i, (row, ok, it) in enumerate(zip(vecs, finite, batch)):
             job = it.job
@@ -458,6 +470,19 @@ class Batcher:
             self.observer.batch_done(self.name, len(batch), len(batch) * longest, seconds, waits)
         if self.cost is not None:
             self._observe(len(batch), longest, time.perf_counter() - started)
+
+    def _traced(self, batch: list[_Item], start: float, end: float, error: BaseException | None = None) -> None:
+        """The run of ``batch``, from ``start`` to ``end``, in the trace of each traced request that rode in it."""
+        run = None
+        seen: set[int] = set()
+        for it in batch:
+            job = it.job
+            if job.trace is None or id(job) in seen:
+                continue
+            seen.add(id(job))
+            run = run or tracing.batch(self.name, len(batch), len(batch) * max(len(i.ids) for i in batch), error)
+            job.trace.ran(self.name, job.enqueued if job.traced_runs == 0 else None, start, end, run)
+            job.traced_runs += 1
 
     def _run(self, batch: list[list[int]], view: str, unit: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """A batch's raw vectors, the same L2-normalised (``unit``: some request asked; else None), and whether each

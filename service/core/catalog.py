@@ -10,9 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from thoughtvec.service import __version__
-from thoughtvec.service.core import guide
+from thoughtvec.service.bundle.format import BundleSpec
 from thoughtvec.service.core.embedding import EmbeddingService
-from thoughtvec.service.core.limits import OFFLOAD_CHARS, TOKEN_JSON_BYTES, check_answer, check_chars, check_count, check_tokens, room
+from thoughtvec.service.core.limits import OFFLOAD_CHARS, TOKEN_JSON_BYTES, check_answer, check_count, check_tokens, room
 from thoughtvec.service.core.registry import Model
 from thoughtvec.service.core.results import Info, ModelDescription, ModelInfo, ModelList, Token, Tokenization, Tokenized
 from thoughtvec.service.core.token_ids import read_input
@@ -34,6 +34,13 @@ LIMITS = (
 )
 
 
+def tei_pooling(spec: BundleSpec) -> str:
+    """TEI's name (``cls``, ``mean``, ``splade``, ``last_token``) for how the default view pools a text, as TEI's
+    clients read it in ``/info``: a recurrent encoder's last state (skip-thought's views) is ``last_token``; the
+    others are means (of the encoder's states, of word vectors, SIF-weighted), the nearest of TEI's names."""
+    return "last_token" if spec.views[spec.default_view].pooling == "last-state" else "mean"
+
+
 class Catalog:
     """The served models as a client sees them (the embedding service's registry)."""
 
@@ -46,16 +53,17 @@ class Catalog:
         """Every served model (without its training record), then each alias as the model it names now."""
         reg = self.embedding.registry
         default = reg.default_model
-        models = [m.describe(n == default, provenance=False) for n, m in sorted(reg.models.items())]
+        models = [m.describe(n == default, reg.guide, provenance=False) for n, m in sorted(reg.models.items())]
         aliases = [
-            dataclasses.replace(reg.models[t].describe(False, provenance=False), id=a, alias_of=t) for a, t in sorted(reg.aliases().items())
+            dataclasses.replace(reg.models[t].describe(False, reg.guide, provenance=False), id=a, alias_of=t)
+            for a, t in sorted(reg.aliases().items())
         ]
         return ModelList(models, aliases, self.devices())
 
     def describe(self, name: str) -> ModelDescription:
         """Model ``name`` (a bundle or an alias: 404 if neither) with its training record."""
         model = self.embedding.model(name)
-        described = model.describe(model.name == self.embedding.registry.default_model)
+        described = model.describe(model.name == self.embedding.registry.default_model, self.embedding.registry.guide)
         return described if model.name == name else dataclasses.replace(described, id=name, alias_of=model.name)
 
     def info(self) -> Info:
@@ -68,8 +76,9 @@ class Catalog:
                 {v: m.encoder.dim(v) for v in m.encoder.spec.views},
                 m.encoder.max_tokens,
                 m.encoder.spec.family,
+                tei_pooling(m.encoder.spec),
                 n == reg.default_model,
-                **guide.entry(n, m.encoder.fingerprint()),
+                **reg.guide.entry(n, m.encoder.fingerprint()),
             )
             for n, m in sorted(reg.models.items())
         ]
@@ -86,8 +95,8 @@ class Catalog:
         model = self.embedding.model(model_name)
         items, fields = read_input(raw_input, field, token_ids)
         check_count(len(items), self.settings.max_inputs, field)
-        texts = self.embedding.texts(items, fields, "truncate")
-        chars = check_chars(texts, fields, self.settings.max_request_chars)
+        checked = self.embedding.texts(items, fields, "truncate")
+        texts, chars = checked.texts, checked.chars
         with model.batcher.admit(room(texts, chars, model.encoder.max_tokens)):
             if chars > OFFLOAD_CHARS:  # tokenizing long texts stays off the event loop
                 data = await asyncio.get_running_loop().run_in_executor(None, self._tokenized, model, texts, fields, specials, field)

@@ -22,10 +22,12 @@ from thoughtvec.service.core.batcher import LOOKAHEAD
 from thoughtvec.service.core.limits import (
     FLOAT_JSON_BYTES,
     OFFLOAD_CHARS,
+    Texts,
     check_answer,
-    check_chars,
     check_count,
+    check_texts,
     check_tokens,
+    check_total,
     room,
 )
 from thoughtvec.service.core.longinput import pool, prepare
@@ -36,7 +38,7 @@ from thoughtvec.service.core.results import (
     Encoded,
 )
 from thoughtvec.service.core.token_ids import is_ids, read_input
-from thoughtvec.service.errors import EmptyInput, InputTooLong, InvalidInput, QueueFull
+from thoughtvec.service.errors import InvalidInput, QueueFull
 from thoughtvec.service.settings import Settings, Truncation
 
 log = logging.getLogger(__name__)
@@ -73,49 +75,37 @@ class EmbeddingService:
         """The request's truncation mode, else the server's."""
         return requested or self.settings.truncation
 
-    def texts(
-        self, items: Sequence[Any], fields: Sequence[str], mode: Truncation | None = None, setting: str = "max_input_chars"
-    ) -> list[str]:
-        """Check each text: a string, not blank, within ``setting``'s characters (``max_input_chars``; a search
-        query's ``max_query_chars``), cut only under truncation=truncate."""
-        limit = getattr(self.settings, setting)
-        mode = self.mode(mode)
-        out = []
-        for item, fld in zip(items, fields):
-            if not isinstance(item, str):
-                raise InvalidInput(f"{fld} must be a string, got {type(item).__name__}", field=fld)
-            if not item.strip():
-                raise EmptyInput(f"{fld} is empty or only whitespace; send at least one visible character", field=fld)
-            if len(item) > limit:
-                if mode != "truncate":  # splitting does not lift the character limit: it bounds the work
-                    raise InputTooLong(f"{fld} has {len(item)} characters; the limit is {limit} ({setting})", field=fld)
-                item = item[:limit]
-            out.append(item)
-        return out
+    def texts(self, items: Sequence[Any], fields: Sequence[str], mode: Truncation | None = None, setting: str = "max_input_chars") -> Texts:
+        """The request's texts within their character limits (``limits.check_texts``): each a string, not blank,
+        within ``setting``'s characters (``max_input_chars``; a search query's ``max_query_chars``; cut only under
+        truncation=truncate), all of them within ``max_request_chars``."""
+        s = self.settings
+        return check_texts(items, fields, (mode or s.truncation) == "truncate", getattr(s, setting), setting, s.max_request_chars)
 
     async def encode(
         self,
         model: Model,
         view: str,
-        texts: list[str],
-        fields: list[str],
+        checked: Texts,
         normalize: bool = True,
         mode: Truncation | None = None,
         reduced: int | None = None,
         bulk: bool = False,
     ) -> Encoded:
-        """Vectors for checked texts: long ones split (and pooled), truncated or rejected as ``mode`` says;
+        """Vectors for texts :meth:`texts` checked: admitted to the model's queue (429 when it is full), tokenized,
+        held to ``max_request_tokens``, queued; long ones split (and pooled), truncated or rejected as ``mode`` says;
         with ``reduced`` (a request's ``dimensions`` as ``Encoder.dimensions`` checked it), projected on the view's
         top principal axes (``Encoder.project``). ``bulk``: through :meth:`embed_parts` (many texts at once, e.g.
         documents added to an index) instead of one request's place in the queue."""
-        enc, mode = model.encoder, self.mode(mode)
-        chars = check_chars(texts, fields, self.settings.max_request_chars)
+        enc, mode = model.encoder, mode or self.settings.truncation
+        texts, fields, chars = checked.texts, checked.fields, checked.chars
         with model.batcher.admit(room(texts, chars, enc.max_tokens)) as admission:  # before tokenizing: a 429 must be cheap
             if chars > OFFLOAD_CHARS:  # tokenizing and splitting long texts stays off the event loop
                 prep = await asyncio.get_running_loop().run_in_executor(None, prepare, enc, texts, fields, mode)
             else:
                 prep = prepare(enc, texts, fields, mode)
-            check_tokens(map(len, prep.parts), [fields[i] for i in prep.owner], self.settings.max_request_tokens)
+            tokens_in = [fields[i] for i in prep.owner]
+            check_total(map(len, prep.parts), tokens_in, self.settings.max_request_tokens, "tokens", "max_request_tokens")
             if not bulk:
                 # one part a text, kept whole and normalised: the model's thread normalises them beside the run
                 unit = normalize and reduced is None and len(prep.parts) == len(texts)
@@ -190,14 +180,16 @@ class EmbeddingService:
     ) -> Encoded:
         """OpenAI's input forms: a string, a list of strings, a list of token ids, a list of lists of token ids;
         without ``token_ids``, TEI's: a string or a list of strings (``field`` names them in errors)."""
-        model = self.model(model_name)
+        # the request, checked once, in this order: the model, its view, the input's form, how many, the dimensions,
+        # the answer's size, then its texts (each, and all together); then the way in: admission, tokens, the queue
+        model = self.registry.get(model_name)
         view = model.encoder.view(view)
         items, fields = read_input(raw_input, field, token_ids)
         check_count(len(items), self.settings.max_inputs, field)
-        reduced = model.encoder.dimensions(view, dimensions)  # a 422 before any work
+        reduced = model.encoder.dimensions(view, dimensions)
         dim = reduced or model.encoder.dim(view)
         check_answer(len(items) * dim * FLOAT_JSON_BYTES, self.settings.max_response_bytes, field, f"{len(items)} vectors of {dim} values")
-        return await self.encode(model, view, self.texts(items, fields, truncation), fields, normalize, truncation, reduced)
+        return await self.encode(model, view, self.texts(items, fields, truncation), normalize, truncation, reduced)
 
     async def embed_token_ids(
         self,

@@ -1,9 +1,10 @@
-"""The service without HTTP: an embedding service, an index service and a generation service over it (the bundles'
+"""The service without HTTP: an embedding service, the index services and a generation service over it (the bundles'
 decoders: ``core.generation``), started and stopped together.
 
 :class:`Core` is what the app holds. Routes call the service they need (``core.embedding`` for models,
-embeddings, similarity, rerank, tokenize and info; ``core.indexes`` for search and index management),
-serialise what it returns, and never reach past it; tests call the services directly too.
+embeddings, similarity, rerank, tokenize and info; ``core.indexes`` for index management, ``core.search`` for
+search and the map, ``core.ingest`` for documents added and deleted: ``core.indexing``), serialise what it
+returns, and never reach past it; tests call the services directly too.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from thoughtvec.service.core.catalog import Catalog
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.encoder import available_providers
 from thoughtvec.service.core.generation import GenerationService
-from thoughtvec.service.core.indexing import IndexService
+from thoughtvec.service.core.indexing import IndexServices
 from thoughtvec.service.core.metrics import Metrics, merge_expositions
 from thoughtvec.service.core.scoring import ScoringService
 from thoughtvec.service.core.worker_group import PUBLISH_EVERY_S, WorkerGroup
@@ -34,7 +35,8 @@ class Core:
         self.embedding = EmbeddingService(settings, self.metrics)
         self.scoring = ScoringService(self.embedding)  # similarity and rerank
         self.catalog = Catalog(self.embedding, self.devices)  # what is served: /v1/models, /info, /tokenize
-        self.indexes = IndexService(settings, self.embedding)
+        # the index services, over one store: its lifecycle and the indexes themselves, search, documents in and out
+        self.indexes, self.search, self.ingest = IndexServices.over(settings, self.embedding)
         self.generation = GenerationService(self.embedding, settings.ort_threads or None)  # the decoders: POST /v1/generate
         self._tasks: list[asyncio.Task] = []
 

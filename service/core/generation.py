@@ -37,7 +37,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from thoughtvec.service import model_guide
 from thoughtvec.service.bundle.format import DecoderSpec
 from thoughtvec.service.bundle.vocab import UNK_ID
 from thoughtvec.service.core.batcher import Admission
@@ -148,7 +147,8 @@ class GenerationService:
         first with one in the order the default is chosen from (``model_preference``, by default the model guide's
         ``default_models``), else the first by name; ``None`` when no served model has a decoder."""
         can = self.generators()
-        order = [self.embedding.registry.default_model, *(self.settings.model_preference or model_guide.default_models())]
+        registry = self.embedding.registry
+        order = [registry.default_model, *(self.settings.model_preference or registry.guide.default_models())]
         return next((n for n in order if n in can), can[0] if can else None)
 
     def listing(self) -> Generators:
@@ -350,12 +350,12 @@ class GenerationService:
             checked = self.embedding.texts(given, fields, mode)
         except InputTooLong as e:
             raise InputTooLong(f"{e.message}; send truncation: truncate to decode it cut to the limit", field=e.field) from None
-        if sum(map(len, checked)) > OFFLOAD_CHARS:  # counting tokens of long texts stays off the event loop
-            counts = await asyncio.get_running_loop().run_in_executor(None, self._token_counts, m, checked)
+        if checked.chars > OFFLOAD_CHARS:  # counting tokens of long texts stays off the event loop
+            counts = await asyncio.get_running_loop().run_in_executor(None, self._token_counts, m, checked.texts)
         else:
-            counts = self._token_counts(m, checked)
+            counts = self._token_counts(m, checked.texts)
         limit = m.encoder.max_tokens
-        for fld, text, cut, tokens in zip(fields, given, checked, counts):
+        for fld, text, cut, tokens in zip(fields, given, checked.texts, counts):
             said = [f"{len(cut)} characters (max_input_chars)"] if len(cut) < len(text) else []
             if tokens > limit and mode == "reject":
                 raise InputTooLong(
@@ -368,7 +368,7 @@ class GenerationService:
             if said:
                 out.notes.append(f"{fld} was cut to {' and '.join(said)} (truncation: truncate)")
                 out.truncated += 1
-        enc = await self.embedding.encode(m, view, checked, fields, normalize=False, mode="truncate")
+        enc = await self.embedding.encode(m, view, checked, normalize=False, mode="truncate")
         out.tokens += enc.tokens
         return dict(zip(fields, enc.vectors.astype(np.float64)))
 

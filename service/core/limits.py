@@ -1,5 +1,6 @@
 """What one request may ask of the server: its count of items (``max_inputs``), each text's characters
-(``max_input_chars``, ``max_query_chars``), the characters of all its texts together (``max_request_chars``),
+(``max_input_chars``, ``max_query_chars``) and the characters of all its texts together (``max_request_chars``),
+both checked by :func:`check_texts`,
 their tokens (``max_request_tokens``) and the size of its answer (``max_response_bytes``); and from what size its
 texts are tokenized on a thread rather than on the event loop (``OFFLOAD_CHARS``).
 
@@ -11,8 +12,10 @@ Each is checked before the work it bounds: characters before any tokenizing, tok
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from thoughtvec.service.errors import EmptyInput, RequestTooLarge, TooManyInputs
+from thoughtvec.service.errors import EmptyInput, InputTooLong, InvalidInput, RequestTooLarge, TooManyInputs
 
 # Requests with more characters than this are tokenized on a thread, not on the event loop: below it, the hand-over
 # costs what it would save (docs/BENCHMARKS.md, "Tokenizing off the event loop").
@@ -67,3 +70,35 @@ def check_count(n: int, limit: int, field: str) -> None:
         raise EmptyInput(f"{field} is empty; send at least one item", field=field)
     if n > limit:
         raise TooManyInputs(f"{field} has {n} items; the limit is {limit}", field=field)
+
+
+@dataclass(frozen=True)
+class Texts:
+    """A request's texts once every character limit holds: each a string with a visible character, within its
+    limit (or cut to it under ``truncate``), and all of them within ``max_request_chars`` (``chars`` in all). What
+    the embedding service's way in (``EmbeddingService.encode``) takes: texts are checked once, here."""
+
+    texts: list[str]
+    fields: list[str]
+    chars: int
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+def check_texts(items: Sequence[Any], fields: Sequence[str], cut: bool, limit: int, setting: str, max_request_chars: int) -> Texts:
+    """Each of ``items`` a string, not blank, within ``limit`` characters (``setting`` names it; ``cut``: cut to it
+    instead), then all of them within ``max_request_chars``: the request's character limits, in that order, before
+    anything is tokenized."""
+    out = []
+    for item, fld in zip(items, fields):
+        if not isinstance(item, str):
+            raise InvalidInput(f"{fld} must be a string, got {type(item).__name__}", field=fld)
+        if not item.strip():
+            raise EmptyInput(f"{fld} is empty or only whitespace; send at least one visible character", field=fld)
+        if len(item) > limit:
+            if not cut:  # splitting does not lift the character limit: it bounds the work
+                raise InputTooLong(f"{fld} has {len(item)} characters; the limit is {limit} ({setting})", field=fld)
+            item = item[:limit]
+        out.append(item)
+    return Texts(out, list(fields), check_total(map(len, out), fields, max_request_chars, "characters", "max_request_chars"))

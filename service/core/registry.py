@@ -13,15 +13,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from thoughtvec.service import model_guide
 from thoughtvec.service.bundle.format import discover_bundles, load_bundle
 from thoughtvec.service.bundle.heads import RelatednessHead
 from thoughtvec.service.bundle.heads import load as load_head
-from thoughtvec.service.core import guide
 from thoughtvec.service.core.batcher import Batcher, BatchLimits, Observer
 from thoughtvec.service.core.encoder import Encoder, available_providers
 from thoughtvec.service.core.results import ModelDescription, ViewDescription
 from thoughtvec.service.errors import BundleError, NotReady, UnknownModel
+from thoughtvec.service.model_guide import Guide
 from thoughtvec.service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -74,9 +73,10 @@ class Model:
     def name(self) -> str:
         return self.encoder.name
 
-    def describe(self, default: bool, provenance: bool = True) -> ModelDescription:
-        """The model as ``/v1/models/{name}`` shows it; without ``provenance`` (the bundle's training record,
-        kilobytes a bundle) as the ``/v1/models`` list does."""
+    def describe(self, default: bool, guide: Guide, provenance: bool = True) -> ModelDescription:
+        """The model as ``/v1/models/{name}`` shows it, with what ``guide`` says it is for where it measured this very
+        bundle; without ``provenance`` (the bundle's training record, kilobytes a bundle) as the ``/v1/models`` list
+        does."""
         spec = self.encoder.spec
         return ModelDescription(
             id=spec.name,
@@ -96,22 +96,26 @@ class Model:
         )
 
 
-def pick_default_model(settings: Settings, names: Iterable[str]) -> str | None:
-    """The model a request that names none gets, among the bundles ``names``: the ``default_model`` setting,
-    else the first there of ``model_preference`` (by default the model guide's ``default_models``: the dev
-    rule's order over every evaluated bundle), else the first by name."""
+def pick_default_model(settings: Settings, guide: Guide, names: Iterable[str], unmeasured: Iterable[str] = ()) -> str | None:
+    """The model a request that names none gets, among the bundles ``names``: the ``default_model`` setting, else the
+    first there of ``model_preference``, else of the guide's ``default_models`` (the dev rule's order over every
+    evaluated bundle) leaving out the bundles loaded ``unmeasured``, else the first by name."""
     names = set(names)
     if settings.default_model:
         return settings.default_model
-    order = settings.model_preference or model_guide.default_models()
+    if settings.model_preference:
+        order: Iterable[str] = settings.model_preference
+    else:
+        order = [n for n in guide.default_models() if n not in set(unmeasured)]
     return next((n for n in order if n in names), min(names) if names else None)
 
 
-def pick_retrieval_model(settings: Settings, names: Iterable[str]) -> str | None:
-    """What an alias ``=retrieval`` names among the bundles ``names``: the first there of the model guide's
-    ``retrieval_models`` (by dense nDCG@10 on dev), else the default model."""
-    names = set(names)
-    return next((n for n in model_guide.retrieval_models() if n in names), None) or pick_default_model(settings, names)
+def pick_retrieval_model(settings: Settings, guide: Guide, names: Iterable[str], unmeasured: Iterable[str] = ()) -> str | None:
+    """What an alias ``=retrieval`` names among the bundles ``names``: the first there of the guide's
+    ``retrieval_models`` (by dense nDCG@10 on dev) that it measured, else the default model."""
+    names, skip = set(names), set(unmeasured)
+    found = next((n for n in guide.retrieval_models() if n in names and n not in skip), None)
+    return found or pick_default_model(settings, guide, names, unmeasured)
 
 
 @dataclass
@@ -122,8 +126,26 @@ class Registry:
     discovered: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     started: bool = False  # load_all finished (each bundle loaded or failed)
+    guide: Guide = field(default_factory=Guide)  # the dev choices: read from models_dir when the registry is made
+    unmeasured: set[str] = field(default_factory=set)  # loaded bundles the guide did not measure (no rule names them)
     _picked: tuple[tuple, tuple[str | None, str | None]] | None = field(default=None, init=False, repr=False)  # see _picks
     _aliases: tuple[tuple[str, ...], dict[str, str]] | None = field(default=None, init=False, repr=False)  # see alias_table
+
+    def __post_init__(self) -> None:
+        if self.guide.source is None and not self.guide.data:
+            self.guide = Guide.load(self.settings.models_dir)
+
+    def _check_measured(self, model: Model) -> None:
+        """Mark a loaded bundle unmeasured where the guide did not measure it (not in it, or another export: its
+        fingerprint differs), saying so: no dev choice then applies to it."""
+        name, now = model.name, model.encoder.fingerprint()
+        if self.guide.measured(name, now):
+            return
+        self.unmeasured.add(name)
+        known = self.guide.fingerprint(name)
+        why = f"its fingerprint is {now}, the guide measured {known}" if known else "the model guide does not know it"
+        if self.guide.source is not None:
+            log.info("%s is unmeasured (%s): no dev choice applies to it (default model, retrieval, hybrid search)", name, why)
 
     def _limits(self) -> BatchLimits:
         s = self.settings
@@ -175,6 +197,7 @@ class Registry:
                 self.failed[path.name] = f"a bundle named '{model.name}' is already loaded"
                 continue
             model.batcher.start()
+            self._check_measured(model)
             self.models[model.name] = model
             if self.settings.warmup:
                 for view in model.encoder.spec.views:
@@ -208,7 +231,11 @@ class Registry:
         )
         if self._picked is None or self._picked[0] != key:
             servable = self._servable()
-            self._picked = (key, (pick_default_model(self.settings, servable), pick_retrieval_model(self.settings, servable)))
+            picks = (
+                pick_default_model(self.settings, self.guide, servable, self.unmeasured),
+                pick_retrieval_model(self.settings, self.guide, servable, self.unmeasured),
+            )
+            self._picked = (key, picks)
         return self._picked[1]
 
     @property

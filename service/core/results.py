@@ -77,6 +77,7 @@ class ModelInfo:
     views: dict[str, int]
     max_input_tokens: int
     family: str
+    pooling: str  # TEI's name for how the default view pools a text (``catalog.tei_pooling``)
     default: bool
     best_for: list[str]  # uses it is the dev pick for (thoughtvec.service.core.guide)
     best_trained_here_for: list[str]

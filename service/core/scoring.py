@@ -66,27 +66,32 @@ class ScoringService:
         self, model: Model, view: str, pairs: Sequence[tuple[Any, Any]], fields: Sequence[tuple[str, str]], mode: Truncation | None = None
     ) -> tuple[list[PairScore], Encoded]:
         """The scoring core of similarity and rerank: a score (and relatedness) per pair, and the usage."""
-        unique: dict[str, int] = {}  # each distinct text is embedded once
+        unique: dict[str, int] = {}  # each distinct text is embedded once (anything else is refused by texts())
+        items: list[Any] = []
         ufields: list[str] = []
         a, b = [], []
         for pair, fpair in zip(pairs, fields):
             idx = []
-            for text, fld in zip(self.embedding.texts(pair, fpair, mode), fpair):
-                if text not in unique:
-                    unique[text] = len(unique)
+            for item, fld in zip(pair, fpair):
+                at = unique.get(item) if isinstance(item, str) else None
+                if at is None:
+                    at = len(items)
+                    items.append(item)
                     ufields.append(fld)
-                idx.append(unique[text])
+                    if isinstance(item, str):
+                        unique[item] = at
+                idx.append(at)
             a.append(idx[0])
             b.append(idx[1])
-        texts = list(unique)
-        enc = await self.embedding.encode(model, view, texts, ufields, normalize=False, mode=mode)
+        texts = self.embedding.texts(items, ufields, mode)
+        enc = await self.embedding.encode(model, view, texts, normalize=False, mode=mode)
         unit = l2_normalize(enc.vectors)
         cos = np.clip(np.einsum("nd,nd->n", unit[a], unit[b]), -1.0, 1.0)  # rounding can step past 1
         if model.head is None or model.head_view is None:  # the registry loads them together
             return [PairScore(i, float(c)) for i, c in enumerate(cos)], enc
         hv = enc.vectors
         if model.head_view != view:
-            henc = await self.embedding.encode(model, model.head_view, texts, ufields, normalize=False, mode=mode)
+            henc = await self.embedding.encode(model, model.head_view, texts, normalize=False, mode=mode)
             hv, enc.tokens = henc.vectors, enc.tokens + henc.tokens
         related = model.head.predict(hv[a], hv[b])
         return [PairScore(i, float(c), float(r)) for i, (c, r) in enumerate(zip(cos, related))], enc

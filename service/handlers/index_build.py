@@ -10,11 +10,14 @@ from pathlib import Path
 import numpy as np
 
 from thoughtvec.service.core.encoder import Encoder, available_providers
+from thoughtvec.service.core.index_state import check_mode, default_search_mode
 from thoughtvec.service.errors import IndexFolderLocked, ThoughtvecError
 from thoughtvec.service.handlers.index_list import index_settings, where_stored
 from thoughtvec.service.index.backend import open_backend
 from thoughtvec.service.index.build import build_index, read_documents
-from thoughtvec.service.settings import default_search_mode
+from thoughtvec.service.index.contents import NewIndex
+from thoughtvec.service.index.search_settings import SearchSettings
+from thoughtvec.service.model_guide import Guide
 
 log = logging.getLogger(__name__)
 
@@ -25,25 +28,29 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     bundle = Path(args.model) if Path(args.model).is_dir() else models_dir / args.model
     try:
         encoder = Encoder.load(bundle, providers=available_providers())
-        store = open_backend(settings.model_copy(update={"prefer_cuda": False}))  # it searches nothing: no GPU copy
+        guide = Guide.load(bundle.parent)  # the dev choices of the bundles beside this one: its default mode, the BM25 half
+        # it searches nothing: no GPU copy
+        store = open_backend(settings.model_copy(update={"prefer_cuda": False}), search=SearchSettings.of(guide))
         try:
             store.open()  # the folder is this command's until it ends: refused now, before anything is embedded
             view = encoder.view(args.view)
-            mode = args.mode or default_search_mode(encoder.name, store.capabilities.modes)
-            # the store makes the config: a mode or a factory it cannot serve is refused before anything is embedded
-            config = store.new_config(
-                args.name,
-                encoder.name,
-                view,
-                encoder.dim(view),
+            mode = args.mode or default_search_mode(guide, encoder.name, encoder.fingerprint(), store.capabilities.modes)
+            # a mode the backend does not serve, or a factory it cannot build (the store makes the config), is refused
+            # before anything is embedded
+            check_mode(store.capabilities, mode)
+            new = NewIndex(
+                name=args.name,
+                model=encoder.name,
+                view=view,
+                dim=encoder.dim(view),
                 factory=args.factory,
                 metric=args.metric,
                 normalize=args.normalize,
                 fingerprint=encoder.fingerprint(view),
                 mode=mode,
+                embedded=args.mode != "lexical",  # named, as by a POST /v1/indexes: lexical-only, no model runs for its documents
             )
-            if args.mode == "lexical":  # named, as by a POST /v1/indexes: lexical-only, no model runs for its documents
-                config = config.model_copy(update={"embedded": False})
+            config = store.new_config(new)
             docs = read_documents(args.input, args.limit)
             log.info("%d texts from %s; model %s view %s, searched %s", len(docs), args.input, encoder.name, view, mode)
 

@@ -37,7 +37,16 @@ def cmd_index_list(args: argparse.Namespace) -> int:
     head = ("name", "model/view", "mode", "dim", "factory", "metric", "documents*" if logged else "documents", "log bytes")
     n = len(head) if logged else len(head) - 1
     rows = [
-        (st.name, f"{st.model}/{st.view}", st.mode, str(st.dim), st.factory, st.metric, str(st.documents), str(st.wal_bytes))[:n]
+        (
+            st.name,
+            f"{st.model}/{st.view}",
+            st.mode,
+            str(st.dim),
+            st.factory,
+            st.metric,
+            str(st.documents),
+            str(st.backend.get("wal_bytes", 0)),
+        )[:n]
         for st in stats
     ]
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(n)]

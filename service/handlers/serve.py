@@ -30,7 +30,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logging.getLogger().setLevel(settings.log_level.upper())
     log.info("http://%s:%d  (docs at /docs)", settings.host, settings.port)
     if settings.workers > 1:
-        from thoughtvec.service.http.worker_processes import serve_workers
+        from thoughtvec.service.http.worker_processes import serve_workers  # noqa: PLC0415  # only with --workers above 1
 
         return _refused(lambda: check_index_folder(settings)) or serve_workers(settings)
     app = create_app(settings, settle_heap=True)

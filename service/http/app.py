@@ -12,6 +12,7 @@ tells when the models are warm.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,6 +22,7 @@ from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
 from thoughtvec.service import __version__
+from thoughtvec.service.core import tracing
 from thoughtvec.service.core.engine import Core
 from thoughtvec.service.core.metrics import Metrics
 from thoughtvec.service.core.worker_group import WorkerGroup
@@ -34,13 +36,23 @@ from thoughtvec.service.settings import Settings
 
 log = logging.getLogger(__name__)
 
-DESCRIPTION = """Sentence embeddings from skip-thought, mean-max AAE and invertible-decoder bundles,
-with dynamic batching, pair similarity and FAISS search.
+DESCRIPTION = """Sentence embeddings from the bundles under the models folder: skip-thought, mean-max AAE and
+invertible-decoder encoders trained here, and all-MiniLM-L6-v2, on ONNX Runtime with dynamic batching.
+
+- **Embeddings**: OpenAI's `POST /v1/embeddings` (strings or cl100k token ids; `dimensions`, `normalize`, long
+  texts split and pooled) and TEI's `POST /embed`.
+- **Scores**: pair similarity (`/v1/similarity`, TEI's `/similarity`) and reranking (`/v1/rerank`, TEI's
+  `/rerank`, Cohere's `/v2/rerank`).
+- **Search**: indexes of documents kept in FAISS or in Milvus (`/v1/indexes`), searched by vectors (dense), by
+  BM25 (lexical) or by both fused (hybrid, a new index's default) with `POST /v1/search`; a 2-D map of an index.
+- **Generation**: sentences decoded from vectors by a bundle's own decoders (`POST /v1/generate`): a sentence
+  reconstructed, a story of next sentences, the path between two sentences.
+- **About the server**: `/v1/models`, `/info`, `/tokenize`, `/health`, `/ready`, `/metrics` (Prometheus).
 
 Errors are `{"error": {"code", "message", "field"}}`; TEI's routes answer TEI's `{"error", "error_type"}`
 and Cohere's rerank Cohere's `{"message"}`. With API keys configured, send `Authorization: Bearer <key>` on
-every route but `GET /health` and the playground page (`GET /`); index writes need an admin key where admin
-keys are configured."""
+every route but `GET /health`, the playground page (`GET /`) and its icon (`GET /favicon.ico`); index writes need
+an admin key where admin keys are configured."""
 
 
 def create_app(settings: Settings | None = None, settle_heap: bool = False, group: WorkerGroup | None = None) -> FastAPI:
@@ -54,11 +66,15 @@ def create_app(settings: Settings | None = None, settle_heap: bool = False, grou
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         log.info("serving %s (indexes in %s)", settings.models_dir, settings.index_dir)
+        if settings.otlp_endpoint:
+            start_tracing(settings)
         core.start_background(settle_heap)
         try:
             yield
         finally:
             await core.stop()
+            if settings.otlp_endpoint:  # the last spans sent (a collector that does not answer: the exporter's timeout)
+                await asyncio.to_thread(tracing.stop)
 
     # docs_url/redoc_url off: thoughtvec.service.http.routes.docs serves both pages with local assets (no CDN)
     app = FastAPI(
@@ -78,7 +94,7 @@ def create_app(settings: Settings | None = None, settle_heap: bool = False, grou
         app.include_router(router)
     for exc_class, handler in error_handlers(settings).items():
         app.add_exception_handler(exc_class, handler)
-    openapi.install(app, settings)  # the schema states this server's limits
+    openapi.install(app, settings, lambda: core.embedding.registry.default_model)  # the schema states the limits, names the default model
     routes = routes_of(app.routes)
     check_access_table(routes, ACCESS)  # ValueError: an app whose routes and access table differ does not start
     metrics.routes_known([(r.path_format, m) for r in routes for m in sorted(getattr(r, "methods", None) or ()) if m != "HEAD"])
@@ -89,6 +105,18 @@ def create_app(settings: Settings | None = None, settle_heap: bool = False, grou
             CORSMiddleware, allow_origins=list(rules.cors_origins), allow_methods=list(CORS_METHODS), allow_headers=list(CORS_HEADERS)
         )
     return app
+
+
+def start_tracing(settings: Settings) -> None:
+    """Send every request's trace to ``settings.otlp_endpoint`` from now on; an ``ImportError`` naming the extra to
+    install where OpenTelemetry's SDK is missing (the serving install leaves it out)."""
+    try:
+        from thoughtvec.service.core import tracing_otel  # noqa: PLC0415  # optional: the otel extra
+    except ImportError as e:
+        raise ImportError(
+            f"otlp_endpoint is {settings.otlp_endpoint!r} but OpenTelemetry's SDK is not installed ({e}): pip install 'thoughtvec[otel]'"
+        ) from e
+    tracing.enable(tracing_otel.Exporter.to_otlp(settings))
 
 
 def serving_app() -> FastAPI:

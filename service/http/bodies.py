@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 from fastapi import Request, params
 from pydantic import BaseModel, RootModel
 
@@ -47,6 +48,8 @@ MAX_SCALAR = 100  # characters of one number or literal: a float64 needs 24
 _SEPARATOR = np.zeros(256, bool)
 _SEPARATOR[list(SEPARATORS)] = True
 SLICE = 4096  # tokens scanned between two turns of the event loop
+SMALL_BODY = 4096  # bytes: a body this small is parsed and walked instead (check())
+TINY_BODY = 256  # bytes: a body this small is not checked before the validator (at most some 40 keys)
 BACKSLASH = 0x5C
 NOT_BODY = (params.Depends, params.Path, params.Query, params.Header, params.Cookie)  # an endpoint's other parameters
 QUOTE, OPEN_OBJECT, OPEN_ARRAY, CLOSE_OBJECT, CLOSE_ARRAY, COLON, COMMA = b'"{[}]:,'
@@ -160,6 +163,66 @@ def _key(raw: bytes, start: int, end: int) -> str:
         return json.loads(token)
     except ValueError:
         return token[1:-1].decode("utf-8", "replace")
+
+
+def check(raw: bytes, limits: JsonLimits, shape: Shape | None) -> Iterator[None]:
+    """:func:`scan`'s checks of ``raw``, the same problems raised with the same words; a body of at most
+    :data:`SMALL_BODY` bytes is parsed whole first (orjson, microseconds) and its values walked, which costs a small
+    request a fifth of the scan's time; one orjson refuses (malformed, or an integer past 64 bits) is scanned. A body
+    of at most :data:`TINY_BODY` bytes is left to the validator: whatever it holds costs it microseconds."""
+    if len(raw) <= TINY_BODY:
+        return
+    if len(raw) <= SMALL_BODY:
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            _walk(value, limits, shape, [])
+            return
+    yield from scan(raw, limits, shape)
+
+
+def _walk(value: Any, limits: JsonLimits, shape: Shape | None, path: list[str | int]) -> None:
+    """:func:`scan`'s checks over a parsed value, depth first in document order (``path``: where it is)."""
+    if isinstance(value, dict):
+        if len(path) >= limits.depth:
+            _too_deep(path, limits)
+        if len(value) > limits.keys:
+            where = _joined(path)
+            raise RequestTooLarge(f"{where} has more than {limits.keys} keys; the limit is {limits.keys} in one object", field=where)
+        keys = shape.keys if shape is not None else None
+        for key, child in value.items():
+            if keys is not None and key not in keys:
+                where = _joined([*path, key])
+                raise InvalidRequest(f"{where}: is not a field of this request (check the spelling)", field=where)
+            _walk(child, limits, keys.get(key) if keys is not None else None, [*path, key])
+    elif isinstance(value, list):
+        if len(path) >= limits.depth:
+            _too_deep(path, limits)
+        if len(value) > limits.items:
+            where = _joined(path)
+            raise TooManyInputs(f"{where} has more than {limits.items} items; the limit is {limits.items} in one array", field=where)
+        item = shape.item if shape is not None else None
+        for i, child in enumerate(value):
+            _walk(child, limits, item, [*path, i])
+    elif isinstance(value, int) and not isinstance(value, bool) and len(str(abs(value))) > MAX_SCALAR:
+        where = _joined(path)
+        raise InvalidRequest(
+            f"{where} has a value of more than {MAX_SCALAR} characters; a number or literal has at most {MAX_SCALAR}", field=where
+        )
+
+
+def _joined(path: list[str | int]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out or "body"
+
+
+def _too_deep(path: list[str | int], limits: JsonLimits) -> None:
+    where = _joined(path)
+    raise InvalidRequest(f"{where} is nested more than {limits.depth} levels deep; the limit is {limits.depth}", field=where)
 
 
 def scan(raw: bytes, limits: JsonLimits, shape: Shape | None) -> Iterator[None]:

@@ -3,7 +3,8 @@
 For each request, in this order:
 
 1. the clock starts (``thoughtvec_requests_total`` and ``thoughtvec_request_seconds`` count every answer, a 401 or
-   a 413 included, labelled with the route's template);
+   a 413 included, labelled with the route's template), and where tracing is on (``otlp_endpoint``) the request's
+   trace, whose parse stage is the body's reading and checking below (``thoughtvec.service.core.tracing``);
 2. the request rules (``thoughtvec.service.http.rules``): the body limit by ``Content-Length`` before reading;
    then access, by the route and method the request resolves to (:class:`RouteTable`, in the router's order);
 3. a body is read whole, within the limit (a chunked one is counted as it streams in), and a JSON body is held
@@ -31,10 +32,11 @@ from fastapi.routing import APIRoute
 from starlette.routing import get_route_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from thoughtvec.service.core import tracing
 from thoughtvec.service.core.memory import Trimmer
 from thoughtvec.service.core.metrics import Metrics
 from thoughtvec.service.errors import BodyTooLarge
-from thoughtvec.service.http.bodies import JsonLimits, Shape, endpoint_body, scan, shape_of
+from thoughtvec.service.http.bodies import JsonLimits, Shape, check, endpoint_body, shape_of
 from thoughtvec.service.http.disconnect import ClientGone
 from thoughtvec.service.http.error_answers import answer_to, internal_error
 from thoughtvec.service.http.rules import Access, AccessTable, RequestRules, routes_of
@@ -112,7 +114,8 @@ class Door:
         start = time.perf_counter()
         status = 0  # 0 until the answer starts
         rule = UNMATCHED
-        moved = self.rules.declared_length(scope) or 0  # the body's bytes, and the answer's as they go
+        length = self.rules.declared_length(scope)
+        moved = length or 0  # the body's bytes, and the answer's as they go
 
         async def sent(message: Message) -> None:
             nonlocal status, moved
@@ -122,21 +125,26 @@ class Door:
                 moved += len(message.get("body", b""))
             await send(message)
 
+        trace = tracing.begin(scope["method"], scope["path"], scope["headers"], start) if tracing.ENABLED else None
         try:
             rule = self.table.find(scope["method"], get_route_path(scope))
-            await self.answer(scope, receive, sent, rule)
+            await self.answer(scope, receive, sent, rule, length, trace)
         except Exception as exc:
             if status:  # the answer has started: it cannot change (uvicorn ends the connection)
                 raise
             answer = answer_to(exc, self.settings) or internal_error(scope)
             await answer(scope, receive, sent)
         finally:
-            self.metrics.request_done(rule.template, scope["method"], status or 500, time.perf_counter() - start)
+            end = time.perf_counter()
+            self.metrics.request_done(rule.template, scope["method"], status or 500, end - start)
+            if trace is not None:
+                trace.finish(rule.template, status or 500, end)
             self.trimmer.after(moved)  # a large request's buffers go back to the system
 
-    async def answer(self, scope: Scope, receive: Receive, send: Send, rule: RouteRule) -> None:
+    async def answer(
+        self, scope: Scope, receive: Receive, send: Send, rule: RouteRule, length: int | None, trace: tracing.RequestTrace | None = None
+    ) -> None:
         rules = self.rules
-        length = rules.declared_length(scope)
         if (problem := rules.too_large(length)) is not None:
             await problem(scope, receive, send)
             return
@@ -146,12 +154,17 @@ class Door:
         if scope["method"] not in BODY_METHODS:
             await self.app(scope, receive, send)
             return
+        if trace is not None:
+            trace.reading()
         raw = await self.read_body(receive, length)
-        if _json_content(scope):
+        json_body = _json_content(scope)
+        if json_body:
             await self.check(raw, rule.body)
-            if self.express.route(scope["method"], scope["path"]) is not None and not scope.get("root_path"):
-                if await self.express.answer(scope, receive, send, raw):
-                    return
+        if trace is not None:
+            trace.parsed()
+        if json_body and (call := self.express.calls.get((scope["method"], scope["path"]))) is not None and not scope.get("root_path"):
+            if await self.express.answer(call, scope, receive, send, raw):
+                return
         await self.app(scope, _replay(raw, receive), send)
 
     async def read_body(self, receive: Receive, declared: int | None) -> bytes:
@@ -173,9 +186,9 @@ class Door:
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def check(self, raw: bytes, shape: Shape | None) -> None:
-        """Hold ``raw`` to ``shape`` and the JSON limits (``bodies.scan``), a turn of the event loop between two
-        slices of the walk."""
-        for _ in scan(raw, self.limits, shape):
+        """Hold ``raw`` to ``shape`` and the JSON limits (``bodies.check``), a turn of the event loop between two
+        slices of a large body's walk."""
+        for _ in check(raw, self.limits, shape):
             await asyncio.sleep(0)
 
 

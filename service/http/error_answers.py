@@ -7,7 +7,7 @@ HTTP status. :data:`STATUS` is the one table that maps each to a status, per API
 * OpenAI's ``/v1/*`` and this API's other routes: ``{"error": {"code", "message", "field"}}``;
 * TEI's routes (:data:`TEI_PATHS`): ``{"error": "...", "error_type": "..."}`` with TEI's statuses (400 ``Empty``
   for nothing to embed, 413 ``Validation`` for too long or too many, 429 ``Overloaded``, 503 ``Unhealthy``);
-* Cohere's (:data:`COHERE_PATHS`): ``{"message": "..."}``, 400 for a value Cohere refuses, 422 for a body that
+* Cohere's (:data:`COHERE_PATHS`: rerank and embed): ``{"message": "..."}``, 400 for a value Cohere refuses, 422 for a body that
   does not validate.
 
 Request validation is ``InvalidRequest`` (``MalformedJson`` for a body that is not JSON); unknown routes
@@ -67,7 +67,7 @@ log = logging.getLogger(__name__)
 
 Family = Literal["openai", "tei", "cohere"]
 TEI_PATHS = frozenset({"/", "/embed", "/rerank", "/similarity", "/tokenize", "/info"})  # TEI's routes (its router's paths)
-COHERE_PATHS = frozenset({"/v1/rerank", "/v2/rerank"})  # Cohere v1's and v2's rerank
+COHERE_PATHS = frozenset({"/v1/rerank", "/v2/rerank", "/v1/embed", "/v2/embed"})  # Cohere v1's and v2's rerank and embed
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,9 @@
   answers a list of tokens per input. TEI's ``truncate`` is a boolean: absent, the server's ``truncation``
   setting; ``true``, cut at the token limit; ``false``, a text over the limit is a 413.
 * **Cohere v2**: ``POST /v2/rerank`` answers ``{id, results[{index, relevance_score}], meta}``.
+* **Cohere v1 and v2**: ``POST /v1/embed`` and ``POST /v2/embed`` answer ``{id, response_type, embeddings, texts,
+  meta}``: v1's ``embeddings_floats`` (a list of vectors) without ``embedding_types``, else (and v2's always)
+  ``embeddings_by_type`` (a list per type). What is not served (images, ``truncate: START``) is a 422 naming it.
 
 Scores where the peer documents a range of [0, 1] (TEI's rerank unless ``raw_scores``, Cohere's
 ``relevance_score``) are the cosine mapped onto it, ``(1 + cosine) / 2``: the same order as the cosine.
@@ -17,13 +20,25 @@ Scores where the peer documents a range of [0, 1] (TEI's rerank unless ``raw_sco
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, Discriminator, Field, RootModel, Tag, WithJsonSchema, field_validator
+from pydantic import BaseModel, Discriminator, Field, RootModel, Tag, ValidationInfo, WithJsonSchema, field_validator
 
 from thoughtvec.service.core import results as core
-from thoughtvec.service.errors import InvalidInput
-from thoughtvec.service.http.schemas import NULL, TEXT, TEXTS, Int, RerankRequest, StrictBody, TokenizeRequest, absent_if_none, examples
+from thoughtvec.service.core.compact import Precision
+from thoughtvec.service.errors import InvalidInput, InvalidRequest
+from thoughtvec.service.http.schemas import (
+    NULL,
+    TEXT,
+    TEXTS,
+    Int,
+    RerankRequest,
+    StrictBody,
+    TokenizeRequest,
+    absent_if_none,
+    examples,
+    given,
+)
 from thoughtvec.service.settings import Truncation
 
 TEI_FORM, OUR_FORM = "TEI's form", "this API's form"  # the tags of a two-form body (errors name fields without them)
@@ -104,10 +119,11 @@ class TeiEmbedRequest(TeiOptions):
     )
     normalize: bool = Field(True, description="L2-normalise the vectors")
     dimensions: Int | None = Field(None, description="fewer dimensions, as `/v1/embeddings` takes them (8 up to the view's)")
+    embedding_type: Precision = Field("float", description="an extension (TEI has none): `/v1/embeddings`'s `embedding_type`")
 
 
-class TeiEmbedResponse(RootModel[list[list[float]]]):
-    """One vector per input, in order (a list of one for a single string)."""
+class TeiEmbedResponse(RootModel[list[list[float]] | list[list[int]]]):
+    """One vector per input, in order (a list of one for a single string); integers with an `embedding_type` but float."""
 
 
 # -- TEI: similarity (and huggingface_hub's sentence_similarity, which posts it to the base URL) --------------------
@@ -211,15 +227,20 @@ class CohereRerankRequest(StrictBody):
 
     def truncation(self, limit: int) -> Truncation | None:
         """The documents' truncation for a model taking ``limit`` tokens."""
-        if self.max_tokens_per_doc is None:
-            return None
-        if self.max_tokens_per_doc < limit:
-            raise InvalidInput(
-                f"max_tokens_per_doc is {self.max_tokens_per_doc}; documents are cut only at the model's limit, {limit} tokens: "
-                f"send at least {limit}, or leave it out",
-                field="max_tokens_per_doc",
-            )
-        return "truncate"
+        return "truncate" if token_cap(self.max_tokens_per_doc, limit, "max_tokens_per_doc", "documents") else None
+
+
+def token_cap(cap: int | None, limit: int, field: str, what: str) -> bool:
+    """Whether a request caps each text's tokens (Cohere's ``max_tokens_per_doc``, ``max_tokens``): a text is cut only
+    at the model's own limit, so a cap below ``limit`` is refused (400 in Cohere's table), one at or above it cuts there."""
+    if cap is None:
+        return False
+    if cap < limit:
+        raise InvalidInput(
+            f"{field} is {cap}; {what} are cut only at the model's limit, {limit} tokens: send at least {limit}, or leave it out",
+            field=field,
+        )
+    return True
 
 
 class CohereResult(BaseModel):
@@ -239,6 +260,164 @@ class CohereRerankResponse(BaseModel):
             results=[CohereResult(index=x.index, relevance_score=unit_score(x.score)) for x in r.results],
             meta={"api_version": {"version": "2"}, "tokens": {"input_tokens": r.usage.tokens}},
         )
+
+
+# -- Cohere v1 and v2: embed --------------------------------------------------------------------
+CohereEmbeddingType = Literal["float", "int8", "uint8", "binary", "ubinary", "base64"]
+InputType = Literal["search_document", "search_query", "classification", "clustering", "image"]  # Cohere's
+INPUT_TYPES = [t for t in get_args(InputType) if t != "image"]  # what text embeds with
+TEXT_CONTENT = {"type": "object", "properties": {"type": {"const": "text"}, "text": TEXT}, "required": ["type", "text"],
+                "additionalProperties": False}  # fmt: skip
+INPUTS = {"type": "array", "minItems": 1, "x-max-items": "max_inputs", "items": {"type": "object", "properties": {
+          "content": {"type": "array", "items": TEXT_CONTENT, "minItems": 1}}, "required": ["content"], "additionalProperties": False}}  # fmt: skip
+NO_IMAGES = "no image model is served: send texts"
+NOT_SERVED = {  # (field, Cohere's value) -> what the server does instead
+    ("input_type", "image"): f"{NO_IMAGES}, with input_type one of {INPUT_TYPES}",
+    ("truncate", "START"): "the server cuts a long text at its end: send END (or NONE, to refuse it)",
+}
+
+
+class CohereEmbedBody(StrictBody):
+    """What Cohere's v1 and v2 embed bodies share."""
+
+    model: str | None = Field(None, description="bundle or alias (Cohere's model names are aliases); default: the default model")
+    images: Annotated[list[Any] | None, WithJsonSchema({"anyOf": [{"type": "array", "maxItems": 0}, NULL]})] = Field(
+        None, description=f"absent, null or empty: {NO_IMAGES} (an image is a 422)"
+    )
+    input_type: Annotated[InputType | None, WithJsonSchema({"anyOf": [{"enum": INPUT_TYPES}, NULL]})] = Field(
+        None,
+        description="accepted and alike: the served encoders are symmetric (a query and a document embed the same way); `image` is a 422",
+    )
+    embedding_types: list[CohereEmbeddingType] | None = Field(
+        None,
+        min_length=1,
+        description="`float`; `int8`/`uint8` (a byte a dimension, on ranges fixed per model and view); `binary`/`ubinary` "
+        "(a bit a dimension, packed 8 to a byte); `base64` (the float32 vector's little-endian bytes)",
+    )
+    truncate: Annotated[Literal["NONE", "START", "END"] | None, WithJsonSchema({"anyOf": [{"enum": ["NONE", "END"]}, NULL]})] = Field(
+        None,
+        description="a text over the model's token limit: `END` cuts its end; `NONE` answers 400; absent: the server's `truncation` "
+        "setting (`split` into sentences and pool, by default); `START` is a 422 (the server cuts at the end)",
+    )
+
+    @field_validator("images")
+    @classmethod
+    def _no_images(cls, v: list[Any] | None) -> None:
+        if v:
+            raise InvalidRequest(f"images has {len(v)} item(s); {NO_IMAGES}", field="images")
+        return None
+
+    @field_validator("input_type", "truncate")
+    @classmethod
+    def _served(cls, v: str | None, info: ValidationInfo) -> str | None:
+        """Cohere's values the server does not serve: a 422 saying what it does instead."""
+        instead = None if v is None else NOT_SERVED.get((info.field_name or "", v))
+        if instead is not None:
+            raise InvalidRequest(f"{info.field_name} is {v!r}; {instead}", field=info.field_name)
+        return v
+
+    def types(self, default: list[CohereEmbeddingType]) -> list[CohereEmbeddingType]:
+        """The embedding types asked for, each once, in order."""
+        return list(dict.fromkeys(self.embedding_types or default))
+
+    def truncation(self, limit: int, cap: int | None = None) -> Truncation | None:
+        """The texts' truncation for a model taking ``limit`` tokens (``cap``: v2's ``max_tokens``)."""
+        capped = token_cap(cap, limit, "max_tokens", "texts")
+        return "reject" if self.truncate == "NONE" else "truncate" if self.truncate == "END" or capped else None
+
+
+class CohereEmbedRequest(CohereEmbedBody):
+    """Cohere v1's embed (``cohere.Client().embed``)."""
+
+    model_config = examples({"texts": ["the cat sat on the mat .", "a dog ran in the park ."], "model": "embed-english-v3.0",
+                             "input_type": "search_document", "embedding_types": ["float", "int8"]})  # fmt: skip
+    texts: Annotated[list[Any], WithJsonSchema(TEXTS)] = Field(description="texts to embed")
+
+    def texts_of(self) -> tuple[list[Any], str]:
+        """The texts, and what errors call them."""
+        return self.texts, "texts"
+
+
+class CohereEmbedV2Request(CohereEmbedBody):
+    """Cohere v2's embed (``cohere.ClientV2().embed``)."""
+
+    model_config = examples(
+        {
+            "texts": ["the cat sat on the mat ."],
+            "model": "embed-v4.0",
+            "input_type": "search_query",
+            "embedding_types": ["float", "binary"],
+        },
+        {"inputs": [{"content": [{"type": "text", "text": "the cat sat on the mat ."}]}], "output_dimension": 64},
+        oneOf=[{"allOf": [given("texts")], "not": given("inputs")}, {"allOf": [given("inputs")], "not": given("texts")}],
+    )
+    texts: Annotated[list[Any] | None, WithJsonSchema({"anyOf": [TEXTS, NULL]})] = Field(None, description="texts to embed; or send inputs")
+    inputs: Annotated[list[Any] | None, WithJsonSchema({"anyOf": [INPUTS, NULL]})] = Field(
+        None, description="`[{content: [{type: text, text}]}]`: an input's text items, joined by a space, embed as one text"
+    )
+    max_tokens: Int | None = Field(
+        None, json_schema_extra={"minimum": 1}, description="at or above the model's token limit: a longer text is cut there "
+        "(as `truncate` says); below it: 400 (the cut is the model's)"
+    )  # fmt: skip
+    output_dimension: Int | None = Field(None, description="fewer dimensions, as `/v1/embeddings`'s `dimensions` (8 up to the model's)")
+    priority: Int | None = Field(None, description="accepted, ignored: requests are served in the order they come")
+
+    def texts_of(self) -> tuple[list[Any], str]:
+        """The texts (from ``texts``, or each input's text items joined), and what errors call them."""
+        if (self.texts is None) == (self.inputs is None):
+            raise InvalidRequest("send texts or inputs (one of them)", field="texts" if self.texts is None else "inputs")
+        if self.texts is not None:
+            return self.texts, "texts"
+        assert self.inputs is not None
+        return [input_text(x, f"inputs[{i}]") for i, x in enumerate(self.inputs)], "inputs"
+
+
+def input_text(item: Any, where: str) -> Any:
+    """The text of one v2 input, ``{content: [{type: text, text}, ...]}``: its text items joined by a space."""
+    if not isinstance(item, dict) or set(item) != {"content"} or not isinstance(item["content"], list) or not item["content"]:
+        raise InvalidRequest(f"{where} must be {{content: [{{type: text, text}}, ...]}}", field=where)
+    texts = []
+    for j, part in enumerate(item["content"]):
+        at = f"{where}.content[{j}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "image_url":
+            raise InvalidRequest(f"{at} is an image; {NO_IMAGES}", field=at)
+        if kind != "text" or set(part) != {"type", "text"}:
+            raise InvalidRequest(f"{at} must be {{type: text, text}}", field=at)
+        if not isinstance(part["text"], str):
+            raise InvalidInput(f"{at}.text must be a string, got {type(part['text']).__name__}", field=f"{at}.text")
+        texts.append(part["text"])
+    return " ".join(texts)
+
+
+class CohereEmbeddings(BaseModel):
+    """The vectors by type: a list per type asked for, one vector per text."""
+
+    float_: list[list[float]] | None = absent_if_none(alias="float")
+    int8: list[list[int]] | None = absent_if_none(description="-128..127 a dimension")
+    uint8: list[list[int]] | None = absent_if_none(description="0..255 a dimension")
+    binary: list[list[int]] | None = absent_if_none(description="a bit a dimension, 8 to a byte, each byte less 128: -128..127")
+    ubinary: list[list[int]] | None = absent_if_none(description="a bit a dimension, 8 to a byte: 0..255")
+    base64: list[str] | None = absent_if_none(description="the float32 vector's little-endian bytes")
+
+
+META = Field(description="`api_version` and `billed_units.input_tokens` (every token embedded)")
+
+
+class CohereEmbedByTypeResponse(BaseModel):
+    id: str = Field(description="this answer's id")
+    response_type: Literal["embeddings_by_type"] = "embeddings_by_type"
+    embeddings: CohereEmbeddings
+    texts: list[str] = Field(description="the texts embedded, in order")
+    meta: dict[str, Any] = META
+
+
+class CohereEmbedFloatsResponse(BaseModel):
+    id: str = Field(description="this answer's id")
+    response_type: Literal["embeddings_floats"] = "embeddings_floats"
+    embeddings: list[list[float]] = Field(description="one vector per text")
+    texts: list[str] = Field(description="the texts embedded, in order")
+    meta: dict[str, Any] = META
 
 
 # -- errors, in each API's shape (``middleware.STATUS`` maps each error to a status per API) -------------------

@@ -13,15 +13,18 @@ character, lists have at least one item — what the core enforces.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from thoughtvec.service.core import results as core  # not "results": two response models have a field of that name
+from thoughtvec.service.core.compact import Precision
+from thoughtvec.service.errors import InvalidInput, InvalidRequest
+from thoughtvec.service.http.openapi import DEFAULT_MODEL
 from thoughtvec.service.index.contents import NAME_PATTERN, Metric
-from thoughtvec.service.index.factory import SCHEMA_PATTERN
+from thoughtvec.service.index.factory_grammar import SCHEMA_PATTERN
 from thoughtvec.service.index.jsonvalues import reject_lone_surrogates
-from thoughtvec.service.model_guide import default_model
 from thoughtvec.service.settings import SearchMode, Truncation
 
 # What the core accepts, for the OpenAPI schema (the core checks it, with messages naming the field). The
@@ -37,6 +40,9 @@ CL100K_UNUSED = [100256, *range(100261, 100276)]
 TOKEN_IDS = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 100276, "not": {"enum": CL100K_UNUSED}}, "minItems": 1}
 TOKEN_ID_LISTS = {"type": "array", "items": TOKEN_IDS, "minItems": 1}
 Text = Annotated[Any, WithJsonSchema(TEXT)]
+# a text, or Cohere v1's document object ({text, ...}: other string fields kept)
+DOCUMENTS = {"type": "array", "items": {"anyOf": [TEXT, {"type": "object", "properties": {"text": TEXT}, "required": ["text"],
+             "additionalProperties": {"type": "string"}}]}, "minItems": 1, "x-max-items": "max_inputs"}  # fmt: skip
 Texts = Annotated[list[Any], WithJsonSchema(TEXTS)]
 
 
@@ -88,7 +94,7 @@ TRUNCATION = Field(
 # -- embeddings (OpenAI-compatible) -----------------------------------------------------------
 class EmbeddingsRequest(StrictBody):
     model_config = examples(
-        {"input": ["the cat sat on the mat .", "a dog ran in the park ."], "model": default_model()},
+        {"input": ["the cat sat on the mat .", "a dog ran in the park ."], "model": DEFAULT_MODEL},
         {"input": "one sentence ."},
         {"input": [[1820, 8415, 7731, 389, 279, 5634, 662]], "model": "text-embedding-3-small"},
     )
@@ -96,7 +102,14 @@ class EmbeddingsRequest(StrictBody):
         description="a string, a list of strings, a list of cl100k token ids, or a list of lists of them"
     )
     model: str | None = Field(None, description="bundle name; default: the server's default model")
-    encoding_format: Literal["float", "base64"] = Field("float", description="`base64`: little-endian float32 bytes")
+    encoding_format: Literal["float", "base64"] = Field(
+        "float", description="`base64`: the vector's bytes (little-endian float32; a byte a value or 8 bits a byte with `embedding_type`)"
+    )
+    embedding_type: Precision = Field(
+        "float",
+        description="an extension: `int8` / `uint8` (a byte a dimension, on ranges fixed per model and view), `binary` / `ubinary` "
+        "(a bit a dimension, 1 above 0, packed 8 to a byte: a list of dim / 8 integers), as sentence-transformers' precisions",
+    )
     dimensions: Int | None = Field(
         None,
         description="fewer dimensions (8 up to the view's): the vector projected on the view's principal axes (fitted on "
@@ -110,7 +123,7 @@ class EmbeddingsRequest(StrictBody):
 
 class Embedding(BaseModel):
     object: Literal["embedding"] = "embedding"
-    embedding: list[float] | str
+    embedding: list[float] | list[int] | str
     index: int
 
 
@@ -188,15 +201,49 @@ class RerankRequest(StrictBody):
         }
     )
     query: Text = Field(description="the text documents are ranked against")
-    documents: Texts = Field(description="texts to rank")
+    documents: Annotated[list[Any], WithJsonSchema(DOCUMENTS)] = Field(
+        description="texts to rank, or Cohere v1's document objects: `{text, ...}`, ranked by their `text`, returned whole"
+    )
     top_n: Int | None = Field(None, description="return only the best n; default: all", json_schema_extra={"minimum": 1})
-    return_documents: bool = Field(False, description="include each document's text in its result")
+    return_documents: bool = Field(False, description="include each document in its result")
+    rank_fields: Annotated[list[str] | None, WithJsonSchema({"anyOf": [{"type": "array", "items": {"const": "text"}}, NULL]})] = Field(
+        None, description="Cohere v1's: only `text` is ranked (any other field is a 422)"
+    )
     model: str | None = None
     view: str | None = None
     truncation: Truncation | None = TRUNCATION
 
+    @field_validator("rank_fields")
+    @classmethod
+    def _text_only(cls, v: list[str] | None) -> list[str] | None:
+        others = [f for f in v or () if f != "text"]
+        if others:
+            raise InvalidRequest(
+                f"rank_fields names {others}; only a document's text is ranked: send ['text'] or leave it out", field="rank_fields"
+            )
+        return v
+
+    def texts(self) -> list[Any]:
+        """Each document's text: a string itself, a document object's ``text`` (every field of one a string, as
+        Cohere's); other items are the core's to refuse."""
+        out = []
+        for i, d in enumerate(self.documents):
+            if isinstance(d, dict):
+                if "text" not in d:
+                    raise InvalidInput(f"documents[{i}] has no text: a document object is {{text, ...}}", field=f"documents[{i}].text")
+                for key, value in d.items():
+                    if not isinstance(value, str):
+                        where = f"documents[{i}].{key}"
+                        raise InvalidInput(f"{where} must be a string, got {type(value).__name__}", field=where)
+                d = d["text"]
+            out.append(d)
+        return out
+
 
 class RerankDocument(BaseModel):
+    """The document as it was sent: ``{text}`` for a string, the object itself (every field kept) for an object."""
+
+    model_config = ConfigDict(extra="allow")
     text: str
 
 
@@ -213,17 +260,17 @@ class RerankResponse(BaseModel):
     usage: Usage
 
     @classmethod
-    def of(cls, r: core.Reranked) -> RerankResponse:
-        return cls(
-            model=r.model,
-            results=[
-                RerankResult(
-                    index=x.index, relevance_score=x.score, document=None if x.document is None else RerankDocument(text=x.document)
-                )
-                for x in r.results
-            ],
-            usage=Usage.of(r.usage),
-        )
+    def of(cls, r: core.Reranked, documents: list[Any] | None = None) -> RerankResponse:
+        """The answer to ``r``; ``documents``: as sent, so that a document object comes back whole."""
+
+        def document(x: core.Ranked) -> RerankDocument | None:
+            if x.document is None:
+                return None
+            sent = documents[x.index] if documents is not None else None
+            return RerankDocument.model_validate(sent) if isinstance(sent, dict) else RerankDocument(text=x.document)
+
+        results = [RerankResult(index=x.index, relevance_score=x.score, document=document(x)) for x in r.results]
+        return cls(model=r.model, results=results, usage=Usage.of(r.usage))
 
 
 class PairScore(BaseModel):
@@ -293,7 +340,9 @@ class InfoResponse(BaseModel):
     model_id: str | None = Field(description=TEI_INFO + "the default model")
     model_sha: None = Field(None, description=TEI_INFO + "null (a bundle has no Hub revision)")
     model_dtype: Literal["float32"] = Field("float32", description=TEI_INFO + "the ONNX graphs' float type")
-    model_type: dict[str, dict[str, str]] = Field(description=TEI_INFO + "`{embedding: {pooling}}`, pooling named by the bundle's family")
+    model_type: dict[str, dict[str, str]] = Field(
+        description=TEI_INFO + "`{embedding: {pooling}}`, the default model's: `mean` or `last_token`"
+    )
     max_concurrent_requests: int = Field(description=TEI_INFO + "sentences a model may hold waiting (max_queue_size)")
     max_input_length: int | None = Field(description=TEI_INFO + "the default model's max_input_tokens")
     max_batch_tokens: int = Field(description=TEI_INFO + "padded tokens per ONNX run")
@@ -331,7 +380,7 @@ class InfoResponse(BaseModel):
             limits=i.limits,
             devices=i.devices,
             model_id=i.default_model,
-            model_type={"embedding": {"pooling": default.family if default else "unknown"}},
+            model_type={"embedding": {"pooling": default.pooling if default else "unknown"}},
             max_concurrent_requests=i.limits["max_queue_size"],
             max_input_length=default.max_input_tokens if default else None,
             max_batch_tokens=i.limits["max_batch_tokens"],
@@ -450,13 +499,13 @@ class CreateIndexRequest(StrictBody):
     name: str = Field(pattern=NAME_PATTERN)
     model: str | None = Field(
         None,
-        description="default: the first served of the models chosen for search on dev (all-minilm-l6-v2), else the server's default model",
+        description="default: the first served of the models the model guide chose for search on dev (and measured as served), else the server's default model",
     )
     view: str | None = Field(None, description="default: the model's default view")
     mode: SearchMode | None = Field(
         None,
         description="the search a request naming no `mode` gets; default: the best on dev for the model and backend "
-        "(`hybrid` over all-minilm-l6-v2, `lexical` over any other model; `dense` on Milvus, which has no BM25)",
+        "(`hybrid` over a model whose hybrid search beat BM25 alone on dev, as the model guide measured it; `lexical` over any other; `dense` on a Milvus without BM25)",
     )
     factory: str = Field(
         "Flat",
@@ -573,7 +622,14 @@ class IndexStats(BaseModel):
 
     @classmethod
     def of(cls, s: core.IndexStats) -> IndexStats:
-        return cls.model_validate(s, from_attributes=True)  # the same fields, one to one
+        """One flat object: the index's neutral stats and its backend's own (``s.backend``: FAISS's training, log and
+        GPU; a backend that keeps none of that state reads as trained, nothing pending)."""
+        neutral = {f.name: getattr(s, f.name) for f in dataclasses.fields(s) if f.name != "backend"}
+        return cls(**neutral, **(NO_BACKEND_STATE | s.backend))
+
+
+# What a backend that keeps no training state of its own reports (Milvus trains, logs and places its indexes itself).
+NO_BACKEND_STATE: dict[str, Any] = {"trained": True, "pending_training": 0}
 
 
 class IndexList(BaseModel):

@@ -38,6 +38,7 @@ from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
 from starlette.types import Receive, Scope, Send
 
+from thoughtvec.service.core import tracing
 from thoughtvec.service.http.bodies import endpoint_body
 
 E = TypeVar("E", bound=Callable[..., Awaitable[Response]])
@@ -78,21 +79,18 @@ class ExpressLane:
                 for method in route.methods or ():
                     self.calls.setdefault((method, route.path), call)
 
-    def route(self, method: str, path: str) -> APIRoute | None:
-        call = self.calls.get((method, path))
-        return None if call is None else call.route
-
-    async def answer(self, scope: Scope, receive: Receive, send: Send, raw: bytes) -> bool:
-        """Answer the request for a marked route whose JSON body ``raw`` has been read; False, having sent
-        nothing, where the body does not validate (FastAPI's handler answers it then, with its own words).
-        What the endpoint raises is raised."""
-        call = self.calls[scope["method"], scope["path"]]
+    async def answer(self, call: _Call, scope: Scope, receive: Receive, send: Send, raw: bytes) -> bool:
+        """Answer a request for the marked route of ``call`` (``calls[method, path]``) whose JSON body ``raw`` has been
+        read; False, having sent nothing, where the body does not validate (FastAPI's handler answers it then, with
+        its own words). What the endpoint raises is raised."""
         if scope["app"].dependency_overrides:  # a test's stand-ins: FastAPI's handler knows them
             return False
         try:
             body = call.body.validate_json(raw)
         except ValidationError:
             return False
+        if tracing.ENABLED and (trace := tracing.current()) is not None:
+            trace.parsed()  # the body validated: the request's parse stage ends here
         scope["route"], scope["endpoint"], scope["path_params"] = call.route, call.route.endpoint, {}
         request = Request(scope, receive, send)
         kwargs: dict[str, Any] = {call.body_name: body}
@@ -209,7 +207,7 @@ def http_protocol() -> type[asyncio.Protocol] | str:
     """The protocol class ``thoughtvec serve`` gives uvicorn: uvicorn's httptools protocol with one write an answer
     and JSON for a malformed request, where uvicorn has it; else uvicorn's own choice (``"auto"``)."""
     try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol  # optional: uvicorn[standard]
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol  # noqa: PLC0415  # optional: uvicorn[standard]
     except ImportError:  # no httptools: uvicorn's h11 protocol, as it is
         return "auto"
 

@@ -3,8 +3,9 @@
 :class:`IndexBackend` is all the core and the ``thoughtvec index`` commands know of a store, the way
 TEI's ``backends/core`` defines its ``Backend`` trait: methods over plain data
 (``thoughtvec.service.index.contents``: :class:`IndexConfig`, :class:`Doc`, :class:`BuiltIndex`,
-:class:`IndexStats`), what the backend can do as data (:class:`Capabilities`: modes, factories, GPUs),
-and one set of domain errors (``thoughtvec.service.errors``) from every backend.
+:class:`IndexStats`, :class:`NewIndex`), what the backend can do as data (:class:`Capabilities`: modes and why
+not the others, factories, GPUs: the core checks a request against them, once), and one set of domain errors
+(``thoughtvec.service.errors``) from every backend.
 :class:`thoughtvec.service.index.store.IndexStore` (FAISS in this process's memory, a log and snapshots on
 disk) and :class:`thoughtvec.service.index.milvus.MilvusStore` (Milvus Lite or a Milvus server) implement it;
 :func:`open_backend` picks one by the ``index_backend`` setting. Methods are blocking (disk, FAISS,
@@ -19,9 +20,10 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from thoughtvec.service.index.contents import BuiltIndex, Capabilities, Doc, IndexConfig, IndexStats, Metric
+from thoughtvec.service.index.contents import BuiltIndex, Capabilities, Doc, IndexConfig, IndexStats, NewIndex
 from thoughtvec.service.index.milvus_schema import MilvusOptions
-from thoughtvec.service.settings import IndexBackendName, SearchMode, Settings
+from thoughtvec.service.index.search_settings import SearchSettings
+from thoughtvec.service.settings import IndexBackendName, Settings
 
 Hits = list[list[tuple[Doc, float]]]  # per query, best first: (document, score as the metric gives it)
 
@@ -47,24 +49,10 @@ class IndexBackend(Protocol):
     def count(self, name: str) -> int: ...
     def documents(self, name: str, limit: int, include: Sequence[str] = ()) -> list[Doc]: ...
     def search(self, name: str, queries: np.ndarray, k: int) -> Hits: ...
-    def lexical_search(self, name: str, queries: Sequence[str], k: int) -> Hits: ...
-    def check_mode(self, mode: SearchMode) -> None: ...  # a 422 naming `mode`, saying why, for a mode not in capabilities.modes
+    def lexical_search(self, name: str, queries: Sequence[str], k: int) -> Hits: ...  # where capabilities.modes has it
 
     # writes
-    def new_config(
-        self,
-        name: str,
-        model: str,
-        view: str,
-        dim: int,
-        *,
-        factory: str = "Flat",
-        metric: Metric = "cosine",
-        normalize: bool = True,
-        train_size: int | None = None,
-        fingerprint: str = "",
-        mode: SearchMode = "dense",
-    ) -> IndexConfig: ...  # a new index's config; a 422 naming `factory` or `mode` it cannot build or serve
+    def new_config(self, new: NewIndex) -> IndexConfig: ...  # a new index's config; a 422 naming `factory` it cannot build
     def create(self, config: IndexConfig) -> IndexStats: ...
     def install(self, built: BuiltIndex, overwrite: bool = False) -> IndexStats: ...
     def drop(self, name: str) -> None: ...
@@ -77,19 +65,21 @@ OnSize = Callable[[str, int | None], None]  # an index's document count changed 
 
 
 def _faiss(
-    index_dir: Path, wal_max_bytes: int, on_size: OnSize | None, gpu: bool, milvus: MilvusOptions | None, read_only: str | None
-) -> IndexBackend:
-    from thoughtvec.service.index.store import IndexStore  # FAISS loads only where it is the backend
+    index_dir: Path, wal_max_bytes: int, on_size: OnSize | None, gpu: bool, milvus: MilvusOptions | None, read_only: str | None,
+    search: SearchSettings,
+) -> IndexBackend:  # fmt: skip
+    from thoughtvec.service.index.store import IndexStore  # noqa: PLC0415  # FAISS loads only where it is the backend
 
-    return IndexStore(index_dir, wal_max_bytes, on_size, gpu=gpu, read_only=read_only)
+    return IndexStore(index_dir, wal_max_bytes, on_size, gpu=gpu, read_only=read_only, analyzer=search.analyzer, bm25=search.bm25)
 
 
 def _milvus(
-    index_dir: Path, wal_max_bytes: int, on_size: OnSize | None, gpu: bool, milvus: MilvusOptions | None, read_only: str | None
-) -> IndexBackend:
-    from thoughtvec.service.index.milvus import MilvusStore  # pymilvus is an optional extra
+    index_dir: Path, wal_max_bytes: int, on_size: OnSize | None, gpu: bool, milvus: MilvusOptions | None, read_only: str | None,
+    search: SearchSettings,
+) -> IndexBackend:  # fmt: skip
+    from thoughtvec.service.index.milvus import MilvusStore  # noqa: PLC0415  # pymilvus is an optional extra
 
-    return MilvusStore(milvus or MilvusOptions(), on_size=on_size)
+    return MilvusStore(milvus or MilvusOptions(), on_size=on_size, bm25=search.bm25)
 
 
 # Each backend's store, by its name (the one list: IndexBackendName).
@@ -105,10 +95,12 @@ def open_store(
     gpu: bool = False,
     milvus: MilvusOptions | None = None,
     read_only: str | None = None,
+    search: SearchSettings | None = None,
 ) -> IndexBackend:
     """The store for ``backend``: the FAISS folder ``index_dir``, or Milvus at ``milvus.uri`` (a server shares its
-    indexes with every process, so ``read_only``, why this process must not write a folder, is FAISS's alone)."""
-    return OPENERS[IndexBackendName(backend)](index_dir, wal_max_bytes, on_size, gpu, milvus, read_only)
+    indexes with every process, so ``read_only``, why this process must not write a folder, is FAISS's alone);
+    ``search``: the analyser and BM25 of every index's lexical half (the model guide's, else the fallback)."""
+    return OPENERS[IndexBackendName(backend)](index_dir, wal_max_bytes, on_size, gpu, milvus, read_only, search or SearchSettings())
 
 
 def read_only_reason(settings: Settings) -> str | None:
@@ -128,7 +120,7 @@ def read_only_reason(settings: Settings) -> str | None:
     return None
 
 
-def open_backend(settings: Settings, on_size: OnSize | None = None) -> IndexBackend:
+def open_backend(settings: Settings, on_size: OnSize | None = None, search: SearchSettings | None = None) -> IndexBackend:
     """The store the settings name (``index_backend``, with ``index_dir`` and ``index_wal_max_mb`` for FAISS, the
     ``milvus_*`` settings for Milvus; indexes on the GPU where ``prefer_cuda`` and FAISS has one). With several
     ``workers``, or ``index_read_only``, a FAISS folder is read-only here (:func:`read_only_reason`). The store takes
@@ -142,6 +134,7 @@ def open_backend(settings: Settings, on_size: OnSize | None = None) -> IndexBack
         gpu=settings.prefer_cuda,
         milvus=MilvusOptions.of(settings),
         read_only=read_only,
+        search=search,
     )
 
 

@@ -1,16 +1,17 @@
 """What an index is and holds, in no backend's terms: the data of the contract between the core and every store.
 
-:class:`IndexConfig` (what an index is), :class:`Doc` (a document), :class:`BuiltIndex` (a whole
-index made offline: its documents and their vectors), :class:`IndexStats` (what a store says of an
-index) and :class:`Capabilities` (what a backend can do) are plain data; FAISS
+:class:`NewIndex` (what a new index is asked to be), :class:`IndexConfig` (what an index is), :class:`Doc` (a
+document), :class:`BuiltIndex` (a whole index made offline: its documents and their vectors), :class:`IndexStats`
+(what a store says of an index) and :class:`Capabilities` (what a backend can do) are plain data; FAISS
 (``thoughtvec.service.index.store``) and Milvus (``thoughtvec.service.index.milvus``) each turn them
 into their own structures. The contract's methods are :class:`thoughtvec.service.index.backend.IndexBackend`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -74,10 +75,34 @@ class BuiltIndex:
 
 
 @dataclass(frozen=True, slots=True)
+class NewIndex:
+    """What a new index is asked to be, passed whole to the backend that makes its :class:`IndexConfig`
+    (``IndexBackend.new_config``): the backend checks the factory against what it builds and settles what is its
+    own to decide (FAISS: how many vectors to buffer before training)."""
+
+    name: str
+    model: str
+    view: str
+    dim: int
+    factory: str = "Flat"
+    metric: Metric = "cosine"
+    normalize: bool = True
+    train_size: int | None = None  # vectors to buffer before training; None: the backend's default
+    fingerprint: str = ""  # Encoder.fingerprint of the model's view that makes the vectors
+    mode: SearchMode = "dense"
+    embedded: bool = True  # False: lexical-only (its creator named mode 'lexical'): no model runs for its documents
+
+    def config(self, train_size: int) -> IndexConfig:
+        """The index's config, created now, with the ``train_size`` its backend settled on."""
+        return IndexConfig(**dataclasses.asdict(self) | {"train_size": train_size, "created": created_now()})
+
+
+@dataclass(frozen=True, slots=True)
 class IndexStats:
-    """An index as a store describes it: what its config fixes, its document count, and the state of a store that
-    buffers vectors until its factory is trained, keeps a write-ahead log or searches on a GPU (FAISS). A store
-    without such state leaves those fields at their defaults: trained, nothing pending, no log, no GPU."""
+    """An index as a store describes it: what its config fixes, its document count, and in ``backend`` what the
+    backend alone keeps of it (FAISS: ``trained``, ``pending_training`` vectors buffered until its factory is
+    trained, ``train_error``, ``wal_bytes`` in its log not yet in a snapshot, ``gpu``). A backend without such
+    state leaves ``backend`` empty: the HTTP answer then says trained, nothing pending, no log, no GPU."""
 
     name: str
     model: str
@@ -90,20 +115,16 @@ class IndexStats:
     train_size: int
     created: str
     documents: int
-    trained: bool = True
-    pending_training: int = 0  # vectors buffered (searched exactly) until the factory is trained
-    train_error: str | None = None  # why training was postponed, until it succeeds
-    wal_bytes: int = 0  # writes in the log, not yet in a snapshot
-    gpu: bool = False  # searched on a GPU
+    backend: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, config: IndexConfig, documents: int, **state: Any) -> IndexStats:
-        """The stats of an index of ``config`` holding ``documents``; ``state``: the store's own fields above."""
+    def of(cls, config: IndexConfig, documents: int, backend: dict[str, Any] | None = None) -> IndexStats:
+        """The stats of an index of ``config`` holding ``documents``; ``backend``: the store's own fields."""
         fixed = {
             k: getattr(config, k)
             for k in ("name", "model", "view", "mode", "dim", "factory", "metric", "normalize", "train_size", "created")
         }
-        return cls(**fixed, documents=documents, **state)
+        return cls(**fixed, documents=documents, backend=backend or {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,3 +139,4 @@ class Capabilities:
     shared: bool = False  # every process pointed at the same place serves the same indexes (replicas)
     snapshots: bool = False  # writes wait in a log until folded into a snapshot: inventory() counts the snapshot's
     read_only: str | None = None  # why this process may not write its indexes (workers over one FAISS folder); None: it may
+    unserved: str = ""  # why the modes outside ``modes`` are not served, for the 422 that refuses one

@@ -7,23 +7,20 @@ Each input is one query's ranking, ``[(id, score), ...]`` best first, from a sea
 * ``minmax``: each ranking's scores mapped to [0, 1] by its own minimum and maximum, then
   ``sum_i w_i * s_i``; a document absent from a ranking gets 0 from it.
 
-Ties in the fused score keep the order of first appearance, dense ranking first. The defaults are the model
-guide's (:func:`thoughtvec.service.model_guide.search`): the fusion every dev retrieval record was measured with,
-chosen on that dev set (``python -m thoughtvec.training.evaluation.retrieval_tuning fusion``; docs/RESULTS.md,
-*Retrieval*).
+Ties in the fused score keep the order of first appearance, dense ranking first. The defaults are the fallback
+(``thoughtvec.service.index.search_settings``); the model guide's, chosen on the retrieval dev set (``python -m
+thoughtvec.training.evaluation.retrieval_tuning fusion``; docs/RESULTS.md, *Retrieval*), replace them for the
+bundles it measured.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, cast
-
-from thoughtvec.service import model_guide
+from typing import Literal
 
 Ranking = Sequence[tuple[str, float]]
 FusionMethod = Literal["rrf", "minmax"]
-_DEV = model_guide.search("fusion")
 
 
 @dataclass(frozen=True)
@@ -31,13 +28,11 @@ class Fusion:
     """How two rankings become one: the method, the lexical ranking's weight (the dense one's is 1) and,
     for ``rrf``, the rank constant ``k``; ``max(k, depth)`` hits are asked of each side before fusing."""
 
-    # the model guide's: chosen on the retrieval dev set with all-MiniLM-L6-v2 as the dense side (the model a new
-    # index defaults to); depth at least the largest k the dev numbers measure (100), so a search of k <= 100 ranks
-    # as measured
-    method: FusionMethod = cast(FusionMethod, _DEV["method"])
-    lexical_weight: float = float(_DEV["lexical_weight"])
-    rrf_k: int = int(_DEV["rrf_k"])  # used by "rrf" only
-    depth: int = int(_DEV["depth"])
+    # the fallback: reciprocal-rank fusion as Cormack et al. set it, both rankings alike, 100 hits of each
+    method: FusionMethod = "rrf"
+    lexical_weight: float = 1.0
+    rrf_k: int = 60  # used by "rrf" only
+    depth: int = 100
 
     def fuse(self, dense: Ranking, lexical: Ranking, k: int) -> list[tuple[str, float]]:
         """The best ``k`` of the union of both rankings under this fusion."""

@@ -1,10 +1,10 @@
 """A FAISS index with string ids, texts and metadata, and its snapshot on disk.
 
 FAISS sees int64 *labels* we hand out in order; callers see string ids. Only the factory strings
-of :mod:`thoughtvec.service.index.factory` reach FAISS, and each family keeps labels stable across deletes in its
-own way (``IndexIDMap2`` around flat codes, IVF's own ids, tombstones for HNSW, which cannot
-remove). Indexes that need training (IVF, PQ) keep their vectors in a plain buffer, searched
-exactly, until ``train_size`` vectors have arrived; then they train on that buffer and move it in.
+of the grammar (:mod:`thoughtvec.service.index.factory_grammar`) reach FAISS, and each family keeps labels stable
+across deletes in its own way (:mod:`thoughtvec.service.index.factory`: ``IndexIDMap2`` around flat codes, IVF's own
+ids, tombstones for HNSW, which cannot remove). Indexes that need training (IVF, PQ) keep their vectors in a plain
+buffer, searched exactly, until ``train_size`` vectors have arrived; then they train on that buffer and move it in.
 
 With GPU FAISS (faiss-gpu-cu12 and a visible GPU), :meth:`VectorIndex.use_gpu` keeps a copy of the
 index on the GPU(s) for searches; the CPU index stays the one of record (snapshots, deletes,
@@ -30,9 +30,8 @@ import numpy as np
 
 from thoughtvec.service.bundle.atomic import atomic_dir
 from thoughtvec.service.bundle.postprocess import l2_normalize
-from thoughtvec.service.index.contents import Doc, IndexConfig, IndexStats, Metric, created_now
+from thoughtvec.service.index.contents import Doc, IndexConfig, IndexStats, Metric, NewIndex
 from thoughtvec.service.index.factory import Family, check_factory
-from thoughtvec.service.settings import SearchMode
 
 log = logging.getLogger(__name__)
 
@@ -187,15 +186,16 @@ class VectorIndex:
             self._copy_to_gpu()  # where it fails, gpu_index is None: the CPU index is searched
         return self.gpu_index if self.gpu_index is not None else self.index
 
-    def stats(self) -> IndexStats:
-        return IndexStats.of(
-            self.config,
-            self.count,
-            trained=self.trained,
-            pending_training=len(self.pending_labels),
-            train_error=self.train_error,
-            gpu=self.on_gpu,
-        )
+    def stats(self, wal_bytes: int = 0) -> IndexStats:
+        """Its stats, with FAISS's own state (``IndexStats.backend``); ``wal_bytes``: its log's, which the store keeps."""
+        state = {
+            "trained": self.trained,
+            "pending_training": len(self.pending_labels),
+            "train_error": self.train_error,
+            "wal_bytes": wal_bytes,
+            "gpu": self.on_gpu,
+        }
+        return IndexStats.of(self.config, self.count, state)
 
     def prepare(self, vectors: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -388,32 +388,10 @@ def _unwrap_ivf(idmap: faiss.IndexIDMap2) -> faiss.Index:
     return inner
 
 
-def new_config(
-    name: str,
-    model: str,
-    view: str,
-    dim: int,
-    factory: str = "Flat",
-    metric: Metric = "cosine",
-    normalize: bool = True,
-    train_size: int | None = None,
-    fingerprint: str = "",
-    mode: SearchMode = "dense",
-) -> IndexConfig:
-    """An index config, checking the factory string with FAISS now rather than at the first add."""
-    probe = make_faiss(dim, factory, metric)
+def new_config(new: NewIndex) -> IndexConfig:
+    """A new index's config, its factory string checked with FAISS now rather than at the first add; ``train_size``
+    where the factory needs training (``new.train_size``, else :func:`default_train_size`), else 0."""
+    probe = make_faiss(new.dim, new.factory, new.metric)
     needs_training = not probe.is_trained
-    size = (train_size if train_size is not None else default_train_size(factory)) if needs_training else 0
-    return IndexConfig(
-        name=name,
-        model=model,
-        view=view,
-        dim=dim,
-        factory=factory,
-        metric=metric,
-        normalize=normalize,
-        train_size=size,
-        created=created_now(),
-        fingerprint=fingerprint,
-        mode=mode,
-    )
+    size = (new.train_size if new.train_size is not None else default_train_size(new.factory)) if needs_training else 0
+    return new.config(train_size=size)

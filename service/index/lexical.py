@@ -23,18 +23,14 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, cast
+from typing import Literal
 
 import numpy as np
 import Stemmer  # PyStemmer
 
-from thoughtvec.service import model_guide
-
 Method = Literal["lucene", "robertson", "atire"]
 METHODS: tuple[Method, ...] = ("lucene", "robertson", "atire")
 _TOKEN_PATTERN = re.compile(r"(?u)\b\w\w+\b")  # bm25s's default (scikit-learn's CountVectorizer's)
-# the defaults below are the model guide's: the settings every dev retrieval record was measured with
-_ANALYZER, _BM25 = model_guide.search("analyzer"), model_guide.search("bm25")
 
 
 @dataclass(frozen=True)
@@ -45,10 +41,10 @@ class Analyzer:
     ``bm25s`` list name (``"en"``, ``"en_plus"``) or None.
     """
 
-    # chosen on the retrieval dev set (python -m thoughtvec.training.evaluation.retrieval_tuning lexical): stemming
-    # is worth +0.03 nDCG@10 there; Porter and Snowball English, with or without stop words, are within 0.002
-    stemmer: str | None = _ANALYZER["stemmer"]
-    stopwords: str | None = _ANALYZER["stopwords"]
+    # the fallback (thoughtvec.service.index.search_settings): the model guide's, chosen on the retrieval dev set
+    # (python -m thoughtvec.training.evaluation.retrieval_tuning lexical), replace it wherever a guide is read
+    stemmer: str | None = "english"
+    stopwords: str | None = "en"
 
     @cached_property
     def _stem(self):
@@ -58,7 +54,7 @@ class Analyzer:
 
     @cached_property
     def _stopwords(self) -> list[str]:
-        from bm25s import stopwords  # bm25s loads scipy (0.5 s): at the first analysis, not at start
+        from bm25s import stopwords  # noqa: PLC0415  # bm25s loads scipy (0.5 s): at the first analysis, not at start
 
         lists = {"en": stopwords.STOPWORDS_EN, "en_plus": stopwords.STOPWORDS_EN_PLUS}  # bm25s's public lists, by its names
         if self.stopwords is None:
@@ -90,10 +86,11 @@ class Analyzer:
 class BM25:
     """A BM25 variant with its parameters (``bm25s``'s names and definitions)."""
 
-    # the best of the dev grid (variant x k1 x b); every top-12 setting is within 0.002 nDCG@10 of it
-    method: Method = cast(Method, _BM25["method"])
-    k1: float = float(_BM25["k1"])
-    b: float = float(_BM25["b"])
+    # the fallback, Lucene's (thoughtvec.service.index.search_settings): the model guide's, the best of the dev grid
+    # (variant x k1 x b), replace it wherever a guide is read
+    method: Method = "lucene"
+    k1: float = 1.2
+    b: float = 0.75
 
     def idf(self, df: int, n: int) -> float:
         if self.method == "lucene":

@@ -36,8 +36,9 @@ server's version): ``text`` is then analysed (Milvus's ``english`` analyser) and
 vectors is filled by Milvus's BM25 function at every write, so every replica searches the same statistics
 (the number of documents, each term's document frequency, the mean length) as they move with any replica's
 writes. The core fuses the dense and BM25 rankings as it does the FAISS store's. On a Milvus before 2.5
-(the 2.3 server) indexes are dense only and ``lexical`` or ``hybrid`` is a 422 naming ``mode`` that says why;
-so is either mode on an index made without the sparse field.
+(the 2.3 server) indexes are dense only: its capabilities say so (``modes``, and ``unserved``: why), and the core
+answers ``lexical`` or ``hybrid`` with a 422 naming ``mode`` that says why; a lexical search of an index made without
+the sparse field is refused here, the same way.
 
 Not atomic across replicas: the duplicate-id check and the write, and the name check and the
 creation, are serialised per index within one process only. Two replicas adding the same new id
@@ -60,7 +61,8 @@ import numpy as np
 
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.errors import Conflict, IndexUnavailable, InvalidInput, StorageUnavailable, UnknownIndex
-from thoughtvec.service.index.contents import BuiltIndex, Capabilities, Doc, IndexConfig, IndexStats, Metric, created_now
+from thoughtvec.service.index.contents import BuiltIndex, Capabilities, Doc, IndexConfig, IndexStats, NewIndex
+from thoughtvec.service.index.lexical import BM25
 from thoughtvec.service.index.milvus_schema import (
     ID_MAX_BYTES,
     SPARSE_FIELD,
@@ -90,8 +92,9 @@ _COUNT = "count(*)"
 class MilvusStore:
     """Every index in one Milvus (Lite file or server), shared by every process pointed at it."""
 
-    def __init__(self, options: MilvusOptions, on_size: Callable[[str, int | None], None] | None = None):
+    def __init__(self, options: MilvusOptions, on_size: Callable[[str, int | None], None] | None = None, bm25: BM25 | None = None):
         self.options = options
+        self.bm25 = bm25 or BM25()  # k1 and b of every BM25 function it makes (search_settings: the guide's, else the fallback)
         self.uri = options.uri
         self.where = "Milvus Lite" if is_lite(options.uri) else "the Milvus server"  # what a client reads, not the URI
         self.on_size = on_size or (lambda name, n: None)
@@ -111,14 +114,17 @@ class MilvusStore:
 
     @property
     def capabilities(self) -> Capabilities:
-        """Dense search only (:data:`NO_LEXICAL`), Milvus's factories, no GPU of ours; shared by every replica."""
-        return Capabilities("milvus", self.search_modes, SUPPORTED, shared=True)
+        """The modes this Milvus serves (:attr:`search_modes`, and why not the others), Milvus's factories, no GPU of
+        ours; shared by every replica."""
+        modes = self.search_modes
+        unserved = no_bm25(self.where, self._version) if modes != SEARCH_MODES else ""
+        return Capabilities("milvus", modes, SUPPORTED, shared=True, unserved=unserved)
 
     # -- the connection --------------------------------------------------------------------
     def _connect(self) -> Any:
         with self._client_lock:
             if self._client is None:
-                from pymilvus import MilvusClient
+                from pymilvus import MilvusClient  # noqa: PLC0415  # the milvus extra, loaded with the first call
 
                 # a short wait for the channel: a Milvus that is away costs each call this much, not timeout_s
                 wait = min(self.options.timeout_s, CONNECT_TIMEOUT_S)
@@ -310,21 +316,14 @@ class MilvusStore:
 
     def _server_version(self) -> str:
         if is_lite(self.uri):  # Milvus Lite has no GetVersion: its package's version is the server's
-            from importlib.metadata import version
+            from importlib.metadata import version  # noqa: PLC0415  # once, for Milvus's version
 
             return version("milvus-lite")
         return str(self._call("read the version of", "", "get_server_version")).lstrip("v")
 
-    def check_mode(self, mode: SearchMode) -> None:
-        if mode not in self.search_modes:
-            raise InvalidInput(
-                f"mode '{mode}' is not available with index_backend=milvus: {no_bm25(self.where, self._version)}", field="mode"
-            )
-
     def lexical_search(self, name: str, queries: Sequence[str], k: int) -> list[list[tuple[Doc, float]]]:
         """BM25 in Milvus: its ``english`` analyser on ``text``, the sparse field its BM25 function fills (k1, b as
         the FAISS store's); best first, only documents sharing a term with the query."""
-        self.check_mode("lexical")
         _, has_bm25 = self._describe(name)
         if not has_bm25:
             raise InvalidInput(
@@ -395,55 +394,29 @@ class MilvusStore:
         return have
 
     # -- writes ------------------------------------------------------------------------------
-    def new_config(
-        self,
-        name: str,
-        model: str,
-        view: str,
-        dim: int,
-        *,
-        factory: str = "Flat",
-        metric: Metric = "cosine",
-        normalize: bool = True,
-        train_size: int | None = None,
-        fingerprint: str = "",
-        mode: SearchMode = "dense",
-    ) -> IndexConfig:
+    def new_config(self, new: NewIndex) -> IndexConfig:
         """A new index's config, its factory checked against this Milvus's indexes now (Milvus trains an index
         itself: nothing is buffered, ``train_size`` is 0)."""
-        self.check_mode(mode)
-        config = IndexConfig(
-            name=name,
-            model=model,
-            view=view,
-            dim=dim,
-            factory=factory,
-            metric=metric,
-            normalize=normalize,
-            train_size=0,
-            created=created_now(),
-            fingerprint=fingerprint,
-            mode=mode,
-        )
+        config = new.config(train_size=0)
+        self._index_params(config)
+        return config
+
+    def _index_params(self, config: IndexConfig) -> dict[str, Any]:
+        """The collection's vector index for ``config``'s factory: a 422 naming ``factory`` where Milvus has none."""
         try:
-            index_params(config, lite=is_lite(self.uri))
+            return index_params(config, lite=is_lite(self.uri))
         except ValueError as e:
             raise InvalidInput(str(e), field="factory") from None
-        return config
 
     def create(self, config: IndexConfig) -> IndexStats:
         self._create_collection(config, overwrite=False)
         return self.stats(config.name)
 
     def _create_collection(self, config: IndexConfig, overwrite: bool) -> None:
-        from pymilvus import DataType, MilvusClient
+        from pymilvus import DataType, MilvusClient  # noqa: PLC0415  # the milvus extra, loaded with the first call
 
         name, coll = config.name, self._coll(config.name)
-        self.check_mode(config.mode)
-        try:
-            params = index_params(config, lite=is_lite(self.uri))
-        except ValueError as e:
-            raise InvalidInput(str(e), field="factory") from None
+        params = self._index_params(config)
         with self._lock(name):
             if self._call("find", name, "has_collection", coll):
                 if not overwrite:
@@ -458,7 +431,7 @@ class MilvusStore:
             ip = MilvusClient.prepare_index_params()
             ip.add_index("vector", **params)
             if bm25:
-                add_bm25(schema, ip)
+                add_bm25(schema, ip, self.bm25)
             # a server loads the new collection before answering (seconds): a longer deadline than other calls
             self._call(
                 "create",
@@ -542,12 +515,12 @@ class MilvusStore:
 # -- helpers ---------------------------------------------------------------------------------
 def _unreachable(e: BaseException) -> bool:
     """Milvus could not be reached or did not answer in time (worth a retry), as opposed to refusing a call."""
-    from pymilvus.exceptions import MilvusException, MilvusUnavailableException
+    from pymilvus.exceptions import MilvusException, MilvusUnavailableException  # noqa: PLC0415  # the milvus extra, loaded with the first call
 
     if isinstance(e, MilvusUnavailableException | TimeoutError | ConnectionError):
         return True
     try:
-        import grpc
+        import grpc  # noqa: PLC0415  # pymilvus's transport: the milvus extra
 
         if isinstance(e, grpc.RpcError) or isinstance(e.__cause__, grpc.RpcError):  # pymilvus's own retries gave up
             return True
@@ -581,7 +554,7 @@ def _closed_here(e: BaseException) -> bool:
     """The client's channel was closed in this process (another call dropped the client), or its connection was
     removed: pymilvus says "Cannot invoke RPC on closed channel!" (wrapped as "Unexpected error"), gRPC "Channel
     closed!", and a removed connection ``ConnectionNotExistException``."""
-    from pymilvus.exceptions import ConnectionNotExistException
+    from pymilvus.exceptions import ConnectionNotExistException  # noqa: PLC0415  # the milvus extra, loaded with the first call
 
     chain = [e, e.__cause__, e.__context__]
     return any(isinstance(x, ConnectionNotExistException) or any(s in str(x) for s in _CLOSED) for x in chain if x is not None)
@@ -594,7 +567,7 @@ def _not_loaded(e: BaseException) -> bool:
 def _said(e: BaseException) -> str:
     """What Milvus answered, for a client to read: a MilvusException's message (Milvus's words, or pymilvus's about the
     call), never a Python class name; anything else raised in the client is the log's to tell."""
-    from pymilvus.exceptions import MilvusException
+    from pymilvus.exceptions import MilvusException  # noqa: PLC0415  # the milvus extra, loaded with the first call
 
     if isinstance(e, MilvusException):
         lines = str(e.message or "").strip().splitlines()

@@ -1,6 +1,7 @@
-"""How an index's name and FAISS-style factory and metric map onto a Milvus collection and its index.
+"""How an index's name and factory (the grammar of ``factory_grammar``, in FAISS's words) and metric map onto a
+Milvus collection and its index.
 
-Supported (anything else is a 422 naming ``factory``)::
+Supported, a part of the grammar (anything else is a 422 naming ``factory``)::
 
     FAISS factory            Milvus index                  search parameters
     Flat                     FLAT                          -
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from thoughtvec.service.index.contents import IndexConfig
-from thoughtvec.service.index.factory import check_factory
+from thoughtvec.service.index.factory_grammar import factory_kind
 from thoughtvec.service.index.lexical import BM25
 from thoughtvec.service.settings import Settings
 
@@ -58,7 +59,7 @@ def milvus_metric(metric: str) -> str:
 def index_params(config: IndexConfig, lite: bool) -> dict[str, Any]:
     """``add_index`` arguments for the config's factory; ``ValueError`` naming the factory where Milvus has none."""
     factory, metric = config.factory, milvus_metric(config.metric)
-    check_factory(factory, config.dim)  # the FAISS grammar first: its messages name the problem
+    factory_kind(factory, config.dim)  # the grammar first: its messages name the problem
     if factory == "Flat":
         return {"index_type": "FLAT", "metric_type": metric}
     if m := re.fullmatch(r"IVF(\d+),Flat", factory):
@@ -115,7 +116,7 @@ def analysed() -> dict[str, Any]:
 
 def add_bm25(schema: Any, index_params: Any, bm25: BM25 | None = None) -> None:
     """The sparse field, the BM25 function that fills it from ``text``, and its index (k1, b as the FAISS store's)."""
-    from pymilvus import DataType, Function, FunctionType
+    from pymilvus import DataType, Function, FunctionType  # noqa: PLC0415  # the milvus extra, loaded with the first call
 
     bm25 = bm25 or BM25()
     schema.add_field(SPARSE_FIELD, DataType.SPARSE_FLOAT_VECTOR)

@@ -33,7 +33,6 @@ and the OS's reason, a quarantined index why in words (:func:`unservable`); the 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import logging
 import shutil
@@ -47,13 +46,13 @@ import numpy as np
 
 from thoughtvec.service.bundle.atomic import recover_dir
 from thoughtvec.service.errors import Conflict, IndexesReadOnly, IndexUnavailable, InvalidInput, StorageUnavailable, UnknownIndex
-from thoughtvec.service.index.contents import BuiltIndex, Capabilities, Doc, IndexConfig, IndexStats, Metric
-from thoughtvec.service.index.factory import SUPPORTED
+from thoughtvec.service.index.contents import BuiltIndex, Capabilities, Doc, IndexConfig, IndexStats, NewIndex
+from thoughtvec.service.index.factory_grammar import GRAMMAR
 from thoughtvec.service.index.folder_lock import FolderLock
 from thoughtvec.service.index.indexes import VectorIndex, faiss_said, gpu_count, new_config
-from thoughtvec.service.index.lexical import LexicalIndex
+from thoughtvec.service.index.lexical import BM25, Analyzer, LexicalIndex
 from thoughtvec.service.index.wal import Wal
-from thoughtvec.service.settings import SEARCH_MODES, SearchMode
+from thoughtvec.service.settings import SEARCH_MODES
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +69,9 @@ class _Entry:
     lock: threading.RLock = field(default_factory=threading.RLock)
 
 
-def lexical_of(vi: VectorIndex) -> LexicalIndex:
+def lexical_of(vi: VectorIndex, analyzer: Analyzer | None = None, bm25: BM25 | None = None) -> LexicalIndex:
     """The BM25 index of a vector index's documents, in the order they were added (ties rank as they did live)."""
-    return LexicalIndex.from_documents((d.id, d.text) for d in vi.docs.values())
+    return LexicalIndex.from_documents(((d.id, d.text) for d in vi.docs.values()), analyzer, bm25)
 
 
 class IndexStore:
@@ -85,8 +84,11 @@ class IndexStore:
         on_size: Callable[[str, int | None], None] | None = None,
         gpu: bool = False,
         read_only: str | None = None,
+        analyzer: Analyzer | None = None,
+        bm25: BM25 | None = None,
     ):
         self.root = Path(root)
+        self.analyzer, self.bm25 = analyzer or Analyzer(), bm25 or BM25()  # every index's BM25 half (search_settings)
         # Why this process must not write the folder (another process may: workers over one folder), or None.
         # Writes are refused with it (409), and nothing is folded into snapshots at close.
         self.read_only = read_only
@@ -101,10 +103,10 @@ class IndexStore:
 
     @property
     def capabilities(self) -> Capabilities:
-        """Every mode (BM25 is kept beside the vectors), the factory grammar, FAISS's GPUs; one process's indexes."""
+        """Every mode (BM25 is kept beside the vectors), the whole factory grammar, FAISS's GPUs; one process's indexes."""
         gpus = gpu_count()
         return Capabilities(
-            "faiss", SEARCH_MODES, SUPPORTED, gpus=gpus, on_gpu=bool(gpus and self.gpu), snapshots=True, read_only=self.read_only
+            "faiss", SEARCH_MODES, GRAMMAR, gpus=gpus, on_gpu=bool(gpus and self.gpu), snapshots=True, read_only=self.read_only
         )
 
     # -- the folder ----------------------------------------------------------------------
@@ -141,8 +143,7 @@ class IndexStore:
             old.wal.close()
         self.on_size(name, None)
 
-    @staticmethod
-    def load_folder(folder: Path) -> _Entry:
+    def load_folder(self, folder: Path) -> _Entry:
         snap = folder / SNAPSHOT
         if recover_dir(snap):
             log.warning("index %s: restored the previous snapshot left by an interrupted write", folder.name)
@@ -161,7 +162,9 @@ class IndexStore:
             except Exception as e:
                 raise Unreplayable(f"log record {header.get('seq')} ({header.get('op')}) cannot be replayed ({unservable(e)})") from e
             replayed += 1
-        lexical = lexical_of(vi)  # once, from the final documents: cheaper than replaying the log's deletes into it
+        lexical = lexical_of(
+            vi, self.analyzer, self.bm25
+        )  # once, from the final documents: cheaper than replaying the log's deletes into it
         log.info(
             "index %s: %d documents (%s, %s), %d log records replayed",
             vi.config.name,
@@ -204,7 +207,7 @@ class IndexStore:
     def stats(self, name: str) -> IndexStats:
         e = self.entry(name)
         with e.lock:
-            return dataclasses.replace(e.index.stats(), wal_bytes=e.wal.size)
+            return e.index.stats(wal_bytes=e.wal.size)
 
     def inventory(self) -> list[IndexStats]:
         """Every index folder's stats read from its snapshot, loading none (another process may be serving them):
@@ -215,15 +218,10 @@ class IndexStore:
             config, state = IndexConfig.model_validate(meta["config"]), meta["state"]
             wal = meta_path.parent.parent / WAL_FILE
             pending = len(state.get("pending_labels", []))
-            out.append(
-                IndexStats.of(
-                    config,
-                    state.get("documents", 0),
-                    trained=config.train_size == 0 or (state.get("documents", 0) > 0 and not pending),
-                    pending_training=pending,
-                    wal_bytes=wal.stat().st_size if wal.exists() else 0,
-                )
-            )
+            trained = config.train_size == 0 or (state.get("documents", 0) > 0 and not pending)
+            logged = wal.stat().st_size if wal.exists() else 0
+            backend = {"trained": trained, "pending_training": pending, "wal_bytes": logged}
+            out.append(IndexStats.of(config, state.get("documents", 0), backend))
         return out
 
     def count(self, name: str) -> int:
@@ -242,27 +240,10 @@ class IndexStore:
         with e.lock:  # FAISS is not safe to search while another thread adds
             return e.index.search(queries, k)
 
-    def check_mode(self, mode: SearchMode) -> None:
-        """Every mode is served here (the lexical index is kept beside the vectors)."""
-
-    def new_config(
-        self,
-        name: str,
-        model: str,
-        view: str,
-        dim: int,
-        *,
-        factory: str = "Flat",
-        metric: Metric = "cosine",
-        normalize: bool = True,
-        train_size: int | None = None,
-        fingerprint: str = "",
-        mode: SearchMode = "dense",
-    ) -> IndexConfig:
+    def new_config(self, new: NewIndex) -> IndexConfig:
         """A new index's config, its factory checked with FAISS now (a 422 naming ``factory``), not at the first add."""
-        self.check_mode(mode)
         try:
-            return new_config(name, model, view, dim, factory, metric, normalize, train_size, fingerprint, mode)
+            return new_config(new)
         except ValueError as e:
             raise InvalidInput(str(e), field="factory") from None
 
@@ -307,7 +288,7 @@ class IndexStore:
             if old is not None:
                 old.wal.close()
             self.quarantined.pop(name, None)
-            self._register(_Entry(vi, wal, folder, lexical_of(vi)))
+            self._register(_Entry(vi, wal, folder, lexical_of(vi, self.analyzer, self.bm25)))
         finally:
             with self._lock:
                 self._creating.discard(name)

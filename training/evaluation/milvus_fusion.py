@@ -31,12 +31,12 @@ from urllib.parse import unquote
 
 from tqdm import tqdm
 
-from thoughtvec.service.core.indexing import fuse_hits
-from thoughtvec.service.index.contents import BuiltIndex, Doc
-from thoughtvec.service.index.fusion import Fusion
+from thoughtvec.service.core.index_search import fuse_hits
+from thoughtvec.service.index.contents import BuiltIndex, Doc, NewIndex
 from thoughtvec.service.index.milvus import MilvusStore
 from thoughtvec.service.index.milvus_schema import SPARSE_FIELD, MilvusOptions, bm25_search_params, collection_name, search_params
 from thoughtvec.training.evaluation import beir, retrieval, sources
+from thoughtvec.training.evaluation.rankers import measured_search
 from thoughtvec.training.evaluation.retrieval import Ranking
 
 # Milvus's hybrid_search rankers: RRF at its usual k and at the fusion grid's smaller ones; WeightedRanker (dense,
@@ -56,15 +56,15 @@ def milvus_grid(task: beir.RetrievalTask, source: sources.Source, view: str, uri
                 out: Callable[[str], None] = print, batch: int = 64) -> dict[str, dict]:  # fmt: skip
     """A new index of the corpus in the Milvus at ``uri`` (BM25 in the collection), searched with the server's
     fusion and with each of :data:`MILVUS_RANKERS`: ``{label: {"metrics": ..., "vs_server": ...}}``."""
-    from pymilvus import AnnSearchRequest, MilvusClient, RRFRanker, WeightedRanker  # the milvus extra (optional)
+    from pymilvus import AnnSearchRequest, MilvusClient, RRFRanker, WeightedRanker  # noqa: PLC0415  # the milvus extra (optional)
 
     with tqdm(total=len(task.doc_texts), desc=f"encode {source.name}", unit="doc", mininterval=2.0, file=sys.stderr, disable=None) as bar:
         docs = sources.encode_views(source, task.doc_texts, [view], progress=bar.update)[view]  # (n_docs, dim)
     queries = sources.encode_views(source, task.query_texts, [view])[view]  # (n_queries, dim)
     out(f"embedded {len(task.doc_ids)} documents and {len(task.query_ids)} queries ({source.name} / {view})")
     store = MilvusStore(MilvusOptions(uri, prefix="tuning_", timeout_s=300))
-    name, fusion = "retrieval", Fusion()
-    config = store.new_config(name, source.name, view, docs.shape[1], mode="hybrid")
+    name, fusion = "retrieval", measured_search().fusion
+    config = store.new_config(NewIndex(name, source.name, view, docs.shape[1], mode="hybrid"))
     store.install(BuiltIndex(config, [Doc(i, t) for i, t in zip(task.doc_ids, task.doc_texts)], docs), overwrite=True)
     out(f"Milvus at {uri}: an index of {store.count(name)} documents, search modes {store.search_modes}")
     depth = max(retrieval.DEPTH, fusion.depth)  # each side's hits, as the server asks them

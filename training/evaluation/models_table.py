@@ -18,7 +18,7 @@ from pathlib import Path
 
 from thoughtvec.paths import REPO
 from thoughtvec.service.bundle.atomic import atomic_write_text
-from thoughtvec.training.evaluation import guide
+from thoughtvec.training.evaluation import dev_choices as guide
 from thoughtvec.training.evaluation.report import bundle_bytes, dev_choices, dev_cosine, dev_macro, flatten, macro, pick
 from thoughtvec.training.evaluation.tasks import MACRO_TASKS
 

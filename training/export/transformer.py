@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 Weights = Literal["float32", "float16", "float16-int8-embeddings"]
 VIEW = "mean"
 TOKENIZER_FILE = "tokenizer.json"
+F16_SMALLEST_NORMAL = float(np.finfo(np.float16).tiny)  # 2**-14
 
 
 class PooledEncoder(torch.nn.Module):
@@ -58,7 +59,7 @@ class PooledEncoder(torch.nn.Module):
 def load_sentence_transformer(folder: str | Path):
     """The folder's model on the CPU, offline; only the Transformer -> mean Pooling (-> Normalize) pipeline is taken."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: never reach for a hub
-    from sentence_transformers import SentenceTransformer  # after HF_HUB_OFFLINE is set: the hub reads it at import
+    from sentence_transformers import SentenceTransformer  # noqa: PLC0415  # after HF_HUB_OFFLINE is set: the hub reads it at import
 
     st = SentenceTransformer(str(folder), device="cpu")
     kinds = [type(m).__name__ for m in st]
@@ -78,8 +79,10 @@ def int8_embedding_rows(model: onnx.ModelProto, table: str) -> tuple[onnx.ModelP
     graph = model.graph
     init = next(t for t in graph.initializer if t.name == table)
     w = numpy_helper.to_array(init).astype(np.float32)
-    # (V, 1), float16-representable: the float16 storage that follows keeps them exact
-    scale = (np.maximum(np.abs(w).max(1, keepdims=True), 1e-6) / 127.0).astype(np.float16).astype(np.float32)
+    # (V, 1), float16-representable: the float16 storage that follows keeps them exact. At least float16's smallest
+    # normal: a smaller scale (a row of zeros, or of values under 127 of it) would round to a subnormal or to 0, and
+    # a row divided by 0 is not a row of int8
+    scale = np.maximum(np.abs(w).max(1, keepdims=True) / 127.0, F16_SMALLEST_NORMAL).astype(np.float16).astype(np.float32)
     q = np.clip(np.round(w / scale), -127, 127).astype(np.int8)
     graph.initializer.remove(init)
     graph.initializer.extend(

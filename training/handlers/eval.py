@@ -16,8 +16,8 @@ from thoughtvec.service.core.encoder import Truncation
 from thoughtvec.training.evaluation import datasets, retrieval_report, runner, sources, tasks
 from thoughtvec.training.evaluation.classifiers import MODES
 from thoughtvec.training.evaluation.datasets import DatasetError
+from thoughtvec.training.evaluation.dev_choices import write_guide
 from thoughtvec.training.evaluation.generation import evaluate_generation, table
-from thoughtvec.training.evaluation.guide import write_guide
 from thoughtvec.training.evaluation.models_table import write_tables
 from thoughtvec.training.evaluation.report import flatten, load_records, macro, pick, write_report
 from thoughtvec.training.handlers.eval_retrieval import run_retrieval

@@ -84,8 +84,8 @@ def read_packed(folder: str | Path) -> dict:
 def unpack(folder: str | Path) -> dict:
     """A whole checkpoint from the packed ``folder``: dropped buffers rebuilt by the family, Adam's first moment
     zero, its second in float32."""
-    from thoughtvec.training.train.families import family_of_variant
-    from thoughtvec.training.train.families.base import Prepared
+    from thoughtvec.training.train.families import family_of_variant  # noqa: PLC0415  # an import circle: the families import carry
+    from thoughtvec.training.train.families.base import Prepared  # noqa: PLC0415  # an import circle: the families import carry
 
     ck = read_packed(folder)
     rebuilt = list(ck.get("rebuilt", []))

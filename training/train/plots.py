@@ -13,10 +13,10 @@ from thoughtvec.service.bundle.atomic import atomic_write_bytes
 
 
 def _figure():
-    import matplotlib  # its Agg backend must be chosen before pyplot loads
+    import matplotlib  # noqa: PLC0415  # its Agg backend must be chosen before pyplot loads
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415  # only when a plot is drawn
 
     return plt
 

@@ -5,7 +5,20 @@
 enforces it before anything answers). A route the table does not name keeps the app from starting.
 """
 
-from thoughtvec.service.http.routes import docs, embeddings, generate, indexes, info, models, ops, playground, rerank, search, similarity
+from thoughtvec.service.http.routes import (
+    cohere,
+    docs,
+    embeddings,
+    generate,
+    indexes,
+    info,
+    models,
+    ops,
+    playground,
+    rerank,
+    search,
+    similarity,
+)
 from thoughtvec.service.http.rules import Access, AccessTable
 
 # The router tries routes in this order: the embeddings routes, the most requested, first.
@@ -18,6 +31,7 @@ ROUTERS = [
     models.router,
     similarity.router,
     rerank.router,
+    cohere.router,
     search.router,
     indexes.router,
     generate.router,
@@ -30,6 +44,7 @@ OPEN, KEY, ADMIN = Access.open, Access.key, Access.admin
 ACCESS: AccessTable = {
     ("GET", "/health"): OPEN,  # liveness: probes carry no key
     ("GET", "/"): OPEN,  # the playground page holds no data; its calls send the key
+    ("GET", "/favicon.ico"): OPEN,  # browsers ask for it by themselves, with no key
     ("GET", "/ready"): KEY,
     ("GET", "/metrics"): KEY,
     ("GET", "/openapi.json"): KEY,
@@ -49,6 +64,8 @@ ACCESS: AccessTable = {
     ("POST", "/v1/rerank"): KEY,
     ("POST", "/rerank"): KEY,
     ("POST", "/v2/rerank"): KEY,
+    ("POST", "/v1/embed"): KEY,  # Cohere's embed, v1 and v2
+    ("POST", "/v2/embed"): KEY,
     ("POST", "/v1/search"): KEY,
     ("POST", "/v1/generate"): KEY,
     ("GET", "/v1/generate/models"): KEY,

@@ -11,12 +11,14 @@ from pydantic import BaseModel
 from thoughtvec.service.core.catalog import Catalog
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.engine import Core
-from thoughtvec.service.core.indexing import IndexService
+from thoughtvec.service.core.index_admin import IndexAdmin
+from thoughtvec.service.core.index_ingest import IngestService
+from thoughtvec.service.core.index_search import SearchService
 from thoughtvec.service.core.scoring import ScoringService
 from thoughtvec.service.http.error_answers import json_bytes
+from thoughtvec.service.http.openapi import DEFAULT_MODEL
 from thoughtvec.service.http.peer_schemas import CohereErrorBody, TeiErrorBody
 from thoughtvec.service.http.schemas import ErrorBody, Usage
-from thoughtvec.service.model_guide import default_model
 
 
 # async: a sync dependency would hop to a thread
@@ -36,15 +38,25 @@ async def get_catalog(request: Request) -> Catalog:
     return request.app.state.core.catalog
 
 
-async def get_indexes(request: Request) -> IndexService:
+async def get_index_admin(request: Request) -> IndexAdmin:
     return request.app.state.core.indexes
+
+
+async def get_search(request: Request) -> SearchService:
+    return request.app.state.core.search
+
+
+async def get_ingest(request: Request) -> IngestService:
+    return request.app.state.core.ingest
 
 
 CoreDep = Annotated[Core, Depends(get_core)]  # the whole service: readiness, metrics
 EmbeddingDep = Annotated[EmbeddingService, Depends(get_embedding)]  # the models' vectors
 ScoringDep = Annotated[ScoringService, Depends(get_scoring)]  # similarity and rerank
 CatalogDep = Annotated[Catalog, Depends(get_catalog)]  # what is served and how it reads text
-IndexDep = Annotated[IndexService, Depends(get_indexes)]  # search and index management
+IndexAdminDep = Annotated[IndexAdmin, Depends(get_index_admin)]  # indexes made, dropped, listed, described
+SearchDep = Annotated[SearchService, Depends(get_search)]  # search and the map
+IngestDep = Annotated[IngestService, Depends(get_ingest)]  # documents added and deleted
 
 
 def json_body(body: BaseModel, usage: Usage | None = None) -> Response:
@@ -56,7 +68,7 @@ def json_body(body: BaseModel, usage: Usage | None = None) -> Response:
 # Path parameters with the values "Try it out" fills in (the default index; the index the examples create).
 IndexName = Annotated[str, Path(description="index name", examples=["default"])]
 NewIndexName = Annotated[str, Path(description="index name", examples=["notes"])]
-ModelName = Annotated[str, Path(description="bundle or alias", examples=[default_model()])]
+ModelName = Annotated[str, Path(description="bundle or alias", examples=[DEFAULT_MODEL])]
 DocId = Annotated[str, Path(description="document id (any but `delete`)", examples=["n1"])]
 
 

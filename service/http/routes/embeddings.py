@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import binascii
 import json
-from collections.abc import Awaitable, Callable
-from functools import partial
 
 import numpy as np
 import orjson
 from fastapi import APIRouter, Request, Response
 
+from thoughtvec.service.core.calibration import compact
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.results import Encoded
 from thoughtvec.service.core.token_ids import is_ids
@@ -24,37 +23,39 @@ from thoughtvec.service.http.transport import express
 router = APIRouter(tags=["embeddings"])
 
 
-def render_list(enc: Encoded) -> bytes:
-    """:class:`TeiEmbedResponse`'s JSON (a list of vectors), written by hand as :func:`render` is."""
-    return orjson.dumps(enc.vectors.tolist())
+def render_list(enc: Encoded, codes: np.ndarray | None = None) -> bytes:
+    """:class:`TeiEmbedResponse`'s JSON (a list of vectors, or of ``codes``), written by hand as :func:`render` is."""
+    return orjson.dumps((enc.vectors if codes is None else codes).tolist())
 
 
-def render(enc: Encoded, encoding_format: str) -> bytes:
+def base64_rows(values: np.ndarray) -> list[bytes]:
+    """Each row's bytes in base64: float vectors as little-endian float32, codes a byte each."""
+    little = np.ascontiguousarray(values, dtype="<f4" if values.dtype.kind == "f" else None)  # no copy when it is already
+    return [binascii.b2a_base64(r, newline=False) for r in little]
+
+
+def render(enc: Encoded, encoding_format: str, codes: np.ndarray | None = None) -> bytes:
     """:class:`EmbeddingsResponse`'s JSON, written by hand, as bytes: this is the hot path and vectors are long (a
-    1000 x 1024 float list is not put through pydantic). The tests check it against the schema.
+    1000 x 1024 float list is not put through pydantic). The tests check it against the schema. ``codes``: the
+    vectors' compact codes (``embedding_type``), written instead of them.
 
     Floats are written by orjson from Python's floats (each float32 value as a double): the shortest text that
     reads back as that double, as ``json`` writes it (an exponent is written ``1e-5``, not ``1e-05``), in a ninth
     of the time (docs/BENCHMARKS.md). Every vector is finite: the batcher fails a request whose model output is not."""
+    values = enc.vectors if codes is None else codes
     if encoding_format == "base64":
-        little = np.ascontiguousarray(enc.vectors, dtype="<f4")  # no copy when it is already
-        rows = [b'"' + binascii.b2a_base64(r, newline=False) + b'"' for r in little]
+        rows = [b'"%b"' % r for r in base64_rows(values)]
     else:
-        rows = [orjson.dumps(r.tolist()) for r in enc.vectors]  # the same numbers as json's
+        rows = [orjson.dumps(r.tolist()) for r in values]  # the same numbers as json's
     data = b",".join([b'{"object":"embedding","embedding":%b,"index":%d}' % (e, i) for i, e in enumerate(rows)])
     model, counts = json.dumps(enc.model).encode(), Usage.json_of(enc.usage)
     return b'{"object":"list","data":[%b],"model":%b,"usage":%b}' % (data, model, counts)
 
 
-async def answer(
-    embedding: EmbeddingService, body: EmbeddingsRequest, guard: Callable[[Awaitable[Encoded]], Awaitable[Encoded]]
-) -> Response:
-    """The answer to a validated request: what the route returns, and the fast path too (``thoughtvec.service.http.fastpath``).
-
-    ``guard`` awaits the work on the caller's terms: the route cancels it when the client leaves
-    (``unless_disconnected``), on either way in."""
-    enc = await guard(embedding.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions, body.truncation))
-    return Response(render(enc, body.encoding_format), media_type="application/json", headers=usage_headers(enc.split, enc.truncated))
+async def codes_of(embedding: EmbeddingService, enc: Encoded, body: EmbeddingsRequest | TeiEmbedRequest, field: str) -> np.ndarray:
+    """``enc``'s vectors (made for ``body``) as the codes of its ``embedding_type`` (``core/calibration.py``)."""
+    precision = body.embedding_type
+    return (await compact(embedding, enc, [precision], body.dimensions, body.normalize, field))[precision]
 
 
 @router.post("/v1/embeddings", response_model=EmbeddingsResponse, responses=ERRORS)
@@ -65,7 +66,11 @@ async def create_embeddings(body: EmbeddingsRequest, request: Request, embedding
     Empty or whitespace-only strings are rejected (422 naming `input[i]`). Texts over the model's token
     limit are split into sentences and pooled (or truncated, or rejected: `truncation`).
     """
-    return await answer(embedding, body, partial(unless_disconnected, request))
+    work = embedding.embeddings(body.input, body.model, body.view, body.normalize, body.dimensions, body.truncation)
+    enc = await unless_disconnected(request, work)  # cancelled if the client leaves
+    codes = None if body.embedding_type == "float" else await unless_disconnected(request, codes_of(embedding, enc, body, "input"))
+    headers = usage_headers(enc.split, enc.truncated)
+    return Response(render(enc, body.encoding_format, codes), media_type="application/json", headers=headers)
 
 
 @router.post("/embed", response_model=TeiEmbedResponse, responses=TEI_ERRORS)
@@ -83,7 +88,8 @@ async def embed(body: TeiEmbedRequest, request: Request, embedding: EmbeddingDep
     else:
         work = embedding.embeddings(body.inputs, body.model, None, body.normalize, body.dimensions, body.truncation, "inputs", False)
     enc = await unless_disconnected(request, work)
-    return Response(render_list(enc), media_type="application/json", headers=usage_headers(enc.split, enc.truncated))
+    codes = None if body.embedding_type == "float" else await unless_disconnected(request, codes_of(embedding, enc, body, "inputs"))
+    return Response(render_list(enc, codes), media_type="application/json", headers=usage_headers(enc.split, enc.truncated))
 
 
 @router.post("/", response_model=TeiEmbedResponse | TeiSimilarityResponse, responses=TEI_ERRORS, include_in_schema=False)

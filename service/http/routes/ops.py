@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 
+from thoughtvec.service.http.openapi import DEFAULT_MODEL
 from thoughtvec.service.http.routes.deps import CoreDep
-from thoughtvec.service.model_guide import default_model
 
 router = APIRouter(tags=["operations"])
 
@@ -31,7 +31,7 @@ async def ready(core: CoreDep) -> JSONResponse:
     responses={
         200: {
             "content": {
-                "text/plain": {"schema": {"type": "string"}, "example": f'thoughtvec_tokens_total{{model="{default_model()}"}} 42.0\n'}
+                "text/plain": {"schema": {"type": "string"}, "example": f'thoughtvec_tokens_total{{model="{DEFAULT_MODEL}"}} 42.0\n'}
             },
             "description": "Prometheus text exposition format",
         }

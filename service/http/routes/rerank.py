@@ -20,12 +20,13 @@ async def rerank(body: RerankRequest, request: Request, scoring: ScoringDep) -> 
     """`results[{index, relevance_score, document?}]`, best first, `top_n` of them.
 
     The score is `/v1/similarity`'s cosine between the query and each document (a bi-encoder, not a cross-encoder).
+    A document is a text or, as Cohere v1 takes it, an object `{text, ...}`: ranked by its text, returned whole.
     """
     result = await unless_disconnected(
         request,
         scoring.rerank(
             query=body.query,
-            documents=body.documents,
+            documents=body.texts(),
             top_n=body.top_n,
             return_documents=body.return_documents,
             model=body.model,
@@ -33,7 +34,7 @@ async def rerank(body: RerankRequest, request: Request, scoring: ScoringDep) -> 
             truncation=body.truncation,
         ),
     )
-    answer = RerankResponse.of(result)
+    answer = RerankResponse.of(result, body.documents)
     return json_body(answer, answer.usage)
 
 

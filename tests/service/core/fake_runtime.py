@@ -2,8 +2,8 @@
 
 :class:`FakeEncoder` is the tiny bundle's :class:`~thoughtvec.service.core.encoder.Encoder` (its tokenizer, views,
 limits and fingerprint) with the graph run replaced by a table lookup, so a test knows every vector the services
-must return. :func:`fake_services` builds the two services over such encoders, as :class:`Core` builds them over
-the registry's, with the index store the settings name (FAISS under a temporary folder).
+must return. :func:`fake_services` builds the embedding service and the index services over such encoders, as
+:class:`Core` builds them over the registry's, with the index store the settings name (FAISS under a temporary folder).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.core.batcher import Batcher
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.service.core.indexing import IndexService
+from thoughtvec.service.core.indexing import IndexServices
 from thoughtvec.service.core.metrics import Metrics
 from thoughtvec.service.core.registry import Model
 
@@ -66,9 +66,10 @@ class FakeEncoder(Encoder):
 @contextlib.asynccontextmanager
 async def fake_services(
     models_dir: Path, index_dir: Path, models: Sequence[str] = ("tiny", "tiny2"), **settings
-) -> AsyncIterator[tuple[EmbeddingService, IndexService, dict[str, FakeEncoder]]]:
+) -> AsyncIterator[tuple[EmbeddingService, IndexServices, dict[str, FakeEncoder]]]:
     """The embedding service over :class:`FakeEncoder`\\ s of ``models`` (loaded, started, warm), and the index
-    service over it with its indexes under ``index_dir``; ``settings`` override the test defaults."""
+    services over it (admin, search, ingest) with their indexes under ``index_dir``; ``settings`` override the test
+    defaults."""
     s = settings_for(models_dir, index_dir, **settings)
     embedding = EmbeddingService(s, Metrics())
     encoders = {name: FakeEncoder(models_dir / name, seed=i) for i, name in enumerate(models)}
@@ -78,12 +79,12 @@ async def fake_services(
         model.batcher.start()
         registry.models[name] = model
     registry.discovered, registry.started = list(encoders), True
-    indexes = IndexService(s, embedding)
-    await indexes.load()
+    indexes = IndexServices.over(s, embedding)
+    await indexes.admin.load()
     try:
         yield embedding, indexes, encoders
     finally:
         for enc in encoders.values():
             enc.gate.set()
         await embedding.stop()
-        await indexes.close()
+        await indexes.admin.close()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.service.conftest import SENTENCES
 from tests.service.core.fake_runtime import DEVICES, fake_services
 from tests.service.core.test_embedding_service import LONG
-from thoughtvec.service.core.catalog import Catalog
+from thoughtvec.service.bundle.format import load_bundle
+from thoughtvec.service.core.catalog import Catalog, tei_pooling
 from thoughtvec.service.core.results import ModelDescription, ModelList
 from thoughtvec.service.errors import UnknownModel
 
@@ -54,3 +57,22 @@ async def test_models_are_typed_descriptions_with_aliases_and_devices(services):
         assert (alias.id, alias.name, alias.alias_of, alias.default) == ("text-embedding-ada-002", "tiny", "tiny", True)
         with pytest.raises(UnknownModel):
             catalog.describe("nope")
+
+
+# TEI's pooling name of each committed bundle's default view: mean for means (of states, of word vectors, SIF-weighted),
+# last_token for skip-thought's last GRU state
+TEI_POOLING = {
+    "all-minilm-l6-v2": "mean",
+    "mean-max-aae": "mean",
+    "invertible-linear": "mean",
+    "invertible-bijection": "mean",
+    "uni-skip": "last_token",
+    "bi-skip": "last_token",
+    "combine-skip": "last_token",
+}
+
+
+@pytest.mark.parametrize(("bundle", "pooling"), sorted(TEI_POOLING.items()))
+def test_info_names_a_bundles_pooling_as_tei_does(bundle, pooling):
+    spec = load_bundle(Path(__file__).resolve().parents[3] / "models" / bundle).spec
+    assert tei_pooling(spec) == pooling

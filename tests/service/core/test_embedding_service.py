@@ -111,7 +111,7 @@ async def test_a_full_queue_is_queue_full_before_any_work_and_the_queued_still_f
             await emb.embeddings("one more", "tiny", None, normalize=True)
         assert e.value.retry_after_s == 3 and "the limit is 2" in str(e.value)
         with pytest.raises(QueueFull):  # the bulk path of the index service is admitted the same way
-            await emb.encode(emb.model("tiny"), "mean", ["x"], ["input"])
+            await emb.encode(emb.model("tiny"), "mean", emb.texts(["x"], ["input"]))
         fake.gate.set()
         done = await asyncio.gather(running, *queued)
         assert [len(d.vectors) for d in done] == [1, 1, 1] and fake.batches == [1, 1, 1]

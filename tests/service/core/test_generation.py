@@ -68,7 +68,9 @@ def test_logprob_is_the_decoders_score_for_greedy_and_beam(run):
         g = core.generation
         m = core.embedding.model("uni-skip")
         dec = await g.decoder(m)
-        vec = (await core.embedding.encode(m, dec.view, [TEXT], ["input"], normalize=False, mode="truncate")).vectors[0]
+        vec = (await core.embedding.encode(m, dec.view, core.embedding.texts([TEXT], ["input"]), normalize=False, mode="truncate")).vectors[
+            0
+        ]
         res = []
         for decoding in ("greedy", "beam"):
             d = (await g.generate(TEXT, decoding=decoding, beam_width=3)).data[0]
@@ -110,7 +112,9 @@ def test_vector_input_raw_and_unit(run):
         g = core.generation
         m = core.embedding.model("mean-max-aae")
         dec = await g.decoder(m)
-        raw = (await core.embedding.encode(m, dec.view, [TEXT], ["input"], normalize=False, mode="truncate")).vectors[0]
+        raw = (await core.embedding.encode(m, dec.view, core.embedding.texts([TEXT], ["input"]), normalize=False, mode="truncate")).vectors[
+            0
+        ]
         unit = raw / np.linalg.norm(raw)
         kw = dict(model="mean-max-aae", task="reconstruct")
         return (
@@ -223,7 +227,7 @@ def test_requests_beyond_the_room_get_429_while_the_admitted_finish(run):
         vec = (await core.generation.generate(TEXT)).data  # the decoder loaded
         assert vec
         m.batcher.limits.max_queue_size = _one_request_places(core, 6)
-        raw = (await core.embedding.encode(m, "uni", [TEXT], ["input"], normalize=False)).vectors[0].tolist()
+        raw = (await core.embedding.encode(m, "uni", core.embedding.texts([TEXT], ["input"]), normalize=False)).vectors[0].tolist()
         answers = await asyncio.gather(*(core.generation.generate(raw, max_tokens=6) for _ in range(5)), return_exceptions=True)
         return answers, m.batcher._held, await core.generation.generate(raw, max_tokens=6)
 

@@ -23,7 +23,7 @@ from thoughtvec.service.errors import IndexesReadOnly
 from thoughtvec.service.http.app import create_app
 from thoughtvec.service.http.transport import http_protocol
 from thoughtvec.service.http.worker_processes import worker_settings
-from thoughtvec.service.index.contents import Doc
+from thoughtvec.service.index.contents import Doc, NewIndex
 from thoughtvec.service.index.indexes import new_config
 from thoughtvec.service.index.store import IndexStore
 from thoughtvec.service.settings import WORKER_GROUP_VARIABLE, WORKER_SETTINGS_VARIABLE, Settings, check_environment
@@ -119,7 +119,7 @@ def test_the_protocol_class_travels_to_worker_processes():
 
 def test_a_read_only_store_refuses_every_write_and_folds_nothing_at_close(tmp_path):
     writer = IndexStore(tmp_path)
-    writer.create(new_config("kept", "tiny", "mean", 4))
+    writer.create(new_config(NewIndex("kept", "tiny", "mean", 4)))
     writer.add("kept", [Doc("a", "first"), Doc("b", "second")], np.eye(2, 4, dtype=np.float32))
     writer.close()
     writer = IndexStore(tmp_path)
@@ -134,7 +134,7 @@ def test_a_read_only_store_refuses_every_write_and_folds_nothing_at_close(tmp_pa
     assert reader.capabilities.read_only == "one process writes a folder"
     assert [d.id for d, _ in reader.search("kept", np.eye(1, 4, k=2, dtype=np.float32), 1)[0]] == ["c"]
     writes = (
-        lambda: reader.create(new_config("new", "tiny", "mean", 4)),
+        lambda: reader.create(new_config(NewIndex("new", "tiny", "mean", 4))),
         lambda: reader.add("kept", [Doc("d", "fourth")], np.ones((1, 4), np.float32)),
         lambda: reader.delete("kept", ["a"]),
         lambda: reader.drop("kept"),

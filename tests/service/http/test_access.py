@@ -33,6 +33,8 @@ BODIES = {
     "/v1/rerank": {"query": "a cat", "documents": ["a dog", "the cat sat"]},
     "/rerank": {"query": "a cat", "texts": ["a dog", "the cat sat"]},
     "/v2/rerank": {"query": "a cat", "documents": ["a dog", "the cat sat"]},
+    "/v1/embed": {"texts": ["the cat sat"]},
+    "/v2/embed": {"texts": ["the cat sat"], "embedding_types": ["int8"]},
     "/v1/search": {"index": "notes", "query": "a cat"},
     "/v1/indexes": {"name": "notes", "model": "tiny"},
     "/v1/indexes/{name}/documents": {"documents": [{"id": "n1", "text": "the cat sat"}]},
@@ -89,7 +91,7 @@ def test_the_table_names_every_route_and_method_the_app_serves(make_client):
     schema = {(m.upper(), p) for p, ops in app.openapi()["paths"].items() for m in ops}
     assert schema < routes  # the schema leaves some out (the playground, POST /, the docs pages): the table does not
     assert ACCESS["GET", "/"] is Access.open and ACCESS["POST", "/"] is Access.key
-    assert {r for r, a in ACCESS.items() if a is Access.open} == {("GET", "/health"), ("GET", "/")}
+    assert {r for r, a in ACCESS.items() if a is Access.open} == {("GET", "/health"), ("GET", "/"), ("GET", "/favicon.ico")}
 
 
 def test_a_route_without_an_entry_keeps_the_app_from_starting(monkeypatch, models_dir, tmp_path):

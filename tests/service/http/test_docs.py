@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
-from tests.service.conftest import serve_test, settings_for, write_sample
+from tests.service.conftest import live_server, serve_test, settings_for, write_sample
 from tests.service.http.test_auth_metrics import metric
+from tests.service.http.test_playground import _browser
+from thoughtvec.service.model_guide import Guide
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -23,6 +27,49 @@ def test_docs_pages_load_their_assets_from_the_app(client):
             r = client.get(f"/docs-assets/{name}")
             assert r.status_code == 200 and len(r.content) > 100_000, name
     assert client.get("/docs-assets/nope.js").status_code == 404
+    assert b"cdn.redoc.ly" not in client.get("/docs-assets/redoc.standalone.js").content  # ReDoc's logo: see the browser's test
+
+
+def requested_urls(browser) -> list[str]:
+    """Every URL the page asked the network for since the last call (Chromium's DevTools log)."""
+    events = (json.loads(entry["message"])["message"] for entry in browser.get_log("performance"))
+    return [e["params"]["request"]["url"] for e in events if e["method"] == "Network.requestWillBeSent"]
+
+
+def test_the_api_docs_ask_no_other_host_in_a_real_browser(models_dir, tmp_path):
+    """Swagger UI and ReDoc rendered in Chromium ask this server alone: their scripts, styles, images and the
+    schema (ReDoc's own side menu links Redocly with a logo from its CDN, which is not loaded)."""
+    browser = _browser(network_log=True)
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        with live_server(settings_for(models_dir, tmp_path / "idx")) as (base, _):
+            # each page rendered: Swagger UI's operations; ReDoc's side menu down to its "API docs by Redocly" link,
+            # whose logo it would ask Redocly's CDN for
+            for page, rendered in (("/docs", ".opblock"), ("/redoc", '.menu-content a[href*="redocly.com"]')):
+                browser.get(base + page)
+                WebDriverWait(browser, 20).until(lambda b, css=rendered: b.find_elements(By.CSS_SELECTOR, css))
+                time.sleep(0.5)  # what the rendered page asks for next (its images) is asked for within this
+                urls = requested_urls(browser)
+                assert any(u.endswith("/openapi.json") for u in urls), urls  # the log saw the page's own requests
+                elsewhere = [u for u in urls if urlsplit(u).hostname != "127.0.0.1" and not u.startswith(("data:", "blob:"))]
+                assert not elsewhere, f"{page} asked other hosts: {elsewhere}"
+    finally:
+        browser.quit()
+
+
+def test_the_favicon_is_served_to_anyone(make_client):
+    client = make_client(api_keys=["k"])
+    r = client.get("/favicon.ico")  # no key: a browser asks for it by itself
+    assert r.status_code == 200 and r.headers["content-type"] == "image/png" and r.content.startswith(b"\x89PNG")
+    assert "/favicon.ico" not in client.get("/openapi.json", headers={"Authorization": "Bearer k"}).json()["paths"]
+
+
+def test_the_schema_says_what_the_api_does(client):
+    text = client.get("/openapi.json").json()["info"]["description"]
+    for said in ("/v1/embeddings", "/v1/similarity", "/v2/rerank", "/v1/search", "hybrid", "BM25", "FAISS", "Milvus", "/v1/generate"):
+        assert said in text, f"the API's description does not say {said!r}"
 
 
 def test_metrics_is_text_and_docs_are_labelled_by_route(client):
@@ -66,9 +113,7 @@ def _calls(spec: dict) -> list[tuple[str, str, dict | None]]:
 
 @pytest.mark.slow
 def test_every_example_runs_against_the_default_bundle(tmp_path):
-    from thoughtvec.service.model_guide import default_model
-
-    name = default_model()  # the default model (chosen on dev), which the examples name
+    name = Guide.load(ROOT / "models").default_models()[0]  # the default model (chosen on dev), which the examples name
     bundle = ROOT / "models" / name
     if not (bundle / "bundle.json").exists():
         pytest.skip(f"models/{name} is not in this checkout")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 LONG_TOKENS = " ".join(["cat"] * 40)  # 41 tokens with <eos>; tiny's limit is 32
@@ -76,6 +78,16 @@ def test_error_table(make_client, path, body, status, code, field, words):
     assert r.status_code == status, r.text
     err = r.json()["error"]
     assert err["code"] == code and err["field"] == field and words in err["message"], err
+    assert_no_internals(r.text, client)
+
+
+def assert_no_internals(text: str, client) -> None:
+    """An answer names nothing of the server: no folder of it, no Python hint or trace."""
+    settings = client.app.state.settings
+    for path in (settings.models_dir, settings.index_dir):
+        assert str(Path(path).resolve()) not in text and str(path) not in text, text
+    for hint in ("Traceback", "sys.", "site-packages", "/root/", "/tmp/", "Errno", 'File "'):
+        assert hint not in text, (hint, text)
 
 
 def test_truncate_setting_cuts_instead(make_client):

@@ -35,6 +35,15 @@ REQUESTS = [
     ("/similarity", {"inputs": {"source_sentence": "a cat", "sentences": ["a dog", "the cat"]}}),
     ("/v1/rerank", {"query": "a cat", "documents": ["a dog ran .", "the cat sat ."], "top_n": 1}),
     ("/v2/rerank", {"query": "a cat", "documents": ["a dog ran .", "the cat sat ."], "model": "tiny"}),
+    ("/v1/rerank", {"query": "a cat", "documents": [{"text": "a dog ran .", "title": "t"}], "return_documents": True}),
+    ("/v1/embeddings", {"input": ["The cat sat.", "A dog ran."], "embedding_type": "int8"}),
+    ("/embed", {"inputs": "a cat sat .", "embedding_type": "ubinary"}),
+    ("/v1/embed", {"texts": ["a cat sat .", "a dog ran ."], "model": "embed-english-v3.0"}),
+    ("/v1/embed", {"texts": ["a cat sat ."], "embedding_types": ["float", "int8", "binary", "base64"]}),
+    ("/v1/embed", {"texts": ["a cat"], "images": ["data:image/png;base64,AAAA"]}),  # a domain error raised by validation (422)
+    ("/v2/embed", {"inputs": [{"content": [{"type": "text", "text": "a cat"}]}], "embedding_types": ["uint8"]}),
+    ("/v2/embed", {"texts": ["a cat"], "output_dimension": 3}),  # 400 naming output_dimension
+    ("/v2/embed", {"texts": ["a cat"], "truncate": "sideways"}),  # fails validation: FastAPI's own 422
     ("/v1/search", {"query": "a cat", "index": "no-such-index"}),
 ]
 

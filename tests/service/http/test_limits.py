@@ -28,6 +28,8 @@ def routes(text: str, n: int) -> list[tuple[str, dict, str]]:
         ("/v1/rerank", {"query": "x", "documents": [f"{text} {i}" for i in range(n)]}, f"documents[{n - 1}]"),
         ("/rerank", {"query": "x", "texts": [f"{text} {i}" for i in range(n)]}, f"texts[{n - 1}]"),
         ("/v2/rerank", {"query": "x", "documents": [f"{text} {i}" for i in range(n)]}, f"documents[{n - 1}]"),
+        ("/v1/embed", {"texts": texts}, f"texts[{n - 1}]"),
+        ("/v2/embed", {"texts": texts, "embedding_types": ["int8"]}, f"texts[{n - 1}]"),
         ("/v1/search", {"index": "notes", "query": texts, "mode": "lexical"}, f"query[{n - 1}]"),
         ("/v1/search", {"index": "notes", "query": texts, "mode": "dense"}, f"query[{n - 1}]"),
         ("/v1/indexes/notes/documents", {"documents": [{"text": f"{text} {i}"} for i in range(n)]}, f"documents[{n - 1}].text"),

@@ -2,11 +2,12 @@
 
 OpenAI's ``/v1/*`` errors are ``{"error": {"code", "message", "field"}}``; TEI's routes answer
 ``{"error", "error_type"}`` with TEI's statuses; Cohere's ``{"message"}``. huggingface_hub's
-``sentence_similarity`` and ``get_endpoint_info``, Cohere's v1 client with ``return_documents`` and Cohere's
-model names, each as the library sends them."""
+``sentence_similarity`` and ``get_endpoint_info``, Cohere's v1 client with ``return_documents`` (strings and document
+objects) and Cohere's model names, Cohere's v1 and v2 embed with every embedding type, each as the library sends them."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import httpx
@@ -86,9 +87,13 @@ def test_huggingface_hub_sentence_similarity_at_the_base_url_and_similarity(serv
 
 def test_huggingface_hub_endpoint_info_has_teis_fields(server):
     hub = pytest.importorskip("huggingface_hub")
-    info = hub.InferenceClient(model=server, provider="hf-inference", api_key="unused", timeout=10).get_endpoint_info()  # GET /info
+    endpoint = hub.InferenceClient(model=server, provider="hf-inference", timeout=10)  # as docs/stack/tei_cohere_clients.py
+    assert endpoint.health_check() is True  # GET /health
+    info = endpoint.get_endpoint_info()  # GET /info
+    with pytest.raises(ValueError, match="not supported"):  # without the provider, refused before anything is sent
+        hub.InferenceClient(model=server, timeout=10).get_endpoint_info()
     assert info["model_id"] == "tiny" and info["max_input_length"] == 32 and info["max_client_batch_size"] == 8
-    assert info["model_type"] == {"embedding": {"pooling": "skip-thought"}} and info["model_dtype"] == "float32"
+    assert info["model_type"] == {"embedding": {"pooling": "mean"}} and info["model_dtype"] == "float32"  # tiny's view: a mean
     assert info["auto_truncate"] is True and info["max_batch_requests"] > 0 and info["version"]
 
 
@@ -117,6 +122,47 @@ def test_cohere_v1_client_reads_documents_and_cohere_names(server):
         r.index for r in res.results
     ] + [next(i for i in range(3) if i not in {r.index for r in res.results})]
     assert httpx.post(server + "/v1/embeddings", json={"input": "x", "model": "embed-english-v3.0"}).json()["model"] == "tiny"
+
+
+def test_cohere_clients_embed_each_type_as_v1_embeddings_does(server):
+    cohere = pytest.importorskip("cohere")
+    texts = ["the cat sat on the table .", "a dog ran in the city", "she walked"]
+
+    def ours(**body) -> list:
+        return [d["embedding"] for d in httpx.post(server + "/v1/embeddings", json={"input": texts, "model": "tiny"} | body).json()["data"]]
+
+    floats = ours()
+    v1 = cohere.Client(api_key="unused", base_url=server, timeout=10)
+    v2 = cohere.ClientV2(api_key="unused", base_url=server, timeout=10)
+    plain = v1.embed(texts=texts, model="embed-english-v3.0", input_type="search_document")
+    assert plain.response_type == "embeddings_floats" and plain.embeddings == floats and plain.texts == texts
+    inputs = [cohere.EmbedInput(content=[cohere.TextEmbedContent(text=t)]) for t in texts]
+    assert v2.embed(model="embed-v4.0", input_type="search_query", inputs=inputs).embeddings.float_ == floats
+    for kind in ("float", "int8", "uint8", "binary", "ubinary", "base64"):
+        by_v1 = v1.embed(texts=texts, model="embed-english-v3.0", input_type="search_document", embedding_types=[kind]).embeddings
+        by_v2 = v2.embed(texts=texts, model="embed-v4.0", input_type="search_query", embedding_types=[kind]).embeddings
+        got = getattr(by_v1, "float_" if kind == "float" else kind)
+        assert got == getattr(by_v2, "float_" if kind == "float" else kind), kind
+        if kind == "base64":
+            got = [np.frombuffer(base64.b64decode(s), "<f4").astype(np.float64).tolist() for s in got]
+        assert got == (floats if kind in ("float", "base64") else ours(embedding_type=kind)), kind
+    with pytest.raises(cohere.errors.UnprocessableEntityError) as image:
+        v2.embed(model="embed-v4.0", input_type="image", images=["data:image/png;base64,AAAA"])
+    assert "no image model is served" in image.value.body["message"]
+    with pytest.raises(cohere.errors.BadRequestError) as long:
+        v1.embed(texts=[LONG], truncate="NONE")
+    assert "the limit is 32" in long.value.body["message"]
+    cut = httpx.post(server + "/v1/embeddings", json={"input": [LONG], "model": "tiny", "truncation": "truncate"}).json()["data"]
+    assert v1.embed(texts=[LONG], truncate="END").embeddings == [cut[0]["embedding"]]
+
+
+def test_cohere_v1_client_reranks_document_objects(server):
+    cohere = pytest.importorskip("cohere")
+    docs = [{"text": "the dog ran in the city", "title": "dogs"}, {"text": "the cat sat on the table ."}]
+    v1 = cohere.Client(api_key="unused", base_url=server, timeout=10)
+    res = v1.rerank(model="rerank-english-v3.0", query="the cat sat", documents=docs, return_documents=True, rank_fields=["text"])
+    assert [r.index for r in res.results] == [1, 0]
+    assert [r.document.text for r in res.results] == [docs[1]["text"], docs[0]["text"]] and res.results[1].document.title == "dogs"
 
 
 # -- malformed HTTP: refused by uvicorn's parser, before the app, answered in the API's error shape (transport.py) ----

@@ -7,6 +7,7 @@ import pytest
 
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.service.core.token_ids import cl100k
+from thoughtvec.service.model_guide import Guide
 from thoughtvec.service.settings import COHERE_MODEL_NAMES, OPENAI_MODEL_NAMES, Settings
 
 
@@ -206,15 +207,14 @@ def test_cohere_v2_max_tokens_per_doc(client):
 
 
 # -- what each model is for ------------------------------------------------------------------------------
-def test_models_and_info_say_what_a_model_is_for_while_it_is_the_one_measured(make_client, monkeypatch):
-    from thoughtvec.service.core import guide
-
+def test_models_and_info_say_what_a_model_is_for_while_it_is_the_one_measured(make_client):
     client = make_client()
     fingerprint = client.app.state.core.embedding.model("tiny").encoder.fingerprint()
     dev = {"sts_b_rho": 0.8, "sick_r_rho": 0.7, "senteval_macro": 80.0, "senteval_view": "meanmax", "scifact_ndcg10": 0.5}
     entries = {"tiny": {"fingerprint": fingerprint, "best_for": ["search"], "best_trained_here_for": [], "dev": dev},
                "tiny2": {"fingerprint": "another export", "best_for": ["speed"], "best_trained_here_for": ["speed"], "dev": dev}}  # fmt: skip
-    monkeypatch.setattr(guide, "_models", lambda: entries)
+    registry = client.app.state.core.embedding.registry
+    registry.guide = Guide({"models": entries})
     listed = {m["id"]: m for m in client.get("/v1/models").json()["data"]}
     assert listed["tiny"]["best_for"] == ["search"] and listed["tiny"]["dev"] == dev
     assert listed["tiny2"]["best_for"] == [] and listed["tiny2"]["dev"] is None  # not the bundle its figures were measured on

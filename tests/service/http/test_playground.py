@@ -44,8 +44,9 @@ def test_map_places_documents_and_query(client):
     assert "thoughtvec playground" in client.get("/").text
 
 
-def _browser():
-    """A headless Chromium driven by selenium, or a skip saying what is missing."""
+def _browser(network_log: bool = False):
+    """A headless Chromium driven by selenium, or a skip saying what is missing; ``network_log``: with its DevTools
+    network events kept (``browser.get_log("performance")``)."""
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     driver = shutil.which("chromedriver")
@@ -55,6 +56,8 @@ def _browser():
     opts.binary_location = chromium
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,1400"):
         opts.add_argument(arg)
+    if network_log:
+        opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     return webdriver.Chrome(options=opts, service=webdriver.ChromeService(executable_path=driver))
 
 

@@ -5,12 +5,12 @@ has a body) not; every check runs: no 5xx, a documented status, content type and
 matching the documented schema (errors included), valid requests accepted and invalid ones refused.
 The served schema states the server's limits (``max_inputs``, ``max_input_chars``, ``max_k``), so a
 request within them is valid data. What no schema can state, because it depends on the model or index
-named, is set right in valid requests before they are sent (:func:`within_the_model`): ``dimensions``
-(8 up to the view's), a query vector's length (the index's), token ids (the model's vocabulary and token limit; cl100k ids that decode to whitespace only, which no
-model embeds), ``max_tokens_per_doc`` (at least the model's
+named, is set right in valid requests before they are sent (:func:`within_the_model`): ``dimensions`` and
+``output_dimension`` (8 up to the view's), a query vector's length (the index's), token ids (the model's vocabulary and token limit; cl100k ids that decode to whitespace only, which no
+model embeds), ``max_tokens_per_doc`` and ``max_tokens`` (at least the model's
 limit), a factory's numbers (PQ's divisor of the dimension, PCA's size; IVF's 1..65536 lists and HNSW's
 4..256 links, which docs/search.md states), a text's tokens beyond the model's limit under ``truncation:
-reject``, and a map's ``k`` (at most its ``limit``); each of those answers a 422 naming the field (``test_errors.py``).
+reject`` (``truncate: NONE``), and a map's ``k`` (at most its ``limit``); each of those answers a 422 naming the field (``test_errors.py``).
 Reproduce with more cases: ``FUZZ_EXAMPLES=200 pytest tests/service/http/test_schema_fuzz.py``.
 """
 
@@ -65,11 +65,12 @@ def within_the_model(case):
     body = case.body
     if not isinstance(body, dict):
         return case
-    body.pop("dimensions", None)
-    if body.get("truncation") == "reject" or body.get("truncate") is False:  # a text over the model's token limit: 413
+    body.pop("dimensions", None), body.pop("output_dimension", None)
+    if body.get("truncation") == "reject" or body.get("truncate") in (False, "NONE"):  # a text over the model's token limit: 413
         body.pop("truncation", None), body.pop("truncate", None)
-    if isinstance(body.get("max_tokens_per_doc"), (int, float)):
-        body["max_tokens_per_doc"] = max(body["max_tokens_per_doc"], MAX_TOKENS)
+    for cap in ("max_tokens_per_doc", "max_tokens"):
+        if isinstance(body.get(cap), (int, float)):
+            body[cap] = max(body[cap], MAX_TOKENS)
     if case.path == "/embed" and isinstance(body.get("inputs"), list):  # the model's own token ids: within its vocabulary
         body["inputs"] = [fit_ids(x) if isinstance(x, list) else x for x in body["inputs"]] if any(
             isinstance(x, list) for x in body["inputs"]) else fit_ids(body["inputs"])  # fmt: skip

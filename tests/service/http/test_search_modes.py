@@ -3,13 +3,14 @@ say which mode answered and, in hybrid, each hit's place in both rankings fused.
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import pytest
 
-from tests.service.conftest import SENTENCES, serve_test, settings_for, write_sample
+from tests.service.conftest import SEARCH_MODEL, SENTENCES, serve_test, settings_for, write_guide, write_sample
+from tests.tiny_bundle import make_tiny_bundle
 from thoughtvec.service.index.fusion import Fusion
-from thoughtvec.service.model_guide import retrieval_models
 
 EXTRA = "the king rode into battle at dawn . a storm broke over the sea . the letter was read aloud in the city".split(" . ")
 DOCS = [{"id": f"d{i}", "text": t} for i, t in enumerate(SENTENCES + EXTRA + [f"{s} again" for s in SENTENCES])]
@@ -36,11 +37,11 @@ def test_new_indexes_default_to_the_best_search_on_dev(search_models_dir, tmp_pa
                 "a": {},
                 "b": {"model": "tiny"},
                 "c": {"model": "tiny", "mode": "dense"},
-                "d": {"model": retrieval_models()[0]},
+                "d": {"model": SEARCH_MODEL},
                 "e": {"mode": "lexical"},
             }.items()
         }
-        chosen = retrieval_models()[0]
+        chosen = SEARCH_MODEL
         assert [(s["model"], s["mode"]) for s in made.values()] == [
             (chosen, "hybrid"), ("tiny", "lexical"), ("tiny", "dense"), (chosen, "hybrid"), (chosen, "lexical"),
         ]  # fmt: skip
@@ -53,6 +54,30 @@ def test_without_the_search_model_a_new_index_is_bm25_over_the_default_model(cli
     assert (made["model"], made["mode"]) == ("tiny", "lexical")
 
 
+def test_a_choice_applies_only_to_the_bundle_it_was_measured_on(search_models_dir, tmp_path):
+    """The same folder, but the search model re-exported (its vectors changed, its name kept): the guide's choices
+    no longer apply to it. No rule names it, and an index over it searches BM25 alone by default; a hybrid search of
+    it fuses with the fallback fusion."""
+    models = tmp_path / "models"
+    shutil.copytree(search_models_dir, models)
+    make_tiny_bundle(models / SEARCH_MODEL, name=SEARCH_MODEL, dim=6, seed=8)  # another export under the name
+    with serve_test(settings_for(models, tmp_path / "idx")) as c:
+        made = c.post("/v1/indexes", json={"name": "a"}).json()
+        assert (made["model"], made["mode"]) == ("tiny", "lexical")  # the guide's next retrieval model, measured
+        over = c.post("/v1/indexes", json={"name": "b", "model": SEARCH_MODEL}).json()
+        assert over["mode"] == "lexical"
+        assert c.get(f"/v1/models/{SEARCH_MODEL}").json()["best_for"] == []
+        state = c.app.state.core.search.state
+        config = state.store.config("b")
+        assert state.fusion(config) == Fusion()  # the fallback
+    write_guide(models, ["tiny", "tiny2", SEARCH_MODEL], retrieval=[SEARCH_MODEL], hybrid=[SEARCH_MODEL])  # measured again
+    with serve_test(settings_for(models, tmp_path / "idx2")) as c:
+        made = c.post("/v1/indexes", json={"name": "a"}).json()
+        assert (made["model"], made["mode"]) == (SEARCH_MODEL, "hybrid")
+        state = c.app.state.core.search.state
+        assert state.fusion(state.store.config("a")) == state.search_settings.fusion != Fusion()
+
+
 @pytest.mark.parametrize("served", [True, False])
 def test_the_default_index_is_built_with_the_same_defaults(served, search_models_dir, models_dir, tmp_path):
     models = search_models_dir if served else models_dir
@@ -62,7 +87,7 @@ def test_the_default_index_is_built_with_the_same_defaults(served, search_models
         while c.get("/v1/indexes/default").status_code != 200 and time.time() < deadline:
             time.sleep(0.05)
         stats = c.get("/v1/indexes/default").json()
-        assert (stats["model"], stats["mode"]) == ((retrieval_models()[0], "hybrid") if served else ("tiny", "lexical"))
+        assert (stats["model"], stats["mode"]) == ((SEARCH_MODEL, "hybrid") if served else ("tiny", "lexical"))
         answer = c.post("/v1/search", json={"query": "the man read a book", "k": 3}).json()
         assert answer["mode"] == stats["mode"] and len(answer["results"][0]) == 3
 
@@ -103,7 +128,9 @@ def test_an_l2_index_fuses_distances_nearest_first(client):
     assert dense[0]["id"] == "d4" and dense[0]["score"] == pytest.approx(0.0, abs=1e-4)  # a distance: lower is nearer
     hybrid = search(client, query=SENTENCES[4], k=5)["results"][0]
     assert hybrid[0]["id"] == "d4" and hybrid[0]["ranks"] == {"dense": 1, "lexical": 1}
-    assert hybrid[0]["score"] == pytest.approx(1 + Fusion().lexical_weight)  # the best of both sides: 1 + w
+    fusion = client.app.state.core.search.state.fusion(client.app.state.core.search.state.store.config("m"))
+    top = fusion.fuse([("d4", 1.0)], [("d4", 1.0)], 1)[0][1]  # first on both sides, as the fusion scores it
+    assert hybrid[0]["score"] == pytest.approx(top)
 
 
 def test_a_vector_query_is_searched_by_vector_only(client):

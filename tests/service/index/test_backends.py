@@ -16,7 +16,7 @@ import pytest
 from tests.service.conftest import SENTENCES, write_sample
 from tests.service.index.milvus_support import need
 from thoughtvec.service.index.backend import IndexBackend, MilvusOptions, open_store
-from thoughtvec.service.index.contents import Doc
+from thoughtvec.service.index.contents import Doc, NewIndex
 from thoughtvec.service.settings import SEARCH_MODES
 
 HOSTILE_IDS = ['a"b', "c\\d", "e\nf", "ü✓ 𝄞", "x'y] or id != \"", "\x01", "  "]
@@ -52,7 +52,28 @@ def test_the_interface_speaks_no_backend_s_types():
 
     for module in ("thoughtvec.service.index.contents", "thoughtvec.service.index.milvus", "thoughtvec.service.index.milvus_schema"):
         imported = {t for t, _ in imports(module)}
-        assert not {"faiss", "thoughtvec.service.index.indexes", "thoughtvec.service.index.store"} & imported, module
+        faiss_side = {"faiss", "thoughtvec.service.index.indexes", "thoughtvec.service.index.store", "thoughtvec.service.index.factory"}
+        assert not faiss_side & imported, module
+
+
+def test_a_backend_s_own_stats_reach_the_http_answer_flat(tmp_path):
+    """What a backend keeps of an index beside the neutral stats (``IndexStats.backend``: FAISS's training, log and
+    GPU) is a field of the HTTP answer each; a backend without that state (Milvus) reads as trained, nothing pending."""
+    import dataclasses
+
+    from thoughtvec.service.http.schemas import IndexStats as Answer
+
+    store = open_store("faiss", index_dir=tmp_path)
+    store.create(store.new_config(NewIndex("x", "tiny", "mean", 8, "IVF2,Flat", train_size=4)))
+    store.add("x", [Doc("a", "a cat sat")], np.eye(1, 8, dtype=np.float32))
+    stats = store.stats("x")
+    for s in (stats, *store.inventory()):
+        assert s.backend and set(s.backend) <= set(Answer.model_fields), s.backend
+    answer = Answer.of(stats)
+    assert (answer.documents, answer.trained, answer.pending_training, answer.gpu) == (1, False, 1, False) and answer.wal_bytes > 0
+    bare = Answer.of(dataclasses.replace(stats, backend={}))
+    assert (bare.trained, bare.pending_training, bare.train_error, bare.wal_bytes, bare.gpu) == (True, 0, None, 0, False)
+    store.close()
 
 
 def test_both_backends_implement_the_contract():
@@ -310,12 +331,11 @@ def test_a_name_milvus_lite_2_4_could_not_index_is_served(tmp_path):
     random test prefix; milvus-lite#250); the Milvus Lite required now (2.5) makes and searches it."""
     need("milvus_lite")
     from tests.service.index.milvus_support import released_lite
-    from thoughtvec.service.index.indexes import new_config
 
     with released_lite(tmp_path / "m.db"):
         store = open_store("milvus", index_dir=tmp_path, milvus=MilvusOptions(str(tmp_path / "m.db"), prefix="taece289dc7_"))
         try:
-            store.create(new_config("docs", "tiny", "mean", 8))
+            store.create(store.new_config(NewIndex("docs", "tiny", "mean", 8)))
             store.add("docs", [Doc("a", "a cat sat"), Doc("b", "a dog ran")], np.eye(2, 8, dtype=np.float32))
             assert store.names() == ["docs"] and store.search("docs", np.eye(1, 8, dtype=np.float32), 1)[0][0][0].id == "a"
             assert store.lexical_search("docs", ["dogs"], 2)[0][0][0].id == "b"

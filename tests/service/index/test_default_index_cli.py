@@ -72,6 +72,7 @@ def test_the_default_index_answers_503_with_its_progress_until_it_is_searchable_
 
 def test_an_interrupted_default_index_build_goes_on_at_the_next_start(models_dir, tmp_path, caplog):
     from thoughtvec.service.index.build import fill_index, read_documents
+    from thoughtvec.service.index.contents import NewIndex
     from thoughtvec.service.index.indexes import new_config
     from thoughtvec.service.index.store import IndexStore
 
@@ -84,7 +85,9 @@ def test_an_interrupted_default_index_build_goes_on_at_the_next_start(models_dir
     store = IndexStore(tmp_path / "idx")
     docs = read_documents(sample, 50)
     store.create(
-        new_config("default", full["model"], full["view"], full["dim"], fingerprint=full.get("fingerprint", ""), mode=full["mode"])
+        new_config(
+            NewIndex("default", full["model"], full["view"], full["dim"], fingerprint=full.get("fingerprint", ""), mode=full["mode"])
+        )
     )
     fill_index(store, lambda texts: np.zeros((len(texts), full["dim"]), np.float32) + 1, "default", docs[:20])
     store.close()
@@ -102,13 +105,14 @@ def test_a_stopped_build_of_another_export_is_not_resumed_with_this_one(models_d
     """A default index stopped midway whose vectors came from an earlier export of its model is left as it is
     (its searches answer 409 saying why): new vectors would not be comparable with its own."""
     from thoughtvec.service.index.build import fill_index, read_documents
+    from thoughtvec.service.index.contents import NewIndex
     from thoughtvec.service.index.indexes import new_config
     from thoughtvec.service.index.store import IndexStore
 
     sample = write_sample(tmp_path / "search_sample.tsv.gz", n=60)
     settings = settings_for(models_dir, tmp_path / "idx", build_default_index=True, search_sample=sample, default_index_max_docs=50)
     store = IndexStore(tmp_path / "idx")
-    store.create(new_config("default", "tiny", "mean", 8, fingerprint="an-earlier-export", mode="lexical"))
+    store.create(new_config(NewIndex("default", "tiny", "mean", 8, fingerprint="an-earlier-export", mode="lexical")))
     fill_index(store, lambda texts: np.ones((len(texts), 8), np.float32), "default", read_documents(sample, 50)[:20])
     store.close()
     caplog.set_level("INFO")
@@ -250,12 +254,12 @@ def test_serve_settings_table_and_bad_setting(capsys, monkeypatch):
 
 def test_fill_index_adds_a_small_batch_first_each_searchable_before_the_next_is_embedded(tmp_path):
     from thoughtvec.service.index.build import fill_index, is_filled
-    from thoughtvec.service.index.contents import Doc
+    from thoughtvec.service.index.contents import Doc, NewIndex
     from thoughtvec.service.index.indexes import new_config
     from thoughtvec.service.index.store import IndexStore
 
     store = IndexStore(tmp_path / "idx")
-    store.create(new_config("default", "m", "v", 4, mode="hybrid"))
+    store.create(new_config(NewIndex("default", "m", "v", 4, mode="hybrid")))
     docs = [Doc(str(i), f"sentence number {i} about topic{i % 7}") for i in range(1, 24)]
     seen: list[int] = []
 
@@ -275,6 +279,6 @@ def test_fill_index_adds_a_small_batch_first_each_searchable_before_the_next_is_
         assert "new" not in store or store.count("new") >= 5
         return np.eye(len(texts), 4, dtype=np.float32)
 
-    config = new_config("new", "m", "v", 4, mode="hybrid")
+    config = new_config(NewIndex("new", "m", "v", 4, mode="hybrid"))
     assert fill_index(store, encode_new, "new", docs, first=5, chunk=8, create=config) == 23 and store.count("new") == 23
     store.close()

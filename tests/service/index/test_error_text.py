@@ -20,7 +20,7 @@ from tests.service.index.milvus_support import need
 from thoughtvec.service.errors import IndexesReadOnly, IndexUnavailable, StorageUnavailable
 from thoughtvec.service.http.app import create_app
 from thoughtvec.service.index.backend import open_backend
-from thoughtvec.service.index.contents import Doc
+from thoughtvec.service.index.contents import Doc, NewIndex
 from thoughtvec.service.index.indexes import new_config
 from thoughtvec.service.index.store import SNAPSHOT, WAL_FILE, IndexStore
 from thoughtvec.service.index.wal import Wal, encode_record
@@ -69,7 +69,7 @@ def broken_folders(root: Path) -> dict[str, str]:
     """Index folders each broken in its own way, and what a client is told of each."""
     store = IndexStore(root)
     for name in ("replay", "garbage", "missing", "folder", "format"):
-        store.create(new_config(name, "tiny", "mean", DIM))
+        store.create(new_config(NewIndex(name, "tiny", "mean", DIM)))
         store.add(name, [Doc("a", "a cat sat")], np.ones((1, DIM), np.float32))
     store.close()
     with open(root / "replay" / WAL_FILE, "ab") as f:  # whole (its checksum fine), but its vectors do not fit
@@ -120,7 +120,7 @@ def test_a_bundle_that_cannot_be_loaded_is_reported_by_its_name(models_dir, tmp_
 def test_the_workers_read_only_folder_is_not_named(tmp_path):
     store = open_backend(Settings(index_dir=tmp_path / "idx", workers=2))
     with pytest.raises(IndexesReadOnly) as e:
-        store.create(new_config("x", "tiny", "mean", DIM))
+        store.create(new_config(NewIndex("x", "tiny", "mean", DIM)))
     assert "--workers 1" in private(str(e.value), tmp_path)
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.service.conftest import serve_test, settings_for
 from tests.service.index.stores import restart
-from thoughtvec.service.index.contents import Doc
+from thoughtvec.service.index.contents import Doc, NewIndex
 from thoughtvec.service.index.indexes import VectorIndex, new_config
 from thoughtvec.service.index.store import SNAPSHOT, WAL_FILE, IndexStore
 from thoughtvec.service.index.wal import encode_record
@@ -60,7 +60,7 @@ def reopen(died: IndexStore) -> IndexStore:
 @pytest.mark.parametrize("factory", FAMILIES)
 def test_family_end_to_end(tmp_path, factory):
     store = IndexStore(tmp_path)
-    store.create(new_config("x", "tiny", "mean", DIM, factory, train_size=200))
+    store.create(new_config(NewIndex("x", "tiny", "mean", DIM, factory, train_size=200)))
     store.add("x", docs(0, 100), X[:100])
     store.delete("x", ["d0", "d1"])  # IVF/PQ/SQ: still in the untrained buffer
     deleted = {0, 1}
@@ -83,7 +83,7 @@ def test_family_end_to_end(tmp_path, factory):
 
 def test_hnsw_rebuild_drops_tombstones(tmp_path):
     store = IndexStore(tmp_path)
-    store.create(new_config("x", "tiny", "mean", DIM, "HNSW16"))
+    store.create(new_config(NewIndex("x", "tiny", "mean", DIM, "HNSW16")))
     store.add("x", docs(0, N), X)
     store.delete("x", [f"d{i}" for i in range(100)])
     vi = store.entry("x").index
@@ -147,7 +147,7 @@ def test_a_crash_looping_index_is_quarantined_and_the_rest_serves(models_dir, tm
 def test_a_log_record_that_cannot_be_replayed_quarantines_its_index(tmp_path):
     store = IndexStore(tmp_path)
     for name in ("x", "y"):
-        store.create(new_config(name, "tiny", "mean", DIM))
+        store.create(new_config(NewIndex(name, "tiny", "mean", DIM)))
         store.add(name, docs(0, 5), X[:5])
     with open(tmp_path / "x" / WAL_FILE, "ab") as f:  # a whole record (checksum fine) whose vectors do not fit
         f.write(encode_record({"seq": 2, "op": "add", "labels": [5], "docs": [{"id": "z", "text": "t", "metadata": None}]}, b"\0" * 12))
@@ -159,7 +159,7 @@ def test_a_log_record_that_cannot_be_replayed_quarantines_its_index(tmp_path):
 
 def test_a_write_that_cannot_be_applied_is_cut_off_the_log(tmp_path, monkeypatch):
     store = IndexStore(tmp_path)
-    store.create(new_config("x", "tiny", "mean", DIM))
+    store.create(new_config(NewIndex("x", "tiny", "mean", DIM)))
     store.add("x", docs(0, 5), X[:5])
 
     real_add = VectorIndex.add
@@ -182,7 +182,7 @@ def test_a_write_that_cannot_be_applied_is_cut_off_the_log(tmp_path, monkeypatch
 
 def legacy_ivf(tmp_path, deletes: list[list[str]], adds_after: int = 0) -> None:
     """An IVF index snapshot as written before the fix: ``IndexIDMap2`` around the IVF."""
-    config = new_config("x", "tiny", "mean", DIM, "IVF4,Flat", train_size=200)
+    config = new_config(NewIndex("x", "tiny", "mean", DIM, "IVF4,Flat", train_size=200))
     vi = VectorIndex(config, faiss.IndexIDMap2(faiss.index_factory(DIM, "IVF4,Flat", faiss.METRIC_INNER_PRODUCT)))
     vi.add(docs(0, 250), X[:250], list(range(250)))
     for ids in deletes:

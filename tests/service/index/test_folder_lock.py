@@ -19,7 +19,7 @@ from tests.service.conftest import REPO, serve_process
 from thoughtvec.bench.bench import free_port
 from thoughtvec.service.errors import IndexesReadOnly, IndexFolderLocked
 from thoughtvec.service.index.backend import check_index_folder, open_backend
-from thoughtvec.service.index.contents import Doc
+from thoughtvec.service.index.contents import Doc, NewIndex
 from thoughtvec.service.index.folder_lock import LOCK_FILE
 from thoughtvec.service.index.indexes import new_config
 from thoughtvec.service.index.store import IndexStore
@@ -52,7 +52,7 @@ def hold(folder: Path, read_only: str = "") -> subprocess.Popen:
 
 def test_a_second_writer_is_refused_naming_the_folder_as_configured_and_what_to_do(here):
     first = IndexStore(Path("idx"))
-    first.create(new_config("x", "tiny", "mean", 4))  # its first write takes the folder
+    first.create(new_config(NewIndex("x", "tiny", "mean", 4)))  # its first write takes the folder
     second = IndexStore(Path("idx"))
     with pytest.raises(IndexFolderLocked) as e:
         second.load_all()
@@ -60,7 +60,7 @@ def test_a_second_writer_is_refused_naming_the_folder_as_configured_and_what_to_
     assert "the index folder idx (index_dir) is in use" in message and str(here) not in message
     assert "Stop that process first" in message and "--index-read-only" in message and "Milvus" in message
     with pytest.raises(IndexFolderLocked):
-        second.create(new_config("y", "tiny", "mean", 4))
+        second.create(new_config(NewIndex("y", "tiny", "mean", 4)))
     assert not (here / "idx" / "y").exists() and second.names() == []
     first.close()
     second.load_all()  # close let go of it
@@ -70,7 +70,7 @@ def test_a_second_writer_is_refused_naming_the_folder_as_configured_and_what_to_
 
 def test_read_only_stores_share_a_folder_and_never_with_a_writer(tmp_path):
     writer = IndexStore(tmp_path)
-    writer.create(new_config("x", "tiny", "mean", 4))
+    writer.create(new_config(NewIndex("x", "tiny", "mean", 4)))
     writer.add("x", [Doc("a", "first")], np.eye(1, 4, dtype=np.float32))
     with pytest.raises(IndexFolderLocked, match="being written by another store of this process: a read-only server beside it"):
         IndexStore(tmp_path, read_only=READ_ONLY).open()
@@ -92,7 +92,7 @@ def test_read_only_stores_share_a_folder_and_never_with_a_writer(tmp_path):
 
 def test_listing_takes_nothing_and_runs_beside_a_writer(tmp_path):
     writer = IndexStore(tmp_path)
-    writer.create(new_config("x", "tiny", "mean", 4))
+    writer.create(new_config(NewIndex("x", "tiny", "mean", 4)))
     assert [s.name for s in IndexStore(tmp_path).inventory()] == ["x"]  # `thoughtvec index list` beside a server
     writer.close()
 
@@ -209,7 +209,7 @@ def read_only_view(tmp_path) -> tuple[Path, Path]:
 def test_a_folder_mounted_read_only_is_served_read_only_and_never_beside_its_writer(read_only_view):
     folder, view = read_only_view
     writer = IndexStore(folder)
-    writer.create(new_config("x", "tiny", "mean", 4))  # makes the lock file
+    writer.create(new_config(NewIndex("x", "tiny", "mean", 4)))  # makes the lock file
     with pytest.raises(IndexFolderLocked, match="being written by another store of this process"):
         IndexStore(view, read_only=READ_ONLY).open()  # the same folder, its lock is the same
     writer.close()

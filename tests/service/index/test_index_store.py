@@ -8,7 +8,7 @@ import pytest
 from tests.service.conftest import SENTENCES, serve_test, settings_for
 from tests.service.index.stores import crash
 from thoughtvec.service.index import indexes
-from thoughtvec.service.index.contents import Doc
+from thoughtvec.service.index.contents import Doc, NewIndex
 from thoughtvec.service.index.indexes import new_config
 from thoughtvec.service.index.store import SNAPSHOT, WAL_FILE, IndexStore
 from thoughtvec.service.index.wal import encode_record, read_records
@@ -26,7 +26,7 @@ def docs(n: int, start: int = 0) -> list[Doc]:
 
 def new_store(root, factory="Flat", wal_mb=64) -> IndexStore:
     store = IndexStore(root, wal_max_bytes=wal_mb * 2**20)
-    store.create(new_config("x", "tiny", "mean", DIM, factory))
+    store.create(new_config(NewIndex("x", "tiny", "mean", DIM, factory)))
     return store
 
 
@@ -198,7 +198,7 @@ def test_two_concurrent_creates_of_one_name_one_wins(tmp_path, monkeypatch):
 
     def create():
         try:
-            store.create(new_config("x", "tiny", "mean", DIM))
+            store.create(new_config(NewIndex("x", "tiny", "mean", DIM)))
             results.append("created")
         except Conflict:
             results.append("conflict")

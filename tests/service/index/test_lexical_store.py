@@ -15,7 +15,7 @@ import pytest
 from tests.service.index.stores import peek, restart
 from thoughtvec.service.errors import UnknownIndex
 from thoughtvec.service.index import lexical as lexical_module
-from thoughtvec.service.index.contents import Doc
+from thoughtvec.service.index.contents import Doc, NewIndex
 from thoughtvec.service.index.indexes import new_config
 from thoughtvec.service.index.lexical import LexicalIndex
 from thoughtvec.service.index.store import SNAPSHOT, WAL_FILE, IndexStore
@@ -36,7 +36,7 @@ def docs(lo: int, hi: int) -> list[Doc]:
 
 def new_store(root, wal_max_bytes: int = 64 * 2**20) -> IndexStore:
     store = IndexStore(root, wal_max_bytes=wal_max_bytes)
-    store.create(new_config("x", "tiny", "mean", DIM, mode="hybrid"))
+    store.create(new_config(NewIndex("x", "tiny", "mean", DIM, mode="hybrid")))
     return store
 
 
@@ -136,5 +136,5 @@ def test_a_drop_takes_the_lexical_half_with_it(tmp_path):
     store.drop("x")
     with pytest.raises(UnknownIndex):
         store.lexical_search("x", ["cat"], 5)
-    store.create(new_config("x", "tiny", "mean", DIM))
+    store.create(new_config(NewIndex("x", "tiny", "mean", DIM)))
     assert store.lexical_search("x", ["cat dog king"], 5) == [[]]  # the same name, new and empty

@@ -17,7 +17,7 @@ import pytest
 from tests.service.index.stores import restart
 from thoughtvec.service.errors import StorageUnavailable
 from thoughtvec.service.index import wal as wal_module
-from thoughtvec.service.index.contents import Doc
+from thoughtvec.service.index.contents import Doc, NewIndex
 from thoughtvec.service.index.indexes import VectorIndex, new_config
 from thoughtvec.service.index.store import WAL_FILE, IndexStore
 
@@ -34,7 +34,7 @@ def docs(lo: int, hi: int) -> list[Doc]:
 
 def store_at(root, wal_mb: int = 64) -> IndexStore:
     store = IndexStore(root, wal_max_bytes=wal_mb * 2**20)
-    store.create(new_config("x", "tiny", "mean", DIM))
+    store.create(new_config(NewIndex("x", "tiny", "mean", DIM)))
     return store
 
 
