@@ -128,6 +128,7 @@ class Registry:
     started: bool = False  # load_all finished (each bundle loaded or failed)
     guide: Guide = field(default_factory=Guide)  # the dev choices: read from models_dir when the registry is made
     unmeasured: set[str] = field(default_factory=set)  # loaded bundles the guide did not measure (no rule names them)
+    bundles: list[Path] | None = None  # the bundle folders served; None: every bundle under models_dir (the Python API serves one)
     _picked: tuple[tuple, tuple[str | None, str | None]] | None = field(default=None, init=False, repr=False)  # see _picks
     _aliases: tuple[tuple[str, ...], dict[str, str]] | None = field(default=None, init=False, repr=False)  # see alias_table
 
@@ -182,7 +183,7 @@ class Registry:
     async def load_all(self) -> None:
         """Load, start and warm every bundle, one at a time (ONNX sessions load off the event loop)."""
         loop = asyncio.get_running_loop()
-        paths = discover_bundles(self.settings.models_dir)
+        paths = discover_bundles(self.settings.models_dir) if self.bundles is None else list(self.bundles)
         self.discovered = [p.name for p in paths]
         if not paths:
             log.warning("no bundles under %s", self.settings.models_dir)
