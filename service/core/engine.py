@@ -3,8 +3,8 @@ decoders: ``core.generation``), started and stopped together.
 
 :class:`Core` is what the app holds. Routes call the service they need (``core.embedding`` for models,
 embeddings, similarity, rerank, tokenize and info; ``core.indexes`` for index management, ``core.search`` for
-search and the map, ``core.ingest`` for documents added and deleted: ``core.indexing``), serialise what it
-returns, and never reach past it; tests call the services directly too.
+search and the map, ``core.ingest`` for documents added and deleted: ``core.indexing``; ``core.sparse`` for BM25's
+sparse vectors), serialise what it returns, and never reach past it; tests call the services directly too.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from thoughtvec.service.core.generation import GenerationService
 from thoughtvec.service.core.indexing import IndexServices
 from thoughtvec.service.core.metrics import Metrics, merge_expositions
 from thoughtvec.service.core.scoring import ScoringService
+from thoughtvec.service.core.sparse import SparseService
 from thoughtvec.service.core.worker_group import PUBLISH_EVERY_S, WorkerGroup
 from thoughtvec.service.settings import Settings
 
@@ -37,6 +38,7 @@ class Core:
         self.catalog = Catalog(self.embedding, self.devices)  # what is served: /v1/models, /info, /tokenize
         # the index services, over one store: its lifecycle and the indexes themselves, search, documents in and out
         self.indexes, self.search, self.ingest = IndexServices.over(settings, self.embedding)
+        self.sparse = SparseService(settings, self.search.state.search_settings)  # BM25's sparse vectors: POST /embed_sparse
         self.generation = GenerationService(self.embedding, settings.ort_threads or None)  # the decoders: POST /v1/generate
         self._tasks: list[asyncio.Task] = []
 

@@ -40,7 +40,8 @@ DESCRIPTION = """Sentence embeddings from the bundles under the models folder: s
 invertible-decoder encoders trained here, and all-MiniLM-L6-v2, on ONNX Runtime with dynamic batching.
 
 - **Embeddings**: OpenAI's `POST /v1/embeddings` (strings or cl100k token ids; `dimensions`, `normalize`, long
-  texts split and pooled) and TEI's `POST /embed`.
+  texts split and pooled) and TEI's `POST /embed`; TEI's `POST /embed_sparse`: BM25's sparse vectors (a document's
+  or a query's), for the sparse vectors of a vector database of your own.
 - **Scores**: pair similarity (`/v1/similarity`, TEI's `/similarity`) and reranking (`/v1/rerank`, TEI's
   `/rerank`, Cohere's `/v2/rerank`).
 - **Search**: indexes of documents kept in FAISS or in Milvus (`/v1/indexes`), searched by vectors (dense), by

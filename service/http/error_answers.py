@@ -66,7 +66,7 @@ from thoughtvec.service.settings import Settings
 log = logging.getLogger(__name__)
 
 Family = Literal["openai", "tei", "cohere"]
-TEI_PATHS = frozenset({"/", "/embed", "/rerank", "/similarity", "/tokenize", "/info"})  # TEI's routes (its router's paths)
+TEI_PATHS = frozenset({"/", "/embed", "/embed_sparse", "/rerank", "/similarity", "/tokenize", "/info"})  # TEI's routes (its router's paths)
 COHERE_PATHS = frozenset({"/v1/rerank", "/v2/rerank", "/v1/embed", "/v2/embed"})  # Cohere v1's and v2's rerank and embed
 
 

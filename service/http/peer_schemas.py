@@ -2,6 +2,7 @@
 
 * **TEI** (Hugging Face text-embeddings-inference): ``POST /embed`` (and ``POST /``, where
   ``huggingface_hub.InferenceClient(base_url=...).feature_extraction`` posts) answers a list of vectors;
+  ``POST /embed_sparse`` a list of ``[{index, value}]`` per input (BM25's halves: ``core/sparse.py``);
   ``POST /rerank`` with ``texts`` answers ``[{index, score, text?}]``; ``POST /tokenize`` with ``inputs``
   answers a list of tokens per input. TEI's ``truncate`` is a boolean: absent, the server's ``truncation``
   setting; ``true``, cut at the token limit; ``false``, a text over the limit is a 413.
@@ -26,6 +27,7 @@ from pydantic import BaseModel, Discriminator, Field, RootModel, Tag, Validation
 
 from thoughtvec.service.core import results as core
 from thoughtvec.service.core.compact import Precision
+from thoughtvec.service.core.sparse import AVGDL, Side
 from thoughtvec.service.errors import InvalidInput, InvalidRequest
 from thoughtvec.service.http.schemas import (
     NULL,
@@ -124,6 +126,41 @@ class TeiEmbedRequest(TeiOptions):
 
 class TeiEmbedResponse(RootModel[list[list[float]] | list[list[int]]]):
     """One vector per input, in order (a list of one for a single string); integers with an `embedding_type` but float."""
+
+
+# -- TEI: embed_sparse ------------------------------------------------------------------------
+class TeiEmbedSparseRequest(TeiLongInputs):
+    model_config = examples(
+        {"inputs": ["The cat sat on the mat.", "A dog ran in the park."]}, {"inputs": "where do cats sleep?", "side": "query"}
+    )
+    inputs: Inputs = Field(description="a string or a list of strings")
+    truncate: bool | None = Field(
+        None,
+        description="a text over `max_input_chars` (BM25 reads words: no token limit applies): `true` cuts it there; `false` "
+        "answers 413; absent or null: cut where the server's `truncation` setting is `truncate`, else 413",
+    )
+    side: Side = Field(
+        "document",
+        description="an extension (TEI has none): `document` weighs each term by BM25's saturated, length-normalised term "
+        "frequency, `tf·(k1+1)/(tf + k1·(1−b+b·len/avgdl))`; `query` by its count in the text. With the corpus's idf "
+        "(a vector database's, e.g. Qdrant's `modifier: idf`), a query vector's inner product with a document vector is BM25",
+    )
+    avgdl: float = Field(
+        AVGDL,
+        ge=1,
+        allow_inf_nan=False,
+        description="an extension: the corpus's mean document length, in terms once stop words are out, for `side: document` "
+        "(fastembed's Qdrant/bm25 default)",
+    )
+
+
+class TeiSparseValue(BaseModel):
+    index: int = Field(ge=0, description="the term's index: abs(MurmurHash3_x86_32(term, seed 0)) as a signed int, fastembed's")
+    value: float = Field(description="the term's weight on the side asked")
+
+
+class TeiEmbedSparseResponse(RootModel[list[list[TeiSparseValue]]]):
+    """One vector per input, in order: its terms' indices, ascending, with their weights (empty for stop words only)."""
 
 
 # -- TEI: similarity (and huggingface_hub's sentence_similarity, which posts it to the base URL) --------------------

@@ -327,6 +327,19 @@ class InfoModel(BaseModel):
 TEI_INFO = "TEI's /info field (huggingface_hub's get_endpoint_info reads them): "
 
 
+class SparseInfo(BaseModel):
+    """How `/embed_sparse` makes its vectors (the analyser and BM25 of lexical search too): what a client needs to
+    weigh queries by the idf of the same BM25 variant."""
+
+    stemmer: str | None = Field(description="the Snowball stemmer (PyStemmer's name), or null")
+    stopwords: str | None = Field(description="bm25s's stop-word list, or null")
+    method: str = Field(description="the BM25 variant (bm25s's names): its idf is the one to weigh queries by")
+    k1: float
+    b: float
+    avgdl: float = Field(description="a request's `avgdl` when it sends none")
+    index: str = Field(description="how a term becomes its index")
+
+
 class InfoResponse(BaseModel):
     name: str
     version: str
@@ -352,9 +365,10 @@ class InfoResponse(BaseModel):
     tokenization_workers: int = Field(1, description=TEI_INFO + "threads that tokenize")
     sha: None = Field(None, description=TEI_INFO + "null")
     docker_label: None = Field(None, description=TEI_INFO + "null")
+    sparse: SparseInfo = Field(description="how `/embed_sparse` makes its vectors (an extension)")
 
     @classmethod
-    def of(cls, i: core.Info) -> InfoResponse:
+    def of(cls, i: core.Info, sparse: dict[str, Any]) -> InfoResponse:
         models = [
             InfoModel(
                 id=m.id,
@@ -387,6 +401,7 @@ class InfoResponse(BaseModel):
             max_batch_requests=i.limits["max_batch_size"],
             max_client_batch_size=i.limits["max_inputs"],
             auto_truncate=i.limits["truncation"] != "reject",
+            sparse=SparseInfo(**sparse),
         )
 
 

@@ -58,6 +58,7 @@ ACCESS: AccessTable = {
     ("POST", "/"): KEY,  # TEI's embeddings at the base URL (huggingface_hub's InferenceClient)
     ("POST", "/v1/embeddings"): KEY,
     ("POST", "/embed"): KEY,
+    ("POST", "/embed_sparse"): KEY,  # TEI's sparse vectors: BM25's document and query halves
     ("POST", "/tokenize"): KEY,
     ("POST", "/v1/similarity"): KEY,
     ("POST", "/similarity"): KEY,  # TEI's

@@ -15,6 +15,7 @@ from thoughtvec.service.core.index_admin import IndexAdmin
 from thoughtvec.service.core.index_ingest import IngestService
 from thoughtvec.service.core.index_search import SearchService
 from thoughtvec.service.core.scoring import ScoringService
+from thoughtvec.service.core.sparse import SparseService
 from thoughtvec.service.http.error_answers import json_bytes
 from thoughtvec.service.http.openapi import DEFAULT_MODEL
 from thoughtvec.service.http.peer_schemas import CohereErrorBody, TeiErrorBody
@@ -32,6 +33,10 @@ async def get_embedding(request: Request) -> EmbeddingService:
 
 async def get_scoring(request: Request) -> ScoringService:
     return request.app.state.core.scoring
+
+
+async def get_sparse(request: Request) -> SparseService:
+    return request.app.state.core.sparse
 
 
 async def get_catalog(request: Request) -> Catalog:
@@ -53,6 +58,7 @@ async def get_ingest(request: Request) -> IngestService:
 CoreDep = Annotated[Core, Depends(get_core)]  # the whole service: readiness, metrics
 EmbeddingDep = Annotated[EmbeddingService, Depends(get_embedding)]  # the models' vectors
 ScoringDep = Annotated[ScoringService, Depends(get_scoring)]  # similarity and rerank
+SparseDep = Annotated[SparseService, Depends(get_sparse)]  # BM25's sparse vectors
 CatalogDep = Annotated[Catalog, Depends(get_catalog)]  # what is served and how it reads text
 IndexAdminDep = Annotated[IndexAdmin, Depends(get_index_admin)]  # indexes made, dropped, listed, described
 SearchDep = Annotated[SearchService, Depends(get_search)]  # search and the map

@@ -1,4 +1,4 @@
-"""``POST /v1/embeddings`` — OpenAI-compatible; ``POST /embed`` (and ``POST /``) — TEI's."""
+"""``POST /v1/embeddings`` — OpenAI-compatible; ``POST /embed`` (and ``POST /``) and ``POST /embed_sparse`` — TEI's."""
 
 from __future__ import annotations
 
@@ -12,10 +12,19 @@ from fastapi import APIRouter, Request, Response
 from thoughtvec.service.core.calibration import compact
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.results import Encoded
+from thoughtvec.service.core.sparse import SparseVector
 from thoughtvec.service.core.token_ids import is_ids
 from thoughtvec.service.http.disconnect import unless_disconnected
-from thoughtvec.service.http.peer_schemas import EmbedForms, TeiEmbedRequest, TeiEmbedResponse, TeiSimilarityRequest, TeiSimilarityResponse
-from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep, ScoringDep
+from thoughtvec.service.http.peer_schemas import (
+    EmbedForms,
+    TeiEmbedRequest,
+    TeiEmbedResponse,
+    TeiEmbedSparseRequest,
+    TeiEmbedSparseResponse,
+    TeiSimilarityRequest,
+    TeiSimilarityResponse,
+)
+from thoughtvec.service.http.routes.deps import ERRORS, TEI_ERRORS, EmbeddingDep, ScoringDep, SparseDep
 from thoughtvec.service.http.routes.similarity import tei_similarity
 from thoughtvec.service.http.schemas import EmbeddingsRequest, EmbeddingsResponse, Usage, usage_headers
 from thoughtvec.service.http.transport import express
@@ -90,6 +99,26 @@ async def embed(body: TeiEmbedRequest, request: Request, embedding: EmbeddingDep
     enc = await unless_disconnected(request, work)
     codes = None if body.embedding_type == "float" else await unless_disconnected(request, codes_of(embedding, enc, body, "inputs"))
     return Response(render_list(enc, codes), media_type="application/json", headers=usage_headers(enc.split, enc.truncated))
+
+
+def render_sparse(vectors: list[SparseVector]) -> bytes:
+    """:class:`TeiEmbedSparseResponse`'s JSON, written by hand: ``[[{"index", "value"}, ...], ...]``."""
+    return orjson.dumps([[{"index": i, "value": v} for i, v in zip(x.indices.tolist(), x.values.tolist())] for x in vectors])
+
+
+@router.post("/embed_sparse", response_model=TeiEmbedSparseResponse, responses=TEI_ERRORS)
+async def embed_sparse(body: TeiEmbedSparseRequest, sparse: SparseDep) -> Response:
+    """TEI's sparse embeddings, from BM25 (no model runs): one list of `{index, value}` per input, indices ascending.
+
+    Each text is analysed as the server's lexical search analyses it (lower-cased words, stop words out, stemmed; the
+    search settings' analyser), each term hashed to its `index` (fastembed's `abs(mmh3.hash(term))`). `side: document`
+    (the default) weighs a term by BM25's `tf·(k1+1)/(tf + k1·(1−b+b·len/avgdl))` (`k1`, `b`: the search settings';
+    `avgdl`: the request's, default 256); `side: query` by its count. With the corpus's idf (a vector database's, or
+    multiplied into the query's values), the inner product of a query's vector with a document's ranks as BM25 does.
+    A text of stop words only answers an empty list; a blank one is a 400.
+    """
+    vectors = await sparse.embed_sparse(body.inputs, body.side, body.avgdl, body.truncation)
+    return Response(render_sparse(vectors), media_type="application/json")
 
 
 @router.post("/", response_model=TeiEmbedResponse | TeiSimilarityResponse, responses=TEI_ERRORS, include_in_schema=False)

@@ -6,16 +6,17 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from thoughtvec.service.http.peer_schemas import TeiTokenizeRequest, TeiTokenizeResponse, TokenizeForms
-from thoughtvec.service.http.routes.deps import TEI_ERRORS, CatalogDep
+from thoughtvec.service.http.routes.deps import TEI_ERRORS, CatalogDep, SparseDep
 from thoughtvec.service.http.schemas import InfoResponse, TokenizeResponse
 
 router = APIRouter(tags=["info"])
 
 
 @router.get("/info", response_model=InfoResponse, responses=TEI_ERRORS)
-async def info(catalog: CatalogDep) -> InfoResponse:
-    """Models (dimensions, views, token limits), aliases, request limits, version and devices."""
-    return InfoResponse.of(catalog.info())
+async def info(catalog: CatalogDep, sparse: SparseDep) -> InfoResponse:
+    """Models (dimensions, views, token limits), aliases, request limits, version and devices; how `/embed_sparse`
+    makes its vectors."""
+    return InfoResponse.of(catalog.info(), sparse.describe())
 
 
 @router.post("/tokenize", response_model=TokenizeResponse | TeiTokenizeResponse, responses=TEI_ERRORS)

@@ -27,6 +27,7 @@ URLS = {"/v1/models/{name}": "/v1/models/tiny", "/docs-assets/{name}": "/docs-as
 BODIES = {
     "/": {"inputs": ["the cat sat"]},
     "/embed": {"inputs": ["the cat sat"]},
+    "/embed_sparse": {"inputs": ["the cat sat"]},
     "/v1/embeddings": {"input": "the cat sat"},
     "/tokenize": {"input": "the cat sat"},
     "/v1/similarity": {"pairs": [["a cat", "a dog"]]},
