@@ -79,7 +79,9 @@ def _load_here(root: str, half: str) -> dict:
     else:
         loaded = store = IndexStore(Path(root))
         store.load_all()
-        docs = len(store.entry("x").lexical)
+        lexical = store.entry("x").lexical
+        assert lexical is not None  # a store that keeps the BM25 half (any but a bulk build's)
+        docs = len(lexical)
     seconds, grown = time.perf_counter() - t, (_rss_kib() - before) / 1024
     del loaded
     return {"half": half, "seconds": seconds, "rss_mib": grown, "documents": docs}

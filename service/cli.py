@@ -29,6 +29,14 @@ It runs what ``POST /v1/generate`` runs (``thoughtvec.service.core.generation``)
 """
 
 
+def positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number of at least 1")
+    return n
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     backends = [b.value for b in IndexBackendName]
 
@@ -43,11 +51,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     index = subparsers.add_parser("index", help="build or list search indexes offline")
     isub = index.add_subparsers(dest="index_command", metavar="ACTION", required=True)
-    build = isub.add_parser("build", help="embed a file of texts into a new index (progress bar)")
+    build = isub.add_parser(
+        "build",
+        help="embed a file of documents into an index, or add the ones it lacks to it (resumable; progress bar)",
+        description="Embed a file of documents into an index, streamed: .txt (a document a line), .tsv (a header naming "
+        'id, text and metadata columns, or [source<TAB>]text), .jsonl ({"id", "text", "metadata"}; BEIR\'s corpus.jsonl) '
+        "or .parquet. A document without an id is named <file name>:<line> (Parquet: :<row>). An index of that name is "
+        "added to: the documents whose ids it holds are skipped, so the same command run again after an interruption "
+        "(Ctrl-C, kill -9) goes on where it stopped.",
+    )
     build.add_argument("--model", required=True, help="bundle name under --models-dir, or a bundle folder")
-    build.add_argument("--input", required=True, type=Path, help=".txt, .tsv ([source<TAB>]text) or .jsonl, optionally .gz")
+    build.add_argument("--input", required=True, type=Path, help=".txt, .tsv or .jsonl (optionally .gz), or .parquet (the parquet extra)")
     build.add_argument("--name", required=True, help="index name")
-    build.add_argument("--view", default=None, help="bundle view (default: the bundle's)")
+    build.add_argument("--view", default=None, help="bundle view (default: the bundle's; adding: the index's)")
     build.add_argument(
         "--mode",
         choices=SEARCH_MODES,
@@ -56,12 +72,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "a model whose hybrid beat BM25 alone on dev (the model guide's), lexical over any other model, dense on a Milvus without BM25); lexical named: a lexical-only "
         "index, its documents not embedded",
     )
-    build.add_argument("--factory", default="Flat", help="FAISS factory string (default Flat = exact)")
-    build.add_argument("--metric", default="cosine", choices=["cosine", "ip", "l2"])
-    build.add_argument("--no-normalize", dest="normalize", action="store_false", help="keep raw vectors (ip/l2 only)")
-    build.add_argument("--limit", type=int, default=None, help="first N texts only")
-    build.add_argument("--batch-size", type=int, default=128)
-    build.add_argument("--overwrite", action="store_true", help="replace an existing index of that name")
+    build.add_argument("--factory", default=None, help="FAISS factory string (default Flat = exact; adding: the index's)")
+    build.add_argument("--metric", default=None, choices=["cosine", "ip", "l2"], help="default cosine; adding: the index's")
+    build.add_argument(
+        "--no-normalize", dest="normalize", action="store_const", const=False, default=None, help="keep raw vectors (ip/l2 only)"
+    )
+    build.add_argument("--limit", type=positive, default=None, help="the file's first N documents only")
+    build.add_argument(
+        "--batch-size", type=positive, default=None, help="sentences per ONNX run (default: the serve setting max_batch_size)"
+    )
+    build.add_argument(
+        "--chunk",
+        type=positive,
+        default=2048,
+        help="documents embedded and written at a time (default 2048); an interruption redoes at most two chunks' embedding",
+    )
+    build.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no log lines: the summary line alone")
+    build.add_argument(
+        "--overwrite", action="store_true", help="drop an index of that name first (run again without it to go on after an interruption)"
+    )
     build.add_argument("--models-dir", type=Path, default=None, help="default: the serve setting models_dir")
     build.add_argument("--index-dir", type=Path, default=None, help="default: the serve setting index_dir")
     build.add_argument("--index-backend", choices=backends, default=None, help="default: the serve setting index_backend")

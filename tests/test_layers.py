@@ -8,7 +8,7 @@ functions and under ``TYPE_CHECKING`` count too) and each import of ours must fo
 modules. The core and the commands know the index only through its contract (``_CONTRACT``: the
 ``IndexBackend`` protocol and its opener, the backend-neutral data and factory grammar, bulk builds and metadata
 checks), never a backend (FAISS's or Milvus's modules, or ``faiss`` and ``pymilvus`` themselves), and so does the HTTP
-layer; ``service.cli`` (the parsers) and ``service.handlers`` sit on top; ``bench`` measures the service from outside; ``training`` uses the
+layer; ``service.cli`` (the parsers) and ``service.handlers`` sit on top, and ``service.api`` (the Python API) uses the core beside HTTP; ``bench`` measures the service from outside; ``training`` uses the
 bundle contract, the encoder and the index's ranking functions (BM25, fusion), never HTTP or the index
 store (but for ``training.evaluation.milvus_fusion``, which compares Milvus's own rankers on a Milvus index); ``thoughtvec`` composes the commands.
 Inside ``training``, the flow: ``training.corpus`` <- ``training.train`` (the loop and the families) <- ``training.export``
@@ -37,11 +37,12 @@ _SERVICE_LOW = {S, f"{S}.bundle", f"{S}.errors", f"{S}.settings", f"{S}.model_gu
 _RANKING = {f"{S}.index.lexical", f"{S}.index.fusion", f"{S}.index.search_settings"}
 # The index contract: the protocol and the one place that opens a backend (backend.py), the data every backend
 # speaks (contents.py, and the factory grammar every backend reads: factory_grammar.py), and what works over any
-# backend (bulk builds, metadata checks). The rest of ``service.index`` is the backends themselves (FAISS: store,
-# indexes, factory, wal; Milvus: milvus, milvus_schema).
+# backend (bulk builds and the document files they read, metadata checks). The rest of ``service.index`` is the
+# backends themselves (FAISS: store, indexes, factory, wal; Milvus: milvus, milvus_schema).
 _CONTENTS = f"{S}.index.contents"
 _GRAMMAR = f"{S}.index.factory_grammar"
-_CONTRACT = {f"{S}.index.backend", _CONTENTS, _GRAMMAR, f"{S}.index.build", f"{S}.index.jsonvalues"}
+_INPUTS = f"{S}.index.inputs"  # the document files bulk builds read
+_CONTRACT = {f"{S}.index.backend", _CONTENTS, _GRAMMAR, f"{S}.index.build", _INPUTS, f"{S}.index.jsonvalues"}
 T = f"{TOP}.training"
 # What every layer of training may use of the service (the bundle contract, the encoder, the ranking functions).
 _TRAINING_LOW = {f"{S}.bundle", f"{S}.core", f"{S}.model_guide", f"{TOP}.paths"} | _RANKING
@@ -61,15 +62,17 @@ ALLOWED: dict[str, set[str]] = {
     _CONTENTS: _SERVICE_LOW,
     _GRAMMAR: set(),  # what a factory string may look like: imports nothing else of ours
     f"{S}.index.jsonvalues": _SERVICE_LOW,
-    f"{S}.index.build": _SERVICE_LOW | {_CONTENTS, f"{S}.index.backend"},  # fills an index through the contract
+    f"{S}.index.build": _SERVICE_LOW | {_CONTENTS, _INPUTS, f"{S}.index.backend"},  # fills an index through the contract
+    _INPUTS: _SERVICE_LOW | {_CONTENTS, f"{S}.index.jsonvalues"},
     f"{S}.index.backend": _SERVICE_LOW | _RANKING | {_CONTENTS, f"{S}.index"},  # opens the backend the settings name
     f"{S}.index": _SERVICE_LOW | _RANKING | {_CONTENTS, _GRAMMAR, f"{S}.index.jsonvalues"},  # the backends
     f"{S}.core": _SERVICE_LOW | _RANKING | _CONTRACT,
     f"{S}.http": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.core"},  # the index's contract only, as the core
     f"{S}.cli": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.core", f"{S}.http"},
     f"{S}.handlers": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.core", f"{S}.http"},  # what the serving commands run
+    f"{S}.api": _SERVICE_LOW | _CONTRACT | {f"{S}.core"},  # the Python API: the core in process, beside HTTP (never over it)
     # the service measured from outside, and in process (request_walk.py serves the app through httpx)
-    f"{TOP}.bench": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.index", f"{S}.core", f"{S}.cli", f"{S}.http", f"{TOP}.paths"},
+    f"{TOP}.bench": _SERVICE_LOW | _RANKING | _CONTRACT | {f"{S}.index", f"{S}.core", f"{S}.cli", f"{S}.http", f"{S}.api", f"{TOP}.paths"},
     T: _TRAINING_LOW,  # training/__init__.py (and a module at training's root, until it finds its layer)
     **{layer: _TRAINING_LOW | set(_FLOW[:i]) for i, layer in enumerate(_FLOW)},
     # the harness's one module that measures a backend itself: Milvus's own hybrid rankers against the server's
@@ -78,7 +81,7 @@ ALLOWED: dict[str, set[str]] = {
     f"{T}.commands": _TRAINING_LOW | set(_FLOW),  # the parsers: argparse and light settings (a handler only by name)
     f"{T}.handlers": _TRAINING_LOW | set(_FLOW),  # what the training commands run
     f"{TOP}.paths": set(),  # the checkout's folders, named once
-    TOP: {f"{T}.commands", f"{S}.cli", f"{TOP}.bench", f"{TOP}.paths"},
+    TOP: {f"{T}.commands", f"{S}.cli", f"{S}.api", f"{TOP}.bench", f"{TOP}.paths"},  # the command, and the Python API's entry
 }
 
 

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from thoughtvec.service.errors import ThoughtvecError
 from thoughtvec.service.index.backend import open_backend
 from thoughtvec.service.settings import IndexBackendName, load_settings
 
 
-def index_settings(args: argparse.Namespace):
-    """The serve settings with the index command's flags on top (those given)."""
-    flags = {"index_backend": args.index_backend, "milvus_uri": args.milvus_uri, "index_dir": args.index_dir}
+def index_settings(args: argparse.Namespace, **more: Any):
+    """The serve settings with the index command's flags on top (those given), and ``more`` settings (those not None)."""
+    flags = {"index_backend": args.index_backend, "milvus_uri": args.milvus_uri, "index_dir": args.index_dir} | more
     return load_settings(**{k: v for k, v in flags.items() if v is not None})
 
 

@@ -41,6 +41,7 @@ class IndexBackend(Protocol):
     # reads
     def open(self) -> None: ...  # at start, before serving: take what this process must hold (FAISS: its folder's lock)
     def load_all(self) -> list[str]: ...  # at start: every index it holds (a broken one quarantined, never fatal)
+    def load(self, name: str) -> bool: ...  # one index alone, where it is there (a command on one index); a broken one raises
     def names(self) -> list[str]: ...
     def __contains__(self, name: str) -> bool: ...
     def config(self, name: str) -> IndexConfig: ...
@@ -64,18 +65,26 @@ class IndexBackend(Protocol):
 OnSize = Callable[[str, int | None], None]  # an index's document count changed (None: it is gone)
 
 
+# A bulk build's store folds its log into a snapshot past this many bytes (a server's: index_wal_max_mb, 64 MiB by
+# default). Each fold rewrites the whole index: folding every 64 MiB, a large build's writing would grow with the
+# square of its size. The log a resumed build replays stays bounded by this.
+BULK_LOG_BYTES = 2**30
+
+
 def _faiss(
     index_dir: Path, wal_max_bytes: int, on_size: OnSize | None, gpu: bool, milvus: MilvusOptions | None, read_only: str | None,
-    search: SearchSettings,
+    search: SearchSettings, bulk: bool,
 ) -> IndexBackend:  # fmt: skip
     from thoughtvec.service.index.store import IndexStore  # noqa: PLC0415  # FAISS loads only where it is the backend
 
+    if bulk:  # it searches nothing: no GPU copy, no BM25 half; its log folded seldom
+        return IndexStore(index_dir, max(wal_max_bytes, BULK_LOG_BYTES), on_size, read_only=read_only, lexical=False)
     return IndexStore(index_dir, wal_max_bytes, on_size, gpu=gpu, read_only=read_only, analyzer=search.analyzer, bm25=search.bm25)
 
 
 def _milvus(
     index_dir: Path, wal_max_bytes: int, on_size: OnSize | None, gpu: bool, milvus: MilvusOptions | None, read_only: str | None,
-    search: SearchSettings,
+    search: SearchSettings, bulk: bool,
 ) -> IndexBackend:  # fmt: skip
     from thoughtvec.service.index.milvus import MilvusStore  # noqa: PLC0415  # pymilvus is an optional extra
 
@@ -96,11 +105,15 @@ def open_store(
     milvus: MilvusOptions | None = None,
     read_only: str | None = None,
     search: SearchSettings | None = None,
+    bulk: bool = False,
 ) -> IndexBackend:
     """The store for ``backend``: the FAISS folder ``index_dir``, or Milvus at ``milvus.uri`` (a server shares its
     indexes with every process, so ``read_only``, why this process must not write a folder, is FAISS's alone);
-    ``search``: the analyser and BM25 of every index's lexical half (the model guide's, else the fallback)."""
-    return OPENERS[IndexBackendName(backend)](index_dir, wal_max_bytes, on_size, gpu, milvus, read_only, search or SearchSettings())
+    ``search``: the analyser and BM25 of every index's lexical half (the model guide's, else the fallback); ``bulk``: a
+    bulk build's store, which searches nothing (FAISS: no GPU copy and no BM25 half in memory, each load
+    builds it from the documents; its log folded past ``BULK_LOG_BYTES``, or ``wal_max_bytes`` where larger)."""
+    opener = OPENERS[IndexBackendName(backend)]
+    return opener(index_dir, wal_max_bytes, on_size, gpu, milvus, read_only, search or SearchSettings(), bulk)
 
 
 def read_only_reason(settings: Settings) -> str | None:
@@ -120,11 +133,14 @@ def read_only_reason(settings: Settings) -> str | None:
     return None
 
 
-def open_backend(settings: Settings, on_size: OnSize | None = None, search: SearchSettings | None = None) -> IndexBackend:
+def open_backend(
+    settings: Settings, on_size: OnSize | None = None, search: SearchSettings | None = None, bulk: bool = False
+) -> IndexBackend:
     """The store the settings name (``index_backend``, with ``index_dir`` and ``index_wal_max_mb`` for FAISS, the
     ``milvus_*`` settings for Milvus; indexes on the GPU where ``prefer_cuda`` and FAISS has one). With several
-    ``workers``, or ``index_read_only``, a FAISS folder is read-only here (:func:`read_only_reason`). The store takes
-    nothing until its :meth:`~IndexBackend.open` (or first load or write)."""
+    ``workers``, or ``index_read_only``, a FAISS folder is read-only here (:func:`read_only_reason`). ``bulk``: a bulk
+    build's store (:func:`open_store`). The store takes nothing until its :meth:`~IndexBackend.open` (or first load or
+    write)."""
     read_only = read_only_reason(settings)
     return open_store(
         settings.index_backend,
@@ -135,6 +151,7 @@ def open_backend(settings: Settings, on_size: OnSize | None = None, search: Sear
         milvus=MilvusOptions.of(settings),
         read_only=read_only,
         search=search,
+        bulk=bulk,
     )
 
 

@@ -223,6 +223,10 @@ class MilvusStore:
             log.error("%s; indexes answer 503 until it is back", e)
             return []
 
+    def load(self, name: str) -> bool:
+        """Whether Milvus holds the index ``name`` (its collections are Milvus's to load)."""
+        return name in self
+
     def names(self) -> list[str]:
         try:
             colls = self._call("list", "", "list_collections")

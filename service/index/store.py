@@ -18,7 +18,8 @@ Each index keeps a BM25 index (:class:`~thoughtvec.service.index.lexical.Lexical
 over the same documents: built from them at load (snapshot + replayed log) and at install, changed by every
 add and delete where the vectors are (in ``_apply``, under the index's lock, after the log record is on
 disk), gone with a drop. It keeps nothing on disk of its own: the log and the snapshot hold every
-document's text, so it is exactly as durable as the vectors.
+document's text, so it is exactly as durable as the vectors. A bulk build's store (``lexical=False``), which searches
+nothing, keeps none.
 
 One process uses a folder at a time: from :meth:`IndexStore.open` (or its first load or write) until
 :meth:`~IndexStore.close`, the store holds the folder's lock (:mod:`~thoughtvec.service.index.folder_lock`),
@@ -65,7 +66,7 @@ class _Entry:
     index: VectorIndex
     wal: Wal
     folder: Path
-    lexical: LexicalIndex  # BM25 over the same documents as ``index``
+    lexical: LexicalIndex | None  # BM25 over the same documents as ``index`` (None: not kept, a bulk build's store)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
 
@@ -86,9 +87,13 @@ class IndexStore:
         read_only: str | None = None,
         analyzer: Analyzer | None = None,
         bm25: BM25 | None = None,
+        lexical: bool = True,
     ):
         self.root = Path(root)
         self.analyzer, self.bm25 = analyzer or Analyzer(), bm25 or BM25()  # every index's BM25 half (search_settings)
+        # Keep each index's BM25 half in memory. A bulk build's store, which searches nothing, does not: the half is
+        # derived from the documents and built again by every load, so building it while writing would be all cost.
+        self.lexical = lexical
         # Why this process must not write the folder (another process may: workers over one folder), or None.
         # Writes are refused with it (409), and nothing is folded into snapshots at close.
         self.read_only = read_only
@@ -133,6 +138,21 @@ class IndexStore:
                 self.quarantine(folder.name, unservable(e))
         return self.names()
 
+    def load(self, name: str) -> bool:
+        """Load the index ``name`` alone (``thoughtvec index build``: one index, however many the folder holds): True,
+        or False where its folder holds none (or an unfinished creation). One that cannot be loaded raises."""
+        self.open()
+        if name in self._entries:
+            return True
+        folder = self.root / name
+        if not folder.is_dir():
+            return False
+        try:
+            self._register(self.load_folder(folder))
+        except Unfinished:
+            return False
+        return True
+
     def quarantine(self, name: str, why: str) -> None:
         """Serve ``name`` no more: 503 with ``why``, which clients read (words, no path: :func:`unservable`)."""
         log.error("index %s quarantined (it answers 503 until fixed or dropped): %s", name, why)
@@ -162,9 +182,8 @@ class IndexStore:
             except Exception as e:
                 raise Unreplayable(f"log record {header.get('seq')} ({header.get('op')}) cannot be replayed ({unservable(e)})") from e
             replayed += 1
-        lexical = lexical_of(
-            vi, self.analyzer, self.bm25
-        )  # once, from the final documents: cheaper than replaying the log's deletes into it
+        # once, from the final documents: cheaper than replaying the log's deletes into it
+        lexical = lexical_of(vi, self.analyzer, self.bm25) if self.lexical else None
         log.info(
             "index %s: %d documents (%s, %s), %d log records replayed",
             vi.config.name,
@@ -252,6 +271,8 @@ class IndexStore:
         e = self.entry(name)
         with e.lock:  # the lexical index is not safe to search while another thread adds
             vi = e.index
+            if e.lexical is None:
+                raise IndexUnavailable(f"index '{name}' keeps no BM25 half in this process (a bulk build's store)", field="index")
             return [[(vi.docs[vi.labels[i]], s) for i, s in e.lexical.search(q, k)] for q in queries]
 
     # -- writes --------------------------------------------------------------------------
@@ -288,7 +309,7 @@ class IndexStore:
             if old is not None:
                 old.wal.close()
             self.quarantined.pop(name, None)
-            self._register(_Entry(vi, wal, folder, lexical_of(vi, self.analyzer, self.bm25)))
+            self._register(_Entry(vi, wal, folder, lexical_of(vi, self.analyzer, self.bm25) if self.lexical else None))
         finally:
             with self._lock:
                 self._creating.discard(name)

@@ -304,7 +304,8 @@ def test_index_build_command_writes_to_the_backend(backend, request, models_dir,
         assert store.names() == ["built"] and store.count("built") == len(SENTENCES)
         store.close()
         capsys.readouterr()
-        assert main(build) == 1 and "already exists" in capsys.readouterr().err  # exists: --overwrite replaces it
+        assert main(build) == 0  # run again: every id is there, nothing is added twice (--overwrite would replace it)
+        assert f"0 documents added ({len(SENTENCES)} already there); {len(SENTENCES)} documents" in capsys.readouterr().out
         assert main(["index", "list", "--index-dir", str(tmp_path / "indexes")]) == 0
         listed = capsys.readouterr().out.splitlines()
         mode = "dense" if backend == "milvus-server" else "lexical"  # the best on dev of what the backend serves
@@ -320,7 +321,7 @@ def test_index_build_command_writes_to_the_backend(backend, request, models_dir,
             )
             store.load_all()
             assert store.config("words").embedded is False and store.config("hybrid").embedded is True
-            assert store.lexical_search("words", [SENTENCES[1]], 1)[0][0][0].id == "2"
+            assert store.lexical_search("words", [SENTENCES[1]], 1)[0][0][0].id == "docs.txt:2"
             store.close()
         else:  # refused before anything is embedded, saying why
             assert hybrid == 1 and words == 1 and "BM25" in capsys.readouterr().err

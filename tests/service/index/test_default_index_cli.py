@@ -172,9 +172,10 @@ def test_index_build_and_list_commands(models_dir, tmp_path, capsys):
     ]
     rc = main(build)
     out = capsys.readouterr().out
-    assert rc == 0 and "index 'mine': 3 documents, Flat cosine, model tiny/mean (dim 8), searched lexical" in out  # the dev rule
-    assert main(build) == 1
-    assert "already exists" in capsys.readouterr().err
+    assert rc == 0 and out.startswith("index 'mine': 3 documents added (0 already there) in ")
+    assert "; 3 documents, Flat cosine, model tiny/mean (dim 8), searched lexical" in out  # the dev rule
+    assert main(build) == 0  # run again: the index holds every id, nothing is embedded again
+    assert "index 'mine': 0 documents added (3 already there); 3 documents," in capsys.readouterr().out
     sample = write_sample(tmp_path / "s.tsv.gz", n=20)
     assert (
         main(
@@ -215,19 +216,19 @@ def test_index_build_of_a_lexical_only_index_runs_no_model(models_dir, tmp_path,
     """``--mode lexical`` named makes a lexical-only index, as ``POST /v1/indexes`` does: its documents are not
     embedded (the encoder never runs), lexical search finds them, and dense or hybrid search is the 422 naming
     ``mode``. Without ``--mode``, the dev rule's lexical default still embeds them (dense search on request)."""
-    from thoughtvec.service.core.encoder import Encoder
+    from thoughtvec.service.core.embedding import EmbeddingService
 
     src = tmp_path / "docs.txt"
     src.write_text("the cat sat on the mat\na dog ran in the park\nshe walked home\n")
     idx = tmp_path / "idx"
     ran: list[int] = []
-    real = Encoder.encode_views  # every encode goes through it
+    real = EmbeddingService.embed_bulk  # the build embeds every chunk through it
 
-    def spy(self, texts, *args, **kw):
+    async def spy(self, model, view, texts):
         ran.append(len(texts))
-        return real(self, texts, *args, **kw)
+        return await real(self, model, view, texts)
 
-    monkeypatch.setattr(Encoder, "encode_views", spy)
+    monkeypatch.setattr(EmbeddingService, "embed_bulk", spy)
     build = ["index", "build", "--model", "tiny", "--input", str(src), "--models-dir", str(models_dir), "--index-dir", str(idx)]
     assert main([*build, "--name", "words", "--mode", "lexical"]) == 0
     assert ran == [] and "searched lexical" in capsys.readouterr().out
@@ -237,7 +238,7 @@ def test_index_build_of_a_lexical_only_index_runs_no_model(models_dir, tmp_path,
         store = c.app.state.core.indexes.store
         assert store.config("words").embedded is False and store.config("ruled").embedded is True
         answer = c.post("/v1/search", json={"index": "words", "query": "a dog in the park", "k": 1}).json()
-        assert answer["mode"] == "lexical" and answer["results"][0][0]["id"] == "2", answer
+        assert answer["mode"] == "lexical" and answer["results"][0][0]["id"] == "docs.txt:2", answer
         for mode in ("dense", "hybrid"):
             r = c.post("/v1/search", json={"index": "words", "query": "a dog", "mode": mode})
             assert r.status_code == 422 and r.json()["error"]["field"] == "mode" and "lexical-only" in r.json()["error"]["message"], r.text
