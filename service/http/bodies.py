@@ -185,9 +185,9 @@ def check(raw: bytes, limits: JsonLimits, shape: Shape | None) -> Iterator[None]
 
 def _walk(value: Any, limits: JsonLimits, shape: Shape | None, path: list[str | int]) -> None:
     """:func:`scan`'s checks over a parsed value, depth first in document order (``path``: where it is)."""
+    if isinstance(value, dict | list) and len(path) >= limits.depth:
+        _too_deep(path, limits)
     if isinstance(value, dict):
-        if len(path) >= limits.depth:
-            _too_deep(path, limits)
         if len(value) > limits.keys:
             where = _joined(path)
             raise RequestTooLarge(f"{where} has more than {limits.keys} keys; the limit is {limits.keys} in one object", field=where)
@@ -198,8 +198,6 @@ def _walk(value: Any, limits: JsonLimits, shape: Shape | None, path: list[str | 
                 raise InvalidRequest(f"{where}: is not a field of this request (check the spelling)", field=where)
             _walk(child, limits, keys.get(key) if keys is not None else None, [*path, key])
     elif isinstance(value, list):
-        if len(path) >= limits.depth:
-            _too_deep(path, limits)
         if len(value) > limits.items:
             where = _joined(path)
             raise TooManyInputs(f"{where} has more than {limits.items} items; the limit is {limits.items} in one array", field=where)

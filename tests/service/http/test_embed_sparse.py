@@ -8,19 +8,10 @@ from collections import Counter
 
 import pytest
 
+from tests.service.core.test_sparse import CORPUS  # the same small corpus as the core's tests
 from thoughtvec.service.core.sparse import AVGDL, term_index
 from thoughtvec.service.index.lexical import BM25
 
-CORPUS = [
-    "The cat slept on the sofa all afternoon.",
-    "A cat and a dog played in the garden; the dog barked and the cat ran.",
-    "Stocks fell sharply on Monday as markets opened.",
-    "The dog barked at the mailman every morning.",
-    "Cats sleep most of the day, often on sofas and beds.",
-    "Researchers measured how long domestic cats sleep.",
-    "The garden was full of roses.",
-    "A sofa, a bed and a table were sold.",
-]
 QUERIES = ["where do cats sleep?", "dog barking at the mailman", "cat cat sofa", "roses in the garden"]
 
 
