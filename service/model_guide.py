@@ -34,7 +34,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 GUIDE_FILE = "model_guide.json"  # in the models folder, beside the bundles
-SEARCH_PARTS = ("analyzer", "bm25", "fusion")
+SEARCH_PARTS = ("analyzer", "bm25", "fusion", "rerank")
 ENTRY_KEYS = ("best_for", "best_trained_here_for", "dev")  # a measured bundle's entry, as /v1/models shows it
 NO_ENTRY: dict[str, Any] = {"best_for": [], "best_trained_here_for": [], "dev": None}
 
@@ -100,7 +100,8 @@ class Guide:
         return name in self.hybrid_models() and self.measured(name, fingerprint)
 
     def search(self, part: str) -> dict[str, Any] | None:
-        """The dev records' settings of ``part`` (``analyzer``, ``bm25`` or ``fusion``); None without a guide."""
+        """The dev records' settings of ``part`` (``analyzer``, ``bm25``, ``fusion`` or ``rerank``); None without a guide
+        (or, for ``rerank``, without a rerank record)."""
         if part not in SEARCH_PARTS:
             raise ValueError(f"{part!r}: one of {SEARCH_PARTS}")
         found = self._choices().get("search", {}).get(part)

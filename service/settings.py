@@ -27,6 +27,7 @@ PACKAGE_DATA = Path(__file__).resolve().parent / "index" / "data"
 Truncation = Literal["split", "truncate", "reject"]
 # How an index is searched: vectors (dense), BM25 (lexical), or both fused (hybrid); the one definition.
 SearchMode = Literal["dense", "lexical", "hybrid"]
+RerankMode = Literal["hybrid", "dense"]  # POST /v1/rerank and its peers (scoring.RERANK_MODES)
 SEARCH_MODES: tuple[SearchMode, ...] = ("dense", "lexical", "hybrid")
 
 

@@ -34,7 +34,7 @@ from thoughtvec.service.core.limits import Texts
 from thoughtvec.service.core.registry import Model
 from thoughtvec.service.core.results import ModelDescription, Ranked
 from thoughtvec.service.errors import BundleError, InvalidInput, QueueFull, UnknownModel
-from thoughtvec.service.settings import Settings, Truncation, load_settings
+from thoughtvec.service.settings import RerankMode, Settings, Truncation, load_settings
 
 T = TypeVar("T")
 
@@ -185,16 +185,26 @@ class Embedder:
         top_n: int | None = None,
         view: str | None = None,
         truncation: Truncation | None = None,
+        mode: RerankMode | None = None,
     ) -> list[Ranked]:
-        """``documents`` by cosine similarity to ``query``, best first (``top_n`` of them), as ``POST /v1/rerank``
-        ranks them: each :class:`~thoughtvec.service.core.results.Ranked` has the document's ``index``, ``score`` and text."""
+        """``documents`` ranked against ``query``, best first (``top_n`` of them), as ``POST /v1/rerank`` ranks them
+        (``mode`` ``hybrid`` by default: cosine and BM25 fused; ``dense``: the cosine alone): each
+        :class:`~thoughtvec.service.core.results.Ranked` has the document's ``index``, ``score`` (relevance on [0, 1]),
+        ``raw`` (the mode's own score) and text."""
         docs = _as_list(documents, "documents")
         if not docs:
             return []
         scoring = self._core.scoring
         return self._run(
             lambda: scoring.rerank(
-                query=query, documents=docs, top_n=top_n, return_documents=True, model=self.name, view=view, truncation=truncation
+                query=query,
+                documents=docs,
+                top_n=top_n,
+                return_documents=True,
+                model=self.name,
+                view=view,
+                truncation=truncation,
+                mode=mode,
             )
         ).results
 

@@ -34,10 +34,10 @@ class Core:
         self.metrics = metrics or Metrics()
         self.group = group  # the other worker processes on this port, where there are (settings.workers)
         self.embedding = EmbeddingService(settings, self.metrics)
-        self.scoring = ScoringService(self.embedding)  # similarity and rerank
         self.catalog = Catalog(self.embedding, self.devices)  # what is served: /v1/models, /info, /tokenize
         # the index services, over one store: its lifecycle and the indexes themselves, search, documents in and out
         self.indexes, self.search, self.ingest = IndexServices.over(settings, self.embedding)
+        self.scoring = ScoringService(self.embedding, self.search.state.search_settings)  # similarity and rerank (BM25 as indexes)
         self.sparse = SparseService(settings, self.search.state.search_settings)  # BM25's sparse vectors: POST /embed_sparse
         self.generation = GenerationService(self.embedding, settings.ort_threads or None)  # the decoders: POST /v1/generate
         self._tasks: list[asyncio.Task] = []

@@ -58,7 +58,8 @@ class Similarity:
 @dataclass(frozen=True, slots=True)
 class Ranked:
     index: int  # position in the request's documents
-    score: float
+    score: float  # relevance on [0, 1] (scoring.ScoringService.rerank)
+    raw: float  # the mode's own score: the cosine (dense), the fused score (hybrid)
     document: str | None = None  # only when the request asked for the documents back
 
 
@@ -67,6 +68,7 @@ class Reranked:
     model: str
     results: list[Ranked]  # best first
     usage: Usage
+    mode: str = "hybrid"  # scoring.RERANK_MODES
 
 
 # -- info and tokenize ----------------------------------------------------------------------

@@ -31,6 +31,8 @@ from thoughtvec.service.core.sparse import AVGDL, Side
 from thoughtvec.service.errors import InvalidInput, InvalidRequest
 from thoughtvec.service.http.schemas import (
     NULL,
+    RELEVANCE,
+    RERANK_MODE,
     TEXT,
     TEXTS,
     Int,
@@ -41,7 +43,7 @@ from thoughtvec.service.http.schemas import (
     examples,
     given,
 )
-from thoughtvec.service.settings import Truncation
+from thoughtvec.service.settings import RerankMode, Truncation
 
 TEI_FORM, OUR_FORM = "TEI's form", "this API's form"  # the tags of a two-form body (errors name fields without them)
 SIMILARITY_FORM = "TEI's similarity"  # POST / with inputs {source_sentence, sentences}
@@ -51,11 +53,6 @@ MODEL_IDS = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minIt
 EmbedInputs = Annotated[
     str | list[Any], WithJsonSchema({"anyOf": [TEXT, TEXTS, MODEL_IDS, {"type": "array", "items": MODEL_IDS, "minItems": 1}]})
 ]
-
-
-def unit_score(cosine: float) -> float:
-    """A cosine in [-1, 1] as a score in [0, 1], in the same order."""
-    return (1.0 + cosine) / 2.0
 
 
 def form(field: str):
@@ -195,13 +192,16 @@ class TeiRerankRequest(TeiOptions):
     )
     query: Annotated[Any, WithJsonSchema(TEXT)] = Field(description="the text the texts are ranked against")
     texts: Annotated[list[Any], WithJsonSchema(TEXTS)] = Field(description="texts to rank")
-    raw_scores: bool = Field(False, description="`score` is the cosine in [-1, 1]; by default, (1 + cosine) / 2 in [0, 1]")
+    raw_scores: bool = Field(
+        False, description="`score` is the mode's own score (the fused score in `hybrid`, the cosine in `dense`); by default on [0, 1]"
+    )
     return_text: bool = Field(False, description="include each text in its result")
+    mode: RerankMode | None = RERANK_MODE
 
 
 class TeiRank(BaseModel):
     index: int = Field(description="position in `texts`")
-    score: float = Field(description="(1 + cosine) / 2 in [0, 1], or the cosine with `raw_scores`")
+    score: float = Field(description=RELEVANCE + "; with `raw_scores`, the mode's own score")
     text: str | None = absent_if_none(description="the text, when `return_text` is true")
 
 
@@ -210,7 +210,7 @@ class TeiRerankResponse(RootModel[list[TeiRank]]):
 
     @classmethod
     def of(cls, r: core.Reranked, raw_scores: bool) -> TeiRerankResponse:
-        return cls([TeiRank(index=x.index, score=x.score if raw_scores else unit_score(x.score), text=x.document) for x in r.results])
+        return cls([TeiRank(index=x.index, score=x.raw if raw_scores else x.score, text=x.document) for x in r.results])
 
 
 RerankForms = Annotated[Annotated[TeiRerankRequest, Tag(TEI_FORM)] | Annotated[RerankRequest, Tag(OUR_FORM)], form("texts")]
@@ -261,6 +261,7 @@ class CohereRerankRequest(StrictBody):
         description="documents over the model's token limit are cut at it; a value below the limit is a 422 (the cut is the "
         "model's); absent: the server's `truncation` setting",
     )
+    mode: RerankMode | None = RERANK_MODE
 
     def truncation(self, limit: int) -> Truncation | None:
         """The documents' truncation for a model taking ``limit`` tokens."""
@@ -282,7 +283,7 @@ def token_cap(cap: int | None, limit: int, field: str, what: str) -> bool:
 
 class CohereResult(BaseModel):
     index: int = Field(description="position in `documents`")
-    relevance_score: float = Field(description="(1 + cosine) / 2 in [0, 1]")
+    relevance_score: float = Field(description=RELEVANCE)
 
 
 class CohereRerankResponse(BaseModel):
@@ -294,7 +295,7 @@ class CohereRerankResponse(BaseModel):
     def of(cls, r: core.Reranked) -> CohereRerankResponse:
         return cls(
             id=str(uuid.uuid4()),
-            results=[CohereResult(index=x.index, relevance_score=unit_score(x.score)) for x in r.results],
+            results=[CohereResult(index=x.index, relevance_score=x.score) for x in r.results],
             meta={"api_version": {"version": "2"}, "tokens": {"input_tokens": r.usage.tokens}},
         )
 

@@ -25,7 +25,7 @@ from thoughtvec.service.http.openapi import DEFAULT_MODEL
 from thoughtvec.service.index.contents import NAME_PATTERN, Metric
 from thoughtvec.service.index.factory_grammar import SCHEMA_PATTERN
 from thoughtvec.service.index.jsonvalues import reject_lone_surrogates
-from thoughtvec.service.settings import SearchMode, Truncation
+from thoughtvec.service.settings import RerankMode, SearchMode, Truncation
 
 # What the core accepts, for the OpenAPI schema (the core checks it, with messages naming the field). The
 # "x-max-*" keys name a setting: the served schema states its value (``thoughtvec.service.http.openapi``).
@@ -83,6 +83,15 @@ MODE = Field(
     None,
     description="`dense` (the index's vectors), `lexical` (BM25) or `hybrid` (both rankings fused); default: the index's "
     "`mode` (a vector query: `dense`, the only mode it has)",
+)
+RERANK_MODE = Field(
+    None,
+    description="`hybrid` (default): the model's cosine and BM25 over the documents sent, fused as a hybrid search fuses; "
+    "`dense`: the cosine alone",
+)
+RELEVANCE = (
+    "on [0, 1], best first: in `hybrid`, the logistic of the fused standardised scores (0.5: the documents' mean on both "
+    "signals; 0.73: a standard deviation above it on both); in `dense`, (1 + cosine) / 2"
 )
 TRUNCATION = Field(
     None,
@@ -212,6 +221,7 @@ class RerankRequest(StrictBody):
     model: str | None = None
     view: str | None = None
     truncation: Truncation | None = TRUNCATION
+    mode: RerankMode | None = RERANK_MODE
 
     @field_validator("rank_fields")
     @classmethod
@@ -249,13 +259,14 @@ class RerankDocument(BaseModel):
 
 class RerankResult(BaseModel):
     index: int = Field(description="position in `documents`")
-    relevance_score: float = Field(description="cosine similarity in [-1, 1], the same score as /v1/similarity")
+    relevance_score: float = Field(description=RELEVANCE)
     document: RerankDocument | None = absent_if_none(description="`{text}`, as Cohere v1 gives it, when `return_documents` is true")
 
 
 class RerankResponse(BaseModel):
     object: Literal["rerank"] = "rerank"
     model: str
+    mode: RerankMode = Field(description="the mode that ranked")
     results: list[RerankResult] = Field(description="best first")
     usage: Usage
 
@@ -270,7 +281,7 @@ class RerankResponse(BaseModel):
             return RerankDocument.model_validate(sent) if isinstance(sent, dict) else RerankDocument(text=x.document)
 
         results = [RerankResult(index=x.index, relevance_score=x.score, document=document(x)) for x in r.results]
-        return cls(model=r.model, results=results, usage=Usage.of(r.usage))
+        return cls(model=r.model, mode=r.mode, results=results, usage=Usage.of(r.usage))
 
 
 class PairScore(BaseModel):

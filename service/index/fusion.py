@@ -6,11 +6,14 @@ Each input is one query's ranking, ``[(id, score), ...]`` best first, from a sea
   a document absent from a ranking gets nothing from it. Scores' scales never meet, only ranks.
 * ``minmax``: each ranking's scores mapped to [0, 1] by its own minimum and maximum, then
   ``sum_i w_i * s_i``; a document absent from a ranking gets 0 from it.
+* ``zscore``: each ranking's scores standardised by their own mean and standard deviation, then
+  ``sum_i w_i * z_i``; a document absent from a ranking gets that ranking's lowest standardised score.
 
 Ties in the fused score keep the order of first appearance, dense ranking first. The defaults are the fallback
 (``thoughtvec.service.index.search_settings``); the model guide's, chosen on the retrieval dev set (``python -m
 thoughtvec.training.evaluation.retrieval_tuning fusion``; docs/RESULTS.md, *Retrieval*), replace them for the
-bundles it measured.
+bundles it measured. Rerank (:mod:`thoughtvec.service.core.scoring`) fuses the same way, with its own fusion
+(``retrieval_tuning rerank``): its rankings hold every document sent, so none is absent from either.
 """
 
 from __future__ import annotations
@@ -19,8 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 Ranking = Sequence[tuple[str, float]]
-FusionMethod = Literal["rrf", "minmax"]
+FusionMethod = Literal["rrf", "minmax", "zscore"]
+FUSION_METHODS: tuple[FusionMethod, ...] = ("rrf", "minmax", "zscore")
 
 
 @dataclass(frozen=True)
@@ -39,7 +45,21 @@ class Fusion:
         weights = (1.0, self.lexical_weight)
         if self.method == "rrf":
             return rrf([dense, lexical], weights, self.rrf_k)[:k]
+        if self.method == "zscore":
+            return zscore([dense, lexical], weights)[:k]
         return minmax([dense, lexical], weights)[:k]
+
+    def relevance(self, fused: float) -> float:
+        """A fused score on [0, 1], in the same order. ``minmax``: the weighted mean of the rankings' scaled scores
+        (1: the best of each ranking); ``rrf``: the fused score over its most, a document first in every ranking (1);
+        ``zscore``: the logistic of the weighted mean of the standardised scores (0.5: the mean of each ranking,
+        0.73: a standard deviation above it in each)."""
+        total = 1.0 + self.lexical_weight
+        if self.method == "rrf":
+            return fused * (self.rrf_k + 1) / total
+        if self.method == "zscore":
+            return float(1.0 / (1.0 + np.exp(-fused / total)))
+        return fused / total
 
 
 def rrf(rankings: Sequence[Ranking], weights: Sequence[float], k: int = 60) -> list[tuple[str, float]]:
@@ -63,6 +83,26 @@ def minmax(rankings: Sequence[Ranking], weights: Sequence[float]) -> list[tuple[
         for doc, s in ranking:
             norm = (s - lo) / (hi - lo) if hi > lo else 1.0
             fused[doc] = fused.get(doc, 0.0) + w * norm
+    return _sorted(fused)
+
+
+def zscore(rankings: Sequence[Ranking], weights: Sequence[float]) -> list[tuple[str, float]]:
+    """Standardised score fusion of ``rankings`` (higher scores better; a ranking whose scores are all equal counts 0
+    for each of its documents; a document absent from a ranking gets that ranking's lowest standardised score)."""
+    fused: dict[str, float] = {}
+    present: list[tuple[dict[str, float], float, float]] = []
+    for ranking, w in zip(rankings, weights):
+        if not ranking:
+            continue
+        scores = np.array([s for _, s in ranking], np.float64)
+        spread = scores.std()
+        z = (scores - scores.mean()) / spread if spread > 0 else np.zeros_like(scores)
+        present.append(({doc: float(v) for (doc, _), v in zip(ranking, z)}, float(z.min()), w))
+        for doc, _ in ranking:
+            fused.setdefault(doc, 0.0)
+    for zs, lowest, w in present:
+        for doc in fused:
+            fused[doc] += w * zs.get(doc, lowest)
     return _sorted(fused)
 
 

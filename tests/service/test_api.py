@@ -204,6 +204,9 @@ def test_similarity_and_rerank_score_as_their_routes(tiny, http):
     assert [x.index for x in ranked] == [x["index"] for x in r["results"]]
     assert [x.document for x in ranked] == [SENTENCES[1:][x["index"]] for x in r["results"]]
     np.testing.assert_allclose([x.score for x in ranked], [x["relevance_score"] for x in r["results"]], atol=1e-6)
+    dense = tiny.rerank(SENTENCES[0], SENTENCES[1:], mode="dense")
+    d = http.post("/v1/rerank", json={"model": "tiny", "query": SENTENCES[0], "documents": SENTENCES[1:], "mode": "dense"}).json()
+    assert [(x.index, x.score) for x in dense] == [(x["index"], pytest.approx(x["relevance_score"], abs=1e-6)) for x in d["results"]]
     with pytest.raises(InvalidInput) as e:
         tiny.similarity(["ok", 7], "x")
     assert e.value.field == "a[1]"
@@ -286,9 +289,12 @@ def test_closing_stops_the_engine_and_lets_go_of_the_index_folder(models, tmp_pa
         m.encode("the cat")
     with api.load("tiny", models_dir=models) as again:  # the folder's lock was let go of
         assert len(api.Index.open(again, tmp_path / "idx", "x")) == 1
-    # the engine's loop and the batchers' threads are gone (tqdm's monitor and an idle default executor may linger)
-    left = [t.name for t in set(threading.enumerate()) - before if t.is_alive()]
-    assert not [name for name in left if name.startswith(("thoughtvec-", "ort-"))], left
+    # the engine's loop and the batchers' threads end (tqdm's monitor and an idle default executor may linger); an
+    # executor shut down without waiting lets its idle threads go a moment later, so each is joined first
+    ours = [t for t in set(threading.enumerate()) - before if t.name.startswith(("thoughtvec-", "ort-"))]
+    for t in ours:
+        t.join(timeout=60)
+    assert not [t.name for t in ours if t.is_alive()]
 
 
 def test_import_thoughtvec_stays_light_and_names_the_api():

@@ -61,7 +61,7 @@ def test_the_committed_guide_is_the_generated_one():
 def _ranked(name: str, mode: str, lexical: dict, fusion: dict | None = None) -> dict:
     ranker = {"kind": "lexical", **lexical} if mode == "lexical" else {"kind": "bundle", "lexical": {"kind": "lexical", **lexical}}
     if fusion is not None:
-        ranker["fusion"] = fusion
+        ranker["rerank" if mode == "rerank" else "fusion"] = fusion
     return retrieval(name, "v", 0.5, mode=mode, kind="lexical" if mode == "lexical" else "bundle") | {"ranker": ranker}
 
 
@@ -79,6 +79,17 @@ def test_search_settings_are_the_records_and_records_that_disagree_are_refused()
         guide.search_settings([])
 
 
+def test_a_rerank_record_gives_the_guide_its_rerank_fusion_and_two_that_disagree_are_refused():
+    base = [_ranked("bm25", "lexical", LEXICAL), _ranked("a", "hybrid", LEXICAL, FUSION)]
+    assert "rerank" not in guide.search_settings(base)  # optional: the server falls back
+    rerank = {"method": "zscore", "lexical_weight": 0.5, "rrf_k": 60, "depth": 100}
+    assert guide.search_settings([*base, _ranked("a", "rerank", LEXICAL, rerank)])["rerank"] == rerank
+    with pytest.raises(ValueError, match="one rerank setting.*scifact-dev__b__v__rerank"):
+        guide.search_settings(
+            [*base, _ranked("a", "rerank", LEXICAL, rerank), _ranked("b", "rerank", LEXICAL, rerank | {"lexical_weight": 1.0})]
+        )
+
+
 def test_every_dev_retrieval_record_was_measured_with_the_guides_settings():
     """The analyser, BM25 and fusion of each committed retrieval record are the model guide's, the ones the rankers
     (the server's and the harness's) search with; a record measured with others is stale: run its command again."""
@@ -94,4 +105,6 @@ def test_every_dev_retrieval_record_was_measured_with_the_guides_settings():
             checked += 1
         if "fusion" in ranker:
             assert ranker["fusion"] == fusion, f"{r['command']}: measured with another fusion"
+        if "rerank" in ranker:
+            assert ranker["rerank"] == dataclasses.asdict(measured.rerank), f"{r['command']}: measured with another rerank fusion"
     assert checked > 1  # BM25 alone and the hybrids

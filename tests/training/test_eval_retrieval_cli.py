@@ -75,6 +75,8 @@ def test_the_default_search_rule_takes_the_best_servable_ranker():
 
     records = [rec("lexical", "bm25", "lexical", 0.6), rec("bundle", "a", "hybrid", 0.65), rec("baseline", "minilm", "hybrid", 0.7)]
     assert retrieval_report.default_search(records)["name"] == "a"  # a baseline is not servable
+    reranked = [*records, rec("bundle", "b", "rerank", 0.69)]  # rerank ranks what another search found: no index's mode
+    assert retrieval_report.default_search(reranked)["name"] == "a"
 
 
 @pytest.mark.parametrize("mode", ["dense", "lexical", "hybrid", None])

@@ -12,6 +12,7 @@ import pytest
 from tests.tiny_bundle import make_tiny_bundle
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.service.index.fusion import Fusion
+from thoughtvec.service.index.search_settings import FALLBACK_RERANK
 from thoughtvec.training.evaluation import beir, rankers, retrieval, sources
 from thoughtvec.training.evaluation.datasets import DatasetError
 
@@ -149,6 +150,39 @@ def test_hybrid_ranker_fuses_both_rankings(toy):
     (got,) = hybrid.rank(task.query_texts[:1], 4)
     (d,), (lx,) = dense.rank(task.query_texts[:1], 4), lexical.rank(task.query_texts[:1], 4)
     assert got == fusion.fuse(d, lx, 4) and hybrid.mode == "hybrid" and hybrid.describe()["fusion"]["depth"] == 4
+
+
+def test_rerank_ranker_ranks_bm25s_candidates_as_the_servers_rerank_does(toy):
+    from thoughtvec.service import api
+
+    root, task = toy
+    (dense,) = rankers.DenseRanker.for_views(sources.BundleSource(root / "tiny", truncation="split"), ["mean"], task)
+    lexical = rankers.LexicalRanker(task)
+    rerank = rankers.RerankRanker(dense, lexical, task, FALLBACK_RERANK)  # the server's for a bundle the guide did not measure
+    assert rerank.mode == "rerank" and rerank.describe()["rerank"]["method"] == rerank.fusion.method
+    got = rerank.rank(task.query_texts, 10)
+    with api.load("tiny", models_dir=root) as tiny:
+        for row, query, found in zip(got, task.query_texts, lexical.rank(task.query_texts, rerank.candidates)):
+            ids = [d for d, _ in found]  # BM25's candidates only: a document sharing no term is never reranked in
+            served = tiny.rerank(query, [task.doc_texts[task.doc_ids.index(d)] for d in ids], truncation="split")
+            assert [d for d, _ in row] == [ids[r.index] for r in served]
+            assert [s for _, s in row] == pytest.approx([r.raw for r in served], abs=1e-5)
+
+
+@pytest.mark.parametrize("what", ["rerank", "feedback"])
+def test_retrieval_tuning_grids_run_and_report_paired_against_the_default_search(toy, capsys, what):
+    from thoughtvec.training.evaluation import retrieval_tuning
+
+    root, _ = toy
+    assert retrieval_tuning.main([what, "--bundle", str(root / "tiny"), "--beir", str(root / "toy")]) == 0
+    out = capsys.readouterr().out
+    if what == "rerank":
+        assert "48 settings" in out and "best vs BM25 alone" in out and "best vs the default search" in out
+        assert "best: Fusion(method=" in out
+    else:
+        paired = out.split("against the default search, paired")[1].splitlines()[1:]
+        assert len(paired) == 9 + 12 + 3  # Rocchio 3 x 3, RM3 3 x 2 x 2, titles 3
+        assert all(line.strip().startswith(("('rocchio'", "('rm3'", "('title'")) for line in paired)
 
 
 def test_retrieval_check_reports_every_pooling_and_the_coverage(toy):

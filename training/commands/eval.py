@@ -76,9 +76,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     ret.add_argument(
         "--mode",
         action="append",
-        choices=("dense", "hybrid", "lexical"),
+        choices=("dense", "hybrid", "lexical", "rerank"),
         default=[],
-        help="for each source: dense (exact cosine; default), hybrid (fused with BM25); with --url, sent to /v1/search as given",
+        help="for each source: dense (exact cosine; default), hybrid (fused with BM25), rerank (BM25's top 100 reranked as "
+        "POST /v1/rerank ranks them); with --url, sent to /v1/search as given",
     )
     ret.add_argument("--index", help="with --url: search this index (holding the corpus) instead of building one")
     ret.add_argument(

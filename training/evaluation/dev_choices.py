@@ -171,24 +171,31 @@ def _lexical_settings(record: dict) -> dict | None:
 
 def search_settings(retrieval: Sequence[dict]) -> dict[str, dict]:
     """The analyser, BM25 and fusion settings the retrieval dev records were measured with (chosen on that dev set
-    by ``python -m thoughtvec.training.evaluation.retrieval_tuning``), as the rankers' defaults take them.
-    ``ValueError`` when the records disagree (one measured with other settings than the rest: run it again)."""
+    by ``python -m thoughtvec.training.evaluation.retrieval_tuning``), as the rankers' defaults take them, and the
+    rerank fusion where a rerank record holds one. ``ValueError`` when the records disagree (one measured with other
+    settings than the rest: run it again)."""
     on_task = [r for r in retrieval if r["task"] == RETRIEVAL_TASK]
-    seen: dict[str, dict[str, list[str]]] = {"lexical": {}, "fusion": {}}
+    seen: dict[str, dict[str, list[str]]] = {"lexical": {}, "fusion": {}, "rerank": {}}
     for r in on_task:
-        for part, settings in (("lexical", _lexical_settings(r)), ("fusion", r.get("ranker", {}).get("fusion"))):
+        ranker = r.get("ranker", {})
+        for part, settings in (("lexical", _lexical_settings(r)), ("fusion", ranker.get("fusion")), ("rerank", ranker.get("rerank"))):
             if settings is not None:
                 seen[part].setdefault(json.dumps(settings, sort_keys=True), []).append(retrieval_slug(r))
     for part, variants in seen.items():
-        if len(variants) != 1:
+        if len(variants) != 1 and (part != "rerank" or variants):  # rerank records are optional; the rest are not
             found = "; ".join(f"{k} in {', '.join(v)}" for k, v in variants.items()) or "none"
             raise ValueError(f"the {RETRIEVAL_TASK} records need one {part} setting, found: {found}")
     lexical, fusion = (json.loads(next(iter(seen[part]))) for part in ("lexical", "fusion"))
-    return {
+    keys = ("method", "lexical_weight", "rrf_k", "depth")
+    out = {
         "analyzer": {k: lexical[k] for k in ("stemmer", "stopwords")},
         "bm25": {k: lexical[k] for k in ("method", "k1", "b")},
-        "fusion": {k: fusion[k] for k in ("method", "lexical_weight", "rrf_k", "depth")},
+        "fusion": {k: fusion[k] for k in keys},
     }
+    if seen["rerank"]:
+        rerank = json.loads(next(iter(seen["rerank"])))
+        out["rerank"] = {k: rerank[k] for k in keys}
+    return out
 
 
 def choices(figs: dict[str, Figures], retrieval: Sequence[dict]) -> dict:

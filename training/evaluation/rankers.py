@@ -5,6 +5,9 @@
   the server's default, so a long document is split and pooled exactly as served;
 * :class:`LexicalRanker` — BM25 through the server's own :class:`~thoughtvec.service.index.lexical.LexicalIndex`;
 * :class:`HybridRanker` — both, fused by the server's :class:`~thoughtvec.service.index.fusion.Fusion`;
+* :class:`RerankRanker` — BM25's best ``candidates`` of the corpus reranked as ``POST /v1/rerank`` ranks documents
+  sent to it (:func:`~thoughtvec.service.core.scoring.fused_relevance`: the cosine and BM25 over the candidates alone,
+  fused by the rerank fusion): what a RAG stack gets from its own BM25 followed by the server's rerank;
 * :class:`ServerRanker` — a running server's ``POST /v1/search`` over an index of the corpus that it builds
   (and drops) through the HTTP API; ``mode`` is sent when given (else the index's own mode answers), so a
   server's search is scored by the same function as the in-process rankers.
@@ -20,6 +23,7 @@ import numpy as np
 
 from thoughtvec.paths import MODELS
 from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.core.scoring import fused_relevance
 from thoughtvec.service.index.fusion import Fusion
 from thoughtvec.service.index.lexical import BM25, Analyzer, LexicalIndex
 from thoughtvec.service.index.search_settings import SearchSettings
@@ -59,8 +63,11 @@ class DenseRanker:
         return [cls(source, v, task.doc_ids, vecs[v], batch_size) for v in views]
 
     def rank(self, queries: Sequence[str], k: int) -> list[Ranking]:
-        q = l2_normalize(encode_views(self.source, list(queries), [self.view], batch_size=self.batch_size)[self.view])
-        return top_k(q @ self.docs.T, self.doc_ids, k)
+        return top_k(self.rank_vectors(queries) @ self.docs.T, self.doc_ids, k)
+
+    def rank_vectors(self, queries: Sequence[str]) -> np.ndarray:
+        """The queries' unit vectors in this view."""
+        return l2_normalize(encode_views(self.source, list(queries), [self.view], batch_size=self.batch_size)[self.view])
 
     def describe(self) -> dict:
         return {"dense": self.source.describe(), "view": self.view, "truncation": getattr(self.source, "truncation", None)}
@@ -110,6 +117,35 @@ class HybridRanker:
         f = self.fusion
         return self.dense.describe() | {"lexical": self.lexical.describe(),
                                         "fusion": {"method": f.method, "lexical_weight": f.lexical_weight, "rrf_k": f.rrf_k, "depth": f.depth}}  # fmt: skip
+
+
+class RerankRanker:
+    """Each query's ``candidates`` best BM25 documents (over the corpus), reranked by the server's rerank."""
+
+    mode = "rerank"
+    candidates = 100  # BM25's top 100: how RAG stacks call a reranker
+
+    def __init__(self, dense: DenseRanker, lexical: LexicalRanker, task: RetrievalTask, fusion: Fusion | None = None):
+        self.dense, self.lexical, self.fusion = dense, lexical, fusion or measured_search().rerank
+        self.name, self.kind, self.view = dense.name, dense.kind, dense.view
+        self.text = dict(zip(task.doc_ids, task.doc_texts))
+        self.row = {d: i for i, d in enumerate(dense.doc_ids)}
+        self.search = SearchSettings(lexical.index.analyzer, lexical.index.bm25)  # the candidates' BM25, as the server's
+
+    def rank(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        out = []
+        for query, vec, found in zip(queries, self.dense.rank_vectors(queries), self.lexical.rank(queries, self.candidates)):
+            ids = [d for d, _ in found]
+            cos = self.dense.docs[[self.row[d] for d in ids]] @ vec
+            relevance, raw = fused_relevance(query, [self.text[d] for d in ids], cos, self.search, self.fusion)
+            order = np.lexsort((np.arange(len(ids)), -raw))[:k]  # as the server orders them
+            out.append([(ids[i], float(raw[i])) for i in order])
+        return out
+
+    def describe(self) -> dict:
+        f = self.fusion
+        return self.dense.describe() | {"lexical": self.lexical.describe(), "candidates": self.candidates,
+                                        "rerank": {"method": f.method, "lexical_weight": f.lexical_weight, "rrf_k": f.rrf_k, "depth": f.depth}}  # fmt: skip
 
 
 class ServerRanker:

@@ -2,8 +2,13 @@
 
 ``lexical``: every analyser (stemmer x stop words) with BM25 lucene k1=1.2 b=0.75, then, on the best
 analyser (ties at four decimals: stop words removed), every variant x k1 x b of the grid; ``fusion``: for one dense source, every fusion of the grid
-over that source's and BM25's (the chosen defaults') rankings. Each prints nDCG@10 and recall@100 per
-setting, best first. The rankers' defaults (``service/index/lexical.py``, ``service/index/fusion.py``) are
+over that source's and BM25's (the chosen defaults') rankings; ``rerank``: for one dense source, every fusion of
+the grid reranking BM25's top 100 of the corpus as ``POST /v1/rerank`` ranks documents sent to it (the cosine and BM25
+over the candidates alone), the best against BM25 and the default search with paired intervals; ``feedback``: for one
+dense source, a second round and a title field against its default search (the guide's fusion of its dense and BM25
+rankings): Rocchio feedback on the dense half, RM3-style term expansion of the lexical half, BM25 over titles added
+to BM25 over whole documents, each setting paired against the default search. Each prints nDCG@10 and recall@100
+per setting, best first. The rankers' defaults (``service/index/lexical.py``, ``service/index/fusion.py``) are
 the model guide's ``choices.search``: the settings every dev retrieval record was measured with, which were
 the best nDCG@10 of these runs (docs/RESULTS.md, *Retrieval*). ``thoughtvec eval report`` refuses records
 measured with different settings, and a test fails when a record's settings differ from the defaults.
@@ -11,6 +16,8 @@ measured with different settings, and a test fails when a record's settings diff
     python -m thoughtvec.training.evaluation.retrieval_tuning lexical
     python -m thoughtvec.training.evaluation.retrieval_tuning fusion --bundle models/invertible-bijection
     python -m thoughtvec.training.evaluation.retrieval_tuning fusion --baseline minilm
+    python -m thoughtvec.training.evaluation.retrieval_tuning rerank --bundle models/all-minilm-l6-v2
+    python -m thoughtvec.training.evaluation.retrieval_tuning feedback --bundle models/all-minilm-l6-v2
 """
 
 from __future__ import annotations
@@ -18,12 +25,14 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from thoughtvec.service.core.scoring import candidate_bm25, fuse_scores
 from thoughtvec.service.index.fusion import Fusion
-from thoughtvec.service.index.lexical import BM25, METHODS, Analyzer
+from thoughtvec.service.index.lexical import BM25, METHODS, Analyzer, LexicalIndex
 from thoughtvec.training.evaluation import beir, rankers, retrieval, sources
 from thoughtvec.training.evaluation.retrieval import Ranking
 
@@ -77,6 +86,108 @@ def fusion_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Calla
     return Fusion(m, w, 60 if isinstance(k, str) else k, depth)  # "-": min-max fusion has no rrf k
 
 
+def rerank_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Callable[[str], None] = print) -> Fusion:
+    """Every fusion of the grid reranking BM25's top 100 by ``dense``'s cosine and BM25 over the candidates alone."""
+    lexical = rankers.LexicalRanker(task)
+    rerank = rankers.RerankRanker(dense, lexical, task)
+    cands = lexical.rank(task.query_texts, rerank.candidates)
+    q = dense.rank_vectors(task.query_texts)
+    signals = []  # per query: the candidates, their cosines and their BM25 over themselves
+    for query, vec, found in zip(task.query_texts, q, cands):
+        ids = [d for d, _ in found]
+        cos = dense.docs[[rerank.row[d] for d in ids]] @ vec
+        signals.append((ids, cos, candidate_bm25(query, [rerank.text[d] for d in ids], rerank.search)))
+    grid = itertools.chain(
+        (Fusion("zscore", w) for w in WEIGHTS),
+        (Fusion("minmax", w) for w in WEIGHTS),
+        (Fusion("rrf", w, k) for w, k in itertools.product(WEIGHTS, RRF_K)),
+    )
+    runs, fusions = {}, {}
+    for f in grid:
+        ranked = []
+        for ids, cos, bm25 in signals:
+            _, raw = fuse_scores(cos, bm25, f)
+            ranked.append([(ids[i], float(raw[i])) for i in np.lexsort((np.arange(len(ids)), -raw))])
+        key = (f.method, f.lexical_weight, f.rrf_k if f.method == "rrf" else "-")
+        runs[key], fusions[key] = dict(zip(task.query_ids, ranked)), f
+    results = {key: means(task, run) for key, run in runs.items()}
+    _table(
+        out,
+        f"rerank of BM25's top {rerank.candidates} (method, lexical weight, rrf k) by {dense.name} / {dense.view} and BM25 over the candidates",
+        results,
+    )
+    top = max(results, key=lambda key: results[key]["ndcg@10"])
+    best = fusions[top]
+    search = rankers.HybridRanker(dense, lexical)
+    against = {"BM25 alone": dict(zip(task.query_ids, cands)),
+               "the default search": dict(zip(task.query_ids, search.rank(task.query_texts, retrieval.DEPTH)))}  # fmt: skip
+    mine = retrieval.per_query(runs[top], task.qrels)["ndcg@10"]
+    for name, run in against.items():
+        theirs = retrieval.per_query(run, task.qrels)["ndcg@10"]
+        p = retrieval.paired(mine, theirs)
+        out(
+            f"best vs {name} ({np.mean(list(theirs.values())):.4f}): nDCG@10 {p['diff']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}] paired, {p['queries']} queries"
+        )
+    return best
+
+
+FEEDBACK_DOCS = (3, 5, 10)  # the first round's best documents that feed the second
+ROCCHIO_BETA = (0.3, 0.5, 1.0)  # their mean vector's weight beside the query's
+RM3_TERMS = (10, 20)  # expansion terms taken from them
+RM3_WEIGHT = (0.3, 0.5)  # the expansion's weight beside the query's own terms
+TITLE_WEIGHTS = (0.25, 0.5, 1.0)
+
+
+def feedback_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Callable[[str], None] = print) -> None:
+    """A second round and a title field, each setting paired against ``dense``'s default search."""
+    deepest = max(DEPTHS)
+    fusion = rankers.measured_search().fusion
+    lexical = rankers.LexicalRanker(task)
+    q = dense.rank_vectors(task.query_texts)
+    d = rankers.top_k(q @ dense.docs.T, dense.doc_ids, deepest)
+    lx = lexical.rank(task.query_texts, deepest)
+    base = [fusion.fuse(a, b, retrieval.DEPTH) for a, b in zip(d, lx)]
+    first = retrieval.per_query(dict(zip(task.query_ids, base)), task.qrels)["ndcg@10"]
+    out(f"the default search ({dense.name} / {dense.view} and BM25, {fusion}): nDCG@10 {np.mean(list(first.values())):.4f}")
+    row = {doc: i for i, doc in enumerate(dense.doc_ids)}
+    runs: dict[tuple, list[Ranking]] = {}
+    for k, beta in itertools.product(FEEDBACK_DOCS, ROCCHIO_BETA):  # the query moved toward its first round's best
+        moved = q + beta * np.stack([dense.docs[[row[doc] for doc, _ in hits[:k]]].mean(axis=0) for hits in base])
+        d2 = rankers.top_k(moved / np.linalg.norm(moved, axis=1, keepdims=True) @ dense.docs.T, dense.doc_ids, deepest)
+        runs[("rocchio", k, beta)] = [fusion.fuse(a, b, retrieval.DEPTH) for a, b in zip(d2, lx)]
+    analyzer, index, text = lexical.index.analyzer, lexical.index, dict(zip(task.doc_ids, task.doc_texts))
+    for k, m, w in itertools.product(FEEDBACK_DOCS, RM3_TERMS, RM3_WEIGHT):  # the query's words and its first round's
+        l2 = []
+        for query, hits in zip(task.query_texts, base):
+            weight: dict[str, float] = {}
+            for doc, _ in hits[:k]:  # each term by its share of the document's terms
+                terms = analyzer.terms([text[doc]])[0]
+                for term, n in Counter(terms).items():
+                    weight[term] = weight.get(term, 0.0) + n / len(terms)
+            own = set(analyzer.terms([query])[0])
+            added = [t for t in sorted(weight, key=lambda t: -weight[t]) if t not in own][:m]
+            scores = dict(index.search(query, len(task.doc_ids)))
+            for doc, s in index.search(" ".join(added), len(task.doc_ids)):  # the expansion's BM25, per term as one query term
+                scores[doc] = scores.get(doc, 0.0) + w * s * len(own) / max(1, len(added))
+            l2.append(sorted(scores.items(), key=lambda x: -x[1])[:deepest])
+        runs[("rm3", k, m, w)] = [fusion.fuse(a, b, retrieval.DEPTH) for a, b in zip(d, l2)]
+    titles = LexicalIndex.from_documents(zip(task.doc_ids, task.doc_titles), analyzer, index.bm25)
+    for w in TITLE_WEIGHTS:  # BM25 over the titles, added to BM25 over whole documents
+        l2 = []
+        for query in task.query_texts:
+            scores = dict(index.search(query, len(task.doc_ids)))
+            for doc, s in titles.search(query, len(task.doc_ids)):
+                scores[doc] = scores.get(doc, 0.0) + w * s
+            l2.append(sorted(scores.items(), key=lambda x: -x[1])[:deepest])
+        runs[("title", w)] = [fusion.fuse(a, b, retrieval.DEPTH) for a, b in zip(d, l2)]
+    results = {key: means(task, dict(zip(task.query_ids, run))) for key, run in runs.items()}
+    _table(out, "a second round and a title field", results, top=len(results))
+    out("\nagainst the default search, paired (10,000 resamples):")
+    for key, run in runs.items():
+        p = retrieval.paired(retrieval.per_query(dict(zip(task.query_ids, run)), task.qrels)["ndcg@10"], first)
+        out(f"  {str(key):42s} {p['diff']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}]")
+
+
 def _table(out: Callable[[str], None], title: str, results: dict, top: int = 12) -> None:
     out(f"\n{title}: {len(results)} settings, best {top} by nDCG@10")
     for key, m in sorted(results.items(), key=lambda kv: -kv[1]["ndcg@10"])[:top]:
@@ -85,9 +196,9 @@ def _table(out: Callable[[str], None], title: str, results: dict, top: int = 12)
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=("lexical", "fusion"))
-    p.add_argument("--bundle", help="fusion: the dense bundle (its default view unless --view)")
-    p.add_argument("--baseline", choices=("minilm",), help="fusion: a baseline source instead of a bundle")
+    p.add_argument("what", choices=("lexical", "fusion", "rerank", "feedback"))
+    p.add_argument("--bundle", help="fusion, rerank, feedback: the dense bundle (its default view unless --view)")
+    p.add_argument("--baseline", choices=("minilm",), help="fusion, rerank, feedback: a baseline source instead of a bundle")
     p.add_argument("--view")
     p.add_argument("--beir", help="BEIR folder (default $THOUGHTVEC_BEIR or ../shared/data/retrieval/scifact-dev)")
     args = p.parse_args(argv)
@@ -98,10 +209,14 @@ def main(argv: list[str] | None = None) -> int:
         say(f"\nbest: {analyzer} {bm25}")
         return 0
     if not (args.bundle or args.baseline):
-        p.error("fusion needs --bundle or --baseline")
+        p.error(f"{args.what} needs --bundle or --baseline")
     src = sources.BundleSource(args.bundle, truncation="split") if args.bundle else sources.BASELINES[args.baseline]()
     (dense,) = rankers.DenseRanker.for_views(src, [args.view or src.default_view], task)
-    say(f"\nbest: {fusion_grid(task, dense, say)}")
+    if args.what == "feedback":
+        feedback_grid(task, dense, say)
+        return 0
+    grid = fusion_grid if args.what == "fusion" else rerank_grid
+    say(f"\nbest: {grid(task, dense, say)}")
     return 0
 
 

@@ -54,6 +54,9 @@ def run_retrieval(args: argparse.Namespace, make_source: Callable) -> int:
     if not (args.bundle or args.baseline or args.url or args.lexical):
         _log("thoughtvec eval --retrieval: name something to score: --lexical, --bundle PATH, --baseline NAME or --url URL")
         return 2
+    if args.url and "rerank" in args.mode:
+        _log("thoughtvec eval --retrieval: mode rerank is scored in process (--bundle or --baseline); --url sends modes to /v1/search")
+        return 2
     if args.url and args.mode and len(args.mode) > 1:
         _log("thoughtvec eval --retrieval: with --url, one --mode at a time (it is sent to /v1/search as given)")
         return 2
@@ -72,7 +75,7 @@ def _run(args: argparse.Namespace, make_source: Callable) -> list[str]:
     modes = args.mode or ["dense"]
     # BM25 in-process: scored alone (a server scores its own), and fused with each in-process source in hybrid mode
     local = bool(args.bundle or args.baseline)
-    wanted = args.lexical or ("lexical" in modes and not args.url) or ("hybrid" in modes and local)
+    wanted = args.lexical or ("lexical" in modes and not args.url) or (bool({"hybrid", "rerank"} & set(modes)) and local)
     lexical = rankers.LexicalRanker(task) if wanted else None
     out: list[str] = []
 
@@ -94,9 +97,12 @@ def _run(args: argparse.Namespace, make_source: Callable) -> list[str]:
             for mode in (m for m in modes if m != "lexical"):
                 if mode == "dense":
                     score(dense, kind, target)
-                else:
-                    assert lexical is not None, "built above for every in-process source in hybrid mode"
+                    continue
+                assert lexical is not None, "built above for every in-process source in hybrid and rerank modes"
+                if mode == "hybrid":
                     score(rankers.HybridRanker(dense, lexical), kind, target)
+                else:
+                    score(rankers.RerankRanker(dense, lexical, task), kind, target)
     if args.url:
         server = rankers.ServerRanker(args.url, task, index=args.index, model=args.model, view=(args.view or [None])[0],
                                       mode=args.mode[0] if args.mode else None, api_key=args.api_key,

@@ -19,7 +19,9 @@ router = APIRouter(tags=["similarity"])
 async def rerank(body: RerankRequest, request: Request, scoring: ScoringDep) -> Response:
     """`results[{index, relevance_score, document?}]`, best first, `top_n` of them.
 
-    The score is `/v1/similarity`'s cosine between the query and each document (a bi-encoder, not a cross-encoder).
+    `mode` `hybrid` (default) ranks as a hybrid search does: the model's cosine and BM25 over the documents sent (their
+    own collection statistics), fused; `relevance_score` is on [0, 1] (0.5: the documents' mean on both signals).
+    `dense` ranks by the cosine alone, `relevance_score` (1 + cosine) / 2 (a bi-encoder, not a cross-encoder).
     A document is a text or, as Cohere v1 takes it, an object `{text, ...}`: ranked by its text, returned whole.
     """
     result = await unless_disconnected(
@@ -32,6 +34,7 @@ async def rerank(body: RerankRequest, request: Request, scoring: ScoringDep) -> 
             model=body.model,
             view=body.view,
             truncation=body.truncation,
+            mode=body.mode,
         ),
     )
     answer = RerankResponse.of(result, body.documents)
@@ -44,7 +47,8 @@ async def rerank_tei(body: RerankForms, request: Request, scoring: ScoringDep) -
     """TEI's rerank for a body with `texts`: `[{index, score, text?}]`, every text, best first; a body with
     `documents` is `/v1/rerank`'s (infinity serves it here).
 
-    `score` is (1 + cosine) / 2 in [0, 1], the cosine itself with `raw_scores`.
+    `score` is `/v1/rerank`'s `relevance_score` on [0, 1]; with `raw_scores`, the mode's own score (the fused score
+    in `hybrid`, the cosine in `dense`).
     """
     if not isinstance(body, TeiRerankRequest):
         return await rerank(body, request, scoring)
@@ -57,6 +61,7 @@ async def rerank_tei(body: RerankForms, request: Request, scoring: ScoringDep) -
             model=body.model,
             truncation=body.truncation,
             field="texts",
+            mode=body.mode,
         ),
     )
     return json_body(TeiRerankResponse.of(result, body.raw_scores), Usage.of(result.usage))
@@ -67,11 +72,13 @@ async def rerank_tei(body: RerankForms, request: Request, scoring: ScoringDep) -
 async def rerank_v2(body: CohereRerankRequest, request: Request, scoring: ScoringDep) -> Response:
     """Cohere v2's rerank: `{id, results[{index, relevance_score}], meta}`, best first, `top_n` of them.
 
-    `relevance_score` is (1 + cosine) / 2 in [0, 1]: the order of `/v1/rerank`'s cosine.
+    `relevance_score` is `/v1/rerank`'s, on [0, 1]; `mode` (an extension) as there.
     """
     truncation = body.truncation(scoring.embedding.model(body.model).encoder.max_tokens)
     result = await unless_disconnected(
         request,
-        scoring.rerank(query=body.query, documents=body.documents, top_n=body.top_n, model=body.model, truncation=truncation),
+        scoring.rerank(
+            query=body.query, documents=body.documents, top_n=body.top_n, model=body.model, truncation=truncation, mode=body.mode
+        ),
     )
     return json_body(CohereRerankResponse.of(result), Usage.of(result.usage))

@@ -1,13 +1,21 @@
-"""The scoring service without HTTP, over a fake runtime: pair similarity and rerank by the model's cosine."""
+"""The scoring service without HTTP, over a fake runtime: pair similarity by the model's cosine; rerank by the cosine
+alone (``dense``) and fused with BM25 over the documents sent (``hybrid``, the default), each checked by hand."""
 
 from __future__ import annotations
 
+import math
+import statistics
+
+import numpy as np
 import pytest
 
 from tests.service.conftest import SENTENCES
 from tests.service.core.fake_runtime import fake_services
-from thoughtvec.service.core.scoring import ScoringService
+from thoughtvec.service.core.scoring import ScoringService, candidate_bm25, fused_relevance
 from thoughtvec.service.errors import InvalidInput
+from thoughtvec.service.index.fusion import Fusion
+from thoughtvec.service.index.lexical import BM25, Analyzer, LexicalIndex
+from thoughtvec.service.index.search_settings import FALLBACK_RERANK, SearchSettings
 
 pytestmark = pytest.mark.anyio
 
@@ -33,10 +41,64 @@ async def test_similarity_and_rerank_score_by_the_models_cosine(services):
         with pytest.raises(InvalidInput) as e:
             await scoring.similarity(pairs=[["a", "b"]], source="a", targets=["b"], model="tiny")
         assert e.value.field == "pairs"
-        ranked = await scoring.rerank(query=SENTENCES[0], documents=SENTENCES[:4], top_n=2, return_documents=True, model="tiny")
+        ranked = await scoring.rerank(
+            query=SENTENCES[0], documents=SENTENCES[:4], top_n=2, return_documents=True, model="tiny", mode="dense"
+        )
         scores = [float(fake.expected(SENTENCES[0]) @ fake.expected(d)) for d in SENTENCES[:4]]
         order = sorted(range(4), key=lambda i: -scores[i])[:2]
         assert [r.index for r in ranked.results] == order and ranked.results[0].document == SENTENCES[order[0]]
+        assert [r.raw for r in ranked.results] == pytest.approx([scores[i] for i in order], abs=1e-6)
+        assert [r.score for r in ranked.results] == pytest.approx([(1 + scores[i]) / 2 for i in order], abs=1e-6)
+        assert ranked.mode == "dense"
         with pytest.raises(InvalidInput) as e:
             await scoring.rerank(query="a", documents=["b"], top_n=0, model="tiny")
         assert e.value.field == "top_n"
+
+
+QUERY = "where did the cat sleep"
+DOCS = ["the cat slept on the warm sofa", "stocks fell sharply today", "a dog and a cat slept in the sun", "the sofa was red"]
+
+
+def test_candidate_bm25_is_bm25_over_the_documents_sent_alone():
+    search = SearchSettings(Analyzer("porter", "en"), BM25("atire", 0.9, 0.5))
+    got = candidate_bm25(QUERY, DOCS, search)
+    index = LexicalIndex(search.analyzer, search.bm25)  # an index holding exactly these documents scores the same
+    index.add([str(i) for i in range(len(DOCS))], DOCS)
+    want = dict(index.search(QUERY, len(DOCS)))
+    assert got == pytest.approx([want.get(str(i), 0.0) for i in range(len(DOCS))])
+    assert got[1] == 0.0 and got[0] > got[3] == 0.0  # no shared term: 0; "sofa" is not in the query
+
+
+def test_fused_relevance_by_hand():
+    search = SearchSettings()
+    cos = np.array([0.9, 0.1, 0.5, 0.3])
+    bm25 = candidate_bm25(QUERY, DOCS, search)
+
+    def z(xs):
+        mean, sd = statistics.fmean(xs), statistics.pstdev(xs)
+        return [(x - mean) / sd for x in xs]
+
+    fused = [a + 0.5 * b for a, b in zip(z(list(cos)), z(list(bm25)))]
+    relevance, raw = fused_relevance(QUERY, DOCS, cos, search, Fusion("zscore", 0.5))
+    assert raw == pytest.approx(fused)
+    assert relevance == pytest.approx([1 / (1 + math.exp(-f / 1.5)) for f in fused])
+    one, _ = fused_relevance(QUERY, DOCS[:1], cos[:1], search, Fusion("zscore", 0.5))
+    assert one == pytest.approx([0.5])  # one document: the mean of itself on both signals
+
+
+async def test_rerank_in_hybrid_mode_fuses_the_cosine_and_bm25_over_the_documents(services):
+    async with services() as (emb, _, fakes):
+        scoring = ScoringService(emb, SearchSettings(rerank=Fusion("minmax", 2.0)))
+        fake = fakes["tiny"]
+        q = fake.expected(QUERY)
+        cos = np.array([float(q @ fake.expected(d)) / float(np.linalg.norm(q) * np.linalg.norm(fake.expected(d))) for d in DOCS])
+        relevance, raw = fused_relevance(QUERY, DOCS, cos, scoring.search, scoring.rerank_fusion(emb.model("tiny")))
+        ranked = await scoring.rerank(query=QUERY, documents=DOCS, model="tiny")
+        assert ranked.mode == "hybrid" and [r.index for r in ranked.results] == list(np.lexsort((np.arange(4), -raw)))
+        assert [r.score for r in ranked.results] == pytest.approx([relevance[r.index] for r in ranked.results], abs=1e-6)
+        assert all(0.0 <= r.score <= 1.0 for r in ranked.results)
+        # tiny is not a bundle the guide measured: its fusion is the fallback, whatever the guide's
+        assert scoring.rerank_fusion(emb.model("tiny")) == FALLBACK_RERANK
+        with pytest.raises(InvalidInput) as e:
+            await scoring.rerank(query="a", documents=["b"], model="tiny", mode="lexical")  # type: ignore[arg-type]
+        assert e.value.field == "mode"

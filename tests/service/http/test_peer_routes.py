@@ -68,19 +68,32 @@ def test_tokenize_marks_out_of_vocabulary_words(client):
     assert long["count"] == 41 and long["over_limit"]
 
 
-def test_rerank_reuses_similarity_scores(client):
+def test_rerank_in_dense_mode_reuses_similarity_scores(client):
     docs = ["the dog ran in the city", "the cat sat on the table .", "a red car"]
-    r = client.post("/v1/rerank", json={"query": "the cat sat", "documents": docs, "top_n": 2, "return_documents": True})
+    body = {"query": "the cat sat", "documents": docs, "top_n": 2, "return_documents": True, "mode": "dense"}
+    r = client.post("/v1/rerank", json=body)
     assert r.status_code == 200, r.text
     res = r.json()["results"]
     sim = client.post("/v1/similarity", json={"source": "the cat sat", "targets": docs}).json()["data"]
     best = sorted(sim, key=lambda d: -d["score"])[:2]
-    assert [x["index"] for x in res] == [d["index"] for d in best]
-    assert [x["relevance_score"] for x in res] == pytest.approx([d["score"] for d in best], abs=1e-6)
+    assert [x["index"] for x in res] == [d["index"] for d in best] and r.json()["mode"] == "dense"
+    assert [x["relevance_score"] for x in res] == pytest.approx([(1 + d["score"]) / 2 for d in best], abs=1e-6)
     assert res[0]["document"] == {"text": docs[res[0]["index"]]}  # Cohere v1's shape
     assert "document" not in client.post("/rerank", json={"query": "x", "documents": ["y"]}).json()["results"][0]
     bad = client.post("/v1/rerank", json={"query": "x", "documents": ["y"], "top_n": 0})
     assert bad.status_code == 400 and bad.json()["message"].startswith("top_n")  # Cohere's error shape
+    mode = client.post("/v1/rerank", json={"query": "x", "documents": ["y"], "mode": "lexical"})
+    assert mode.status_code == 422 and mode.json()["message"].startswith("mode")
+
+
+def test_rerank_by_default_fuses_the_cosine_with_bm25_over_the_documents(client):
+    """Hybrid, the default: on [0, 1]; a document sharing the query's rare word climbs over the cosine's order."""
+    docs = ["the cat sat on the table .", "the dog ran in the city", "a zebra sat ."]
+    dense = client.post("/v1/rerank", json={"query": "the zebra", "documents": docs, "mode": "dense"}).json()
+    hybrid = client.post("/v1/rerank", json={"query": "the zebra", "documents": docs}).json()
+    assert hybrid["mode"] == "hybrid" and all(0.0 <= x["relevance_score"] <= 1.0 for x in hybrid["results"])
+    place = {name: [x["index"] for x in answer["results"]].index(2) for name, answer in (("dense", dense), ("hybrid", hybrid))}
+    assert place["hybrid"] < place["dense"]  # the only document with the query's word "zebra" climbs
 
 
 def test_token_ids_without_the_vocabulary_say_what_to_set(client, monkeypatch):
@@ -147,15 +160,18 @@ def test_tei_embed_errors_name_the_field_in_teis_shape(client, body, status, err
 
 def test_tei_rerank_ranks_every_text_with_scores_in_0_1(client):
     texts = ["the dog ran in the city", "the cat sat on the table .", "a red car"]
-    r = client.post("/rerank", json={"query": "the cat sat", "texts": texts, "return_text": True})
+    r = client.post("/rerank", json={"query": "the cat sat", "texts": texts, "return_text": True, "mode": "dense"})
     assert r.status_code == 200, r.text
     sim = {d["index"]: d["score"] for d in client.post("/v1/similarity", json={"source": "the cat sat", "targets": texts}).json()["data"]}
     got = r.json()
     assert [x["index"] for x in got] == sorted(sim, key=lambda i: -sim[i])
     assert [x["score"] for x in got] == pytest.approx([(1 + sim[x["index"]]) / 2 for x in got], abs=1e-6)
     assert [x["text"] for x in got] == [texts[x["index"]] for x in got]
-    raw = client.post("/rerank", json={"query": "the cat sat", "texts": texts, "raw_scores": True}).json()
+    raw = client.post("/rerank", json={"query": "the cat sat", "texts": texts, "raw_scores": True, "mode": "dense"}).json()
     assert [x["score"] for x in raw] == pytest.approx([sim[x["index"]] for x in raw], abs=1e-6) and "text" not in raw[0]
+    ours = client.post("/v1/rerank", json={"query": "the cat sat", "documents": texts}).json()["results"]  # hybrid, both
+    hybrid = client.post("/rerank", json={"query": "the cat sat", "texts": texts}).json()
+    assert [(x["index"], x["score"]) for x in hybrid] == [(x["index"], pytest.approx(x["relevance_score"])) for x in ours]
 
 
 def test_rerank_path_takes_teis_body_and_infinitys(client):
@@ -192,7 +208,9 @@ def test_cohere_v2_rerank(client):
     v1 = client.post("/v1/rerank", json={"query": "the cat sat", "documents": docs, "top_n": 2}).json()["results"]
     body = r.json()
     assert [x["index"] for x in body["results"]] == [x["index"] for x in v1]
-    assert [x["relevance_score"] for x in body["results"]] == pytest.approx([(1 + x["relevance_score"]) / 2 for x in v1], abs=1e-6)
+    assert [x["relevance_score"] for x in body["results"]] == pytest.approx([x["relevance_score"] for x in v1], abs=1e-6)
+    dense = client.post("/v2/rerank", json={"query": "the cat sat", "documents": docs, "mode": "dense"}).json()["results"]
+    assert dense == client.post("/v1/rerank", json={"query": "the cat sat", "documents": docs, "mode": "dense"}).json()["results"]
     assert body["id"] and body["meta"]["api_version"]["version"] == "2" and body["meta"]["tokens"]["input_tokens"] > 0
 
 
