@@ -156,29 +156,41 @@ def feedback_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Cal
         d2 = rankers.top_k(moved / np.linalg.norm(moved, axis=1, keepdims=True) @ dense.docs.T, dense.doc_ids, deepest)
         runs[("rocchio", k, beta)] = [fusion.fuse(a, b, retrieval.DEPTH) for a, b in zip(d2, lx)]
     analyzer, index, text = lexical.index.analyzer, lexical.index, dict(zip(task.doc_ids, task.doc_texts))
-    for k, m, w in itertools.product(FEEDBACK_DOCS, RM3_TERMS, RM3_WEIGHT):  # the query's words and its first round's
-        l2 = []
-        for query, hits in zip(task.query_texts, base):
+    everyone = len(task.doc_ids)
+    whole = [dict(index.search(query, everyone)) for query in task.query_texts]  # each query's BM25, once for every setting
+    own = [set(analyzer.terms([query])[0]) for query in task.query_texts]
+    share: dict[str, dict[str, float]] = {}  # each feedback document's terms by their share of its terms, once
+
+    def shares(doc: str) -> dict[str, float]:
+        if doc not in share:
+            terms = analyzer.terms([text[doc]])[0]
+            share[doc] = {term: n / len(terms) for term, n in Counter(terms).items()}
+        return share[doc]
+
+    def plus(scores: dict[str, float], extra: list[tuple[str, float]], w: float) -> Ranking:
+        """``scores`` with ``w`` times ``extra``'s added, the best ``deepest``."""
+        summed = dict(scores)
+        for doc, s in extra:
+            summed[doc] = summed.get(doc, 0.0) + w * s
+        return sorted(summed.items(), key=lambda x: -x[1])[:deepest]
+
+    for k, m in itertools.product(FEEDBACK_DOCS, RM3_TERMS):  # the query's words and its first round's
+        expansions = []
+        for mine, hits in zip(own, base):
             weight: dict[str, float] = {}
-            for doc, _ in hits[:k]:  # each term by its share of the document's terms
-                terms = analyzer.terms([text[doc]])[0]
-                for term, n in Counter(terms).items():
-                    weight[term] = weight.get(term, 0.0) + n / len(terms)
-            own = set(analyzer.terms([query])[0])
-            added = [t for t in sorted(weight, key=lambda t: -weight[t]) if t not in own][:m]
-            scores = dict(index.search(query, len(task.doc_ids)))
-            for doc, s in index.search(" ".join(added), len(task.doc_ids)):  # the expansion's BM25, per term as one query term
-                scores[doc] = scores.get(doc, 0.0) + w * s * len(own) / max(1, len(added))
-            l2.append(sorted(scores.items(), key=lambda x: -x[1])[:deepest])
-        runs[("rm3", k, m, w)] = [fusion.fuse(a, b, retrieval.DEPTH) for a, b in zip(d, l2)]
+            for doc, _ in hits[:k]:
+                for term, v in shares(doc).items():
+                    weight[term] = weight.get(term, 0.0) + v
+            added = [t for t in sorted(weight, key=lambda t: -weight[t]) if t not in mine][:m]
+            # the expansion's BM25, scaled to the query's own terms' share
+            expansions.append((index.search(" ".join(added), everyone), len(mine) / max(1, len(added))))
+        for w in RM3_WEIGHT:
+            l2 = [plus(scores, [(doc, s * scale) for doc, s in found], w) for scores, (found, scale) in zip(whole, expansions)]
+            runs[("rm3", k, m, w)] = [fusion.fuse(a, b, retrieval.DEPTH) for a, b in zip(d, l2)]
     titles = LexicalIndex.from_documents(zip(task.doc_ids, task.doc_titles), analyzer, index.bm25)
+    in_titles = [titles.search(query, everyone) for query in task.query_texts]
     for w in TITLE_WEIGHTS:  # BM25 over the titles, added to BM25 over whole documents
-        l2 = []
-        for query in task.query_texts:
-            scores = dict(index.search(query, len(task.doc_ids)))
-            for doc, s in titles.search(query, len(task.doc_ids)):
-                scores[doc] = scores.get(doc, 0.0) + w * s
-            l2.append(sorted(scores.items(), key=lambda x: -x[1])[:deepest])
+        l2 = [plus(scores, found, w) for scores, found in zip(whole, in_titles)]
         runs[("title", w)] = [fusion.fuse(a, b, retrieval.DEPTH) for a, b in zip(d, l2)]
     results = {key: means(task, dict(zip(task.query_ids, run))) for key, run in runs.items()}
     _table(out, "a second round and a title field", results, top=len(results))
