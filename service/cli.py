@@ -72,7 +72,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "a model whose hybrid beat BM25 alone on dev (the model guide's), lexical over any other model, dense on a Milvus without BM25); lexical named: a lexical-only "
         "index, its documents not embedded",
     )
-    build.add_argument("--factory", default=None, help="FAISS factory string (default Flat = exact; adding: the index's)")
+    build.add_argument(
+        "--factory",
+        default=None,
+        help="FAISS factory string (default: Flat = exact, rebuilt as HNSW32 once it holds 32 MiB of vectors, 32,768 documents at 256 dimensions; adding: the index's)",
+    )
     build.add_argument("--metric", default=None, choices=["cosine", "ip", "l2"], help="default cosine; adding: the index's")
     build.add_argument(
         "--no-normalize", dest="normalize", action="store_const", const=False, default=None, help="keep raw vectors (ip/l2 only)"

@@ -88,7 +88,7 @@ class IndexAdmin:
         model: str | None = None,
         view: str | None = None,
         mode: SearchMode | None = None,
-        factory: str = "Flat",
+        factory: str | None = None,
         metric: Metric = "cosine",
         normalize: bool = True,
         train_size: int | None = None,

@@ -203,7 +203,7 @@ def _target(args: argparse.Namespace, store: IndexBackend, bundle: Bundle, guide
         model=spec.name,
         view=view,
         dim=spec.views[view].dim,
-        factory=args.factory or "Flat",
+        factory=args.factory,
         metric=args.metric or "cosine",
         normalize=args.normalize is not False,
         fingerprint=fingerprint(bundle, view),

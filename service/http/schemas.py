@@ -533,12 +533,14 @@ class CreateIndexRequest(StrictBody):
         description="the search a request naming no `mode` gets; default: the best on dev for the model and backend "
         "(`hybrid` over a model whose hybrid search beat BM25 alone on dev, as the model guide measured it; `lexical` over any other; `dense` on a Milvus without BM25)",
     )
-    factory: str = Field(
-        "Flat",
+    factory: str | None = Field(
+        None,
         min_length=1,
         max_length=200,
         json_schema_extra={"pattern": SCHEMA_PATTERN},
-        description="a supported FAISS factory string: Flat, PQ16, SQ8, HNSW32, IVF256,Flat, IVF256,PQ16, PCA64,IVF256,SQ8 ... (docs: Search and indexes, Index types)",
+        description="a supported FAISS factory string: Flat, PQ16, SQ8, HNSW32, IVF256,Flat, IVF256,PQ16, PCA64,IVF256,SQ8 ... (docs: Search "
+        "and indexes, Index types); default: exact (Flat) while small, rebuilt as an approximate index past a size while it serves (FAISS: "
+        "the answer's `grows`); named, the index keeps it",
     )
     metric: Metric = "cosine"
     normalize: bool = Field(True, description="L2-normalise document vectors (always on for cosine)")
@@ -628,6 +630,11 @@ class DeleteDocumentsRequest(StrictBody):
     ids: list[str] = Field(json_schema_extra={"minItems": 1})
 
 
+class Growth(BaseModel):
+    at: int = Field(description="documents at which it is rebuilt")
+    to: str = Field(description="the factory it is rebuilt as")
+
+
 class IndexStats(BaseModel):
     name: str
     model: str
@@ -645,6 +652,11 @@ class IndexStats(BaseModel):
     train_error: str | None = None
     wal_bytes: int = 0
     gpu: bool = False
+    grows: Growth | None = Field(
+        None,
+        description="made without a named factory (FAISS): rebuilt as `to` once it holds `at` documents, serving meanwhile; null: it stays as it is",
+    )
+    growing: bool = Field(False, description="being rebuilt as `grows.to` now (it serves and takes writes meanwhile)")
 
     @classmethod
     def of(cls, s: core.IndexStats) -> IndexStats:

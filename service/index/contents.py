@@ -46,6 +46,12 @@ class IndexConfig(BaseModel):
         description="its documents are embedded; False: a lexical-only index (its creator named mode 'lexical'), searched by BM25 alone, "
         "so no model runs when documents are added (True in indexes made before it was kept: they hold vectors)",
     )
+    grow_at: int = Field(
+        0,
+        ge=0,
+        description="documents at which the index is rebuilt as grow_factory while it serves (0: never; made without a named factory)",
+    )
+    grow_factory: str = Field("", description="the factory it is rebuilt as at grow_at documents ('' where it never is)")
 
 
 def created_now() -> str:
@@ -84,7 +90,7 @@ class NewIndex:
     model: str
     view: str
     dim: int
-    factory: str = "Flat"
+    factory: str | None = None  # None: the backend's default for a new index (FAISS: Flat, grown past a size: GROWTH)
     metric: Metric = "cosine"
     normalize: bool = True
     train_size: int | None = None  # vectors to buffer before training; None: the backend's default
@@ -92,9 +98,11 @@ class NewIndex:
     mode: SearchMode = "dense"
     embedded: bool = True  # False: lexical-only (its creator named mode 'lexical'): no model runs for its documents
 
-    def config(self, train_size: int) -> IndexConfig:
-        """The index's config, created now, with the ``train_size`` its backend settled on."""
-        return IndexConfig(**dataclasses.asdict(self) | {"train_size": train_size, "created": created_now()})
+    def config(self, train_size: int, factory: str | None = None, grow_at: int = 0, grow_factory: str = "") -> IndexConfig:
+        """The index's config, created now, with what its backend settled on: ``train_size``, the ``factory`` where
+        none was named, and where it grows."""
+        settled = {"train_size": train_size, "created": created_now(), "factory": self.factory or factory or "Flat"}
+        return IndexConfig(**dataclasses.asdict(self) | settled | {"grow_at": grow_at, "grow_factory": grow_factory})
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ import logging
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -31,16 +32,36 @@ import numpy as np
 from thoughtvec.service.bundle.atomic import atomic_dir
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.index.contents import Doc, IndexConfig, IndexStats, Metric, NewIndex
-from thoughtvec.service.index.factory import Family, check_factory
+from thoughtvec.service.index.factory import SEARCH_PARAMS, Family, check_factory
+from thoughtvec.service.index.lexical import LEXICAL_FILE, LexicalIndex
 
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
-# Search-time knobs where the factory has them: FAISS's defaults (nprobe=1, efSearch=16) trade
-# too much recall for speed at the sizes served here.
-SEARCH_PARAMS = (("nprobe", 16), ("efSearch", 128))
 # GPU FAISS selects at most this many neighbours per query; larger searches run on the CPU index.
 GPU_MAX_K = 2048
+
+
+@dataclass(frozen=True)
+class Growth:
+    """An index made without a named factory starts exact (``Flat``) and, once an exact search would read more than
+    ``scan_bytes`` of vectors, is rebuilt as ``factory`` while it serves
+    (:meth:`thoughtvec.service.index.store.IndexStore.grow`): at :meth:`at` documents, fewer the wider its vectors."""
+
+    scan_bytes: int
+    factory: str
+
+    def at(self, dim: int) -> int:
+        """The documents at which an index of ``dim``-dimensional float32 vectors grows."""
+        return max(1, -(-self.scan_bytes // (4 * dim)))
+
+
+# Measured on a million-document index of 256-d vectors (python -m thoughtvec.bench.ann_bench; docs/scale.md): Flat
+# reads its 1,028 MB in 150 ms a query (p50, 2 cores), about 4.7 ms per 32 MiB; HNSW32 at the served efSearch takes
+# 5.5 ms with dense recall@10 0.966 of exact (hybrid top 10: 0.979 the same), for 26 % more memory and 448 s of
+# graph building. Below 32 MiB the exact scan is as fast as the graph and exact; past it the scan grows with the
+# index and the graph hardly does. 32 768 documents at 256 dimensions, 21 846 at 384.
+GROWTH = Growth(scan_bytes=32 * 2**20, factory="HNSW32")
 
 
 def default_train_size(factory: str) -> int:
@@ -194,6 +215,7 @@ class VectorIndex:
             "train_error": self.train_error,
             "wal_bytes": wal_bytes,
             "gpu": self.on_gpu,
+            "grows": {"at": self.config.grow_at, "to": self.config.grow_factory} if self.config.grow_at else None,
         }
         return IndexStats.of(self.config, self.count, state)
 
@@ -297,6 +319,20 @@ class VectorIndex:
                 self.gpu_stale = True  # GPU indexes cannot remove ids: copy the CPU one again
         return found
 
+    def vectors_of(self, labels: np.ndarray) -> np.ndarray:
+        """The stored vectors of these labels, (n, dim): a family storing them exactly (``Flat``, ``HNSW<M>``)."""
+        if not len(labels):
+            return np.zeros((0, self.config.dim), np.float32)
+        return self._idmap().reconstruct_batch(np.ascontiguousarray(labels, np.int64))
+
+    def grown(self, index: faiss.Index, factory: str, removed: set[int]) -> None:
+        """Become an index of ``factory`` (its ``grow_factory``): ``index`` holds every live label's vector (and
+        ``removed``'s, hidden as tombstones); its config says so and grows no more."""
+        self.config = self.config.model_copy(update={"factory": factory, "grow_at": 0, "grow_factory": ""})
+        self.family = check_factory(self.config.factory, self.config.dim)
+        _set_search_params(index, faiss.ParameterSpace())
+        self.index, self.tombstones, self.gpu_stale = index, set(removed), True
+
     def _idmap(self) -> faiss.IndexIDMap2:
         """The index of a family without native ids: ``make_faiss`` wraps those in an ``IndexIDMap2``."""
         return cast(faiss.IndexIDMap2, self.index)
@@ -317,9 +353,13 @@ class VectorIndex:
         self.index, self.tombstones, self.gpu_stale = fresh, set(), True
 
     # -- snapshot ------------------------------------------------------------------------
-    def write_snapshot(self, folder: Path) -> None:
-        """Write everything atomically to ``folder`` (the old snapshot stays until the new one is whole)."""
+    def write_snapshot(self, folder: Path, lexical: LexicalIndex | None = None) -> None:
+        """Write everything atomically to ``folder`` (the old snapshot stays until the new one is whole), with the
+        BM25 half of the same documents where given (``LEXICAL_FILE``: a load reads it instead of analysing every
+        text again)."""
         with atomic_dir(folder) as tmp:
+            if lexical is not None:
+                lexical.save(tmp / LEXICAL_FILE, [d.id for d in self.docs.values()])
             faiss.write_index(self.index, str(tmp / "index.faiss"))
             np.save(tmp / "pending.npy", self.pending)
             with open(tmp / "docs.jsonl", "w", encoding="utf-8") as f:
@@ -388,10 +428,16 @@ def _unwrap_ivf(idmap: faiss.IndexIDMap2) -> faiss.Index:
     return inner
 
 
-def new_config(new: NewIndex) -> IndexConfig:
+def new_config(new: NewIndex, growth: Growth | None = GROWTH) -> IndexConfig:
     """A new index's config, its factory string checked with FAISS now rather than at the first add; ``train_size``
-    where the factory needs training (``new.train_size``, else :func:`default_train_size`), else 0."""
-    probe = make_faiss(new.dim, new.factory, new.metric)
+    where the factory needs training (``new.train_size``, else :func:`default_train_size`), else 0. Made without a
+    named factory: ``Flat``, rebuilt as ``growth.factory`` at ``growth.at(dim)`` documents (None: never; nor a
+    lexical-only index)."""
+    factory = new.factory or "Flat"
+    probe = make_faiss(new.dim, factory, new.metric)
     needs_training = not probe.is_trained
-    size = (new.train_size if new.train_size is not None else default_train_size(new.factory)) if needs_training else 0
-    return new.config(train_size=size)
+    size = (new.train_size if new.train_size is not None else default_train_size(factory)) if needs_training else 0
+    if new.factory is None and growth is not None and new.embedded:  # a lexical-only index's vectors are zeros
+        check_factory(growth.factory, new.dim)
+        return new.config(train_size=size, factory=factory, grow_at=growth.at(new.dim), grow_factory=growth.factory)
+    return new.config(train_size=size, factory=factory)

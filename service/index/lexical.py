@@ -17,12 +17,15 @@ The index keeps no text: it is rebuilt from the documents the index store keeps 
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -30,7 +33,9 @@ import Stemmer  # PyStemmer
 
 Method = Literal["lucene", "robertson", "atire"]
 METHODS: tuple[Method, ...] = ("lucene", "robertson", "atire")
-_TOKEN_PATTERN = re.compile(r"(?u)\b\w\w+\b")  # bm25s's default (scikit-learn's CountVectorizer's)
+_TOKEN_PATTERN = re.compile(r"(?u)\b\w\w+\b")
+LEXICAL_FILE = "bm25.npz"  # the BM25 half in an index's snapshot (LexicalIndex.save)
+LEXICAL_FORMAT = 1  # bm25s's default (scikit-learn's CountVectorizer's)
 
 
 @dataclass(frozen=True)
@@ -143,14 +148,16 @@ class LexicalIndex:
     def __init__(self, analyzer: Analyzer | None = None, bm25: BM25 | None = None):
         self.analyzer = analyzer or Analyzer()
         self.bm25 = bm25 or BM25()
+        # per term its postings, dead slots included: a term's document frequency is its live postings, counted
+        # when a query reads them (a delete marks its slot dead and touches no term)
         self._postings: dict[str, _Postings] = {}
-        self._df: Counter[str] = Counter()  # live documents per term
         self._slot: dict[str, int] = {}  # id -> slot
         self._ids: list[str | None] = []  # slot -> id (None: deleted)
-        self._terms: list[tuple[str, ...]] = []  # slot -> its distinct terms (for deletes)
         self._len = np.zeros(16, np.float32)  # slot -> document length in terms
         self._alive = np.zeros(16, bool)  # slot -> not deleted
         self._total = 0.0  # summed length of the live documents
+        self._acc = np.zeros(0, np.float64)  # a query's scores by slot: zero between queries (only its hits are reset)
+        self._hit = np.zeros(0, bool)  # the slots a query's terms touched: False between queries
 
     @classmethod
     def from_documents(cls, docs: Iterable[tuple[str, str]], analyzer: Analyzer | None = None, bm25: BM25 | None = None,
@@ -171,6 +178,60 @@ class LexicalIndex:
     def __len__(self) -> int:
         return len(self._slot)
 
+    # -- on disk -------------------------------------------------------------------------
+    def save(self, path: Path, order: Sequence[str]) -> None:
+        """Write the index to ``path`` (``.npz``): every term's postings (dead slots included), each slot's length
+        and liveness, the slot of each id of ``order`` (the snapshot's documents, in its file's order) and the
+        analyser it was made with. A snapshot's writer calls it inside the snapshot's folder (written atomically)."""
+        terms = list(self._postings)
+        postings = [self._postings[t].flush() for t in terms]
+        counts = np.fromiter((p.n for p in postings), np.int64, len(postings))
+        offsets = np.concatenate([np.zeros(1, np.int64), np.cumsum(counts)])
+        slots = np.concatenate([p.slots[: p.n] for p in postings]).astype(np.int32) if postings else np.zeros(0, np.int32)
+        tfs = np.concatenate([p.tfs[: p.n] for p in postings]).astype(np.float32) if postings else np.zeros(0, np.float32)
+        meta = {"format": LEXICAL_FORMAT, "analyzer": dataclasses.asdict(self.analyzer), "slots": len(self._ids)}
+        with open(path, "wb") as f:
+            np.savez(
+                f,
+                meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
+                terms=np.frombuffer("\n".join(terms).encode(), np.uint8),  # terms are words: no line breaks
+                offsets=offsets,
+                slots=slots,
+                tfs=tfs,
+                lengths=self._len[: len(self._ids)],
+                alive=self._alive[: len(self._ids)],
+                doc_slots=np.fromiter((self._slot[i] for i in order), np.int64, len(order)),
+            )
+
+    @classmethod
+    def load(cls, path: Path, order: Sequence[str], analyzer: Analyzer | None = None, bm25: BM25 | None = None) -> LexicalIndex | None:
+        """The index :meth:`save` wrote at ``path`` for the documents ``order`` (their ids, in the snapshot's order);
+        None where there is none, or it was made with another analyser, or for other documents: the caller builds it
+        from the documents then."""
+        analyzer = analyzer or Analyzer()
+        if not path.is_file():
+            return None
+        with np.load(path) as z:
+            meta = json.loads(z["meta"].tobytes())
+            if meta.get("format") != LEXICAL_FORMAT or meta.get("analyzer") != dataclasses.asdict(analyzer):
+                return None
+            doc_slots, alive = z["doc_slots"], z["alive"]
+            if len(doc_slots) != len(order) or int(alive.sum()) != len(order):
+                return None
+            out = cls(analyzer, bm25)
+            out._len, out._alive = z["lengths"].astype(np.float32), alive.astype(bool)
+            terms = z["terms"].tobytes().decode().split("\n") if len(z["terms"]) else []
+            offsets, slots, tfs = z["offsets"], z["slots"].astype(np.int64), z["tfs"]
+        out._ids = [None] * int(meta["slots"])
+        for doc_id, slot in zip(order, doc_slots.tolist()):
+            out._ids[slot] = doc_id
+        out._slot = dict(zip(order, doc_slots.tolist()))
+        out._total = float(out._len[out._alive].sum())
+        for term, a, b in zip(terms, offsets[:-1].tolist(), offsets[1:].tolist()):
+            p = out._postings[term] = _Postings()
+            p.slots, p.tfs, p.n = slots[a:b], tfs[a:b], b - a
+        return out
+
     def __contains__(self, doc_id: str) -> bool:
         return doc_id in self._slot
 
@@ -190,7 +251,6 @@ class LexicalIndex:
         self._index_terms(terms, first)
         self._ids.extend(ids)
         self._slot.update((doc_id, first + i) for i, doc_id in enumerate(ids))
-        self._terms.extend(tuple(dict.fromkeys(t)) for t in terms)
         lengths = np.fromiter(map(len, terms), np.float32, len(terms))
         end = first + len(terms)
         if end > len(self._len):
@@ -212,14 +272,13 @@ class LexicalIndex:
         ends = np.append(starts[1:], len(pairs))
         names = list(vocab)
         slots, tfs = (docs + first).tolist(), tf.tolist()  # plain lists: sliced per term below
-        postings, df = self._postings, self._df
+        postings = self._postings
         for t, a, b in zip(term_ids[starts].tolist(), starts.tolist(), ends.tolist()):
             term = names[t]
             p = postings.get(term)
             if p is None:
                 p = postings[term] = _Postings()
             p.extend(slots[a:b], tfs[a:b])
-            df[term] += b - a
 
     def delete(self, ids: Sequence[str]) -> list[str]:
         """Remove documents by id; returns the ids that were here."""
@@ -228,8 +287,6 @@ class LexicalIndex:
             slot = self._slot.pop(doc_id)
             self._ids[slot] = None
             self._alive[slot] = False
-            self._df.subtract(self._terms[slot])
-            self._terms[slot] = ()
             self._total -= float(self._len[slot])
         if len(self._ids) - len(self._slot) > max(64, len(self._ids) // 4):
             self._compact()
@@ -248,37 +305,51 @@ class LexicalIndex:
             p.slots, p.tfs = new_slot[p.slots[: p.n][keep]], p.tfs[: p.n][keep]
             p.n = len(p.slots)
         self._ids = [s for s in self._ids if s is not None]
-        self._terms = [t for t, alive in zip(self._terms, live) if alive]
         self._len = self._len[: len(live)][live].copy()
         self._alive = np.ones(len(self._ids), bool)
         self._slot = {str(doc_id): i for i, doc_id in enumerate(self._ids)}
-        self._df = +self._df  # drop the zero counts
 
     def scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(slots, scores)`` of the live documents sharing a term with ``query`` (a repeated query term counts
-        again, as in ``bm25s``)."""
+        """``(slots, scores)`` of the live documents sharing a term with ``query``, in slot order (a repeated query
+        term counts again, as in ``bm25s``)."""
         n = len(self._slot)
         if n == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         avgdl = self._total / n
-        acc = np.zeros(len(self._ids), np.float64)
-        hit = np.zeros(len(self._ids), bool)
+        dead = len(self._ids) > n
+        if len(self._acc) < len(self._ids):
+            size = max(len(self._ids), 2 * len(self._acc))
+            self._acc, self._hit = np.zeros(size, np.float64), np.zeros(size, bool)
+        acc, hit, touched = self._acc, self._hit, 0
         for term, q in Counter(self.analyzer.terms([query])[0]).items():
-            df = self._df.get(term, 0)
-            if df <= 0:
+            p = self._postings.get(term)
+            if p is None:
                 continue
-            p = self._postings[term].flush()
+            p.flush()
             slots, tfs = p.slots[: p.n], p.tfs[: p.n]
-            alive = self._alive[slots]
-            slots, tfs = slots[alive], tfs[alive]
-            acc[slots] += q * self.bm25.idf(df, n) * self.bm25.tf(tfs, self._len[slots], avgdl)
+            if dead:
+                alive = self._alive[slots]
+                slots, tfs = slots[alive], tfs[alive]
+            if not len(slots):  # every document with the term deleted
+                continue
+            acc[slots] += q * self.bm25.idf(len(slots), n) * self.bm25.tf(tfs, self._len[slots], avgdl)
             hit[slots] = True
-        slots = np.flatnonzero(hit)
-        return slots, acc[slots].astype(np.float32)
+            touched += 1
+        if not touched:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        # the slots any term touched, sorted: one pass over a mask (a sort or hash of the postings costs more at 1 M)
+        hits = np.flatnonzero(hit[: len(self._ids)])
+        scores = acc[hits].astype(np.float32)
+        acc[hits], hit[hits] = 0.0, False
+        return hits, scores
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         """The ``k`` best documents for ``query`` as ``(id, score)``, best first (ties: the earlier added first).
         Only documents sharing a term with the query are returned."""
         slots, scores = self.scores(query)
-        order = np.lexsort((slots, -scores))[:k]  # every match sorted: deterministic ties at the cut
+        if len(scores) > k:  # the k best and every tie of the k-th, then sorted: the same as sorting all
+            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+            keep = scores >= kth
+            slots, scores = slots[keep], scores[keep]
+        order = np.lexsort((slots, -scores))[:k]
         return [(str(self._ids[s]), float(scores[i])) for i, s in zip(order, slots[order])]

@@ -5,14 +5,14 @@ Supported, a part of the grammar (anything else is a 422 naming ``factory``)::
 
     FAISS factory            Milvus index                  search parameters
     Flat                     FLAT                          -
-    HNSW<M>[,Flat]           HNSW M, efConstruction 200    ef = max(128, k)      (server only)
+    HNSW<M>[,Flat]           HNSW M, efConstruction 200    ef = max(384, k)      (server only)
     IVF<n>,Flat              IVF_FLAT nlist n              nprobe = min(16, n)
     IVF<n>,SQ8               IVF_SQ8 nlist n               nprobe = min(16, n)   (server only)
     IVF<n>,PQ<m>[x<b>]       IVF_PQ nlist n, m, nbits b    nprobe = min(16, n)   (server only)
 
 Milvus Lite builds only FLAT and IVF_FLAT. Metrics: ``cosine`` and ``ip`` are Milvus ``IP`` (cosine
 on vectors made unit length first, as FAISS does), ``l2`` is ``L2`` (squared distance, as FAISS).
-The search parameters are those FAISS's indexes use here (``SEARCH_PARAMS`` in indexes.py).
+The search parameters are those FAISS's indexes use here (``SEARCH_PARAMS`` in factory.py).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from thoughtvec.service.index.contents import IndexConfig
+from thoughtvec.service.index.factory import SEARCH_PARAMS
 from thoughtvec.service.index.factory_grammar import factory_kind
 from thoughtvec.service.index.lexical import BM25
 from thoughtvec.service.settings import Settings
@@ -78,9 +79,9 @@ def index_params(config: IndexConfig, lite: bool) -> dict[str, Any]:
 def search_params(config: IndexConfig, k: int) -> dict[str, Any]:
     params: dict[str, Any] = {}
     if m := re.match(r"IVF(\d+)", config.factory):
-        params["nprobe"] = min(16, int(m[1]))
+        params["nprobe"] = min(dict(SEARCH_PARAMS)["nprobe"], int(m[1]))
     elif config.factory.startswith("HNSW"):
-        params["ef"] = max(128, k)
+        params["ef"] = max(dict(SEARCH_PARAMS)["efSearch"], k)
     return {"metric_type": milvus_metric(config.metric), "params": params}
 
 

@@ -15,11 +15,15 @@ snapshot are recognised by their sequence number and skipped on replay, so a cra
 two steps is harmless. Methods are blocking (FAISS, fsync): call them from a worker thread.
 
 Each index keeps a BM25 index (:class:`~thoughtvec.service.index.lexical.LexicalIndex`) beside its vectors,
-over the same documents: built from them at load (snapshot + replayed log) and at install, changed by every
-add and delete where the vectors are (in ``_apply``, under the index's lock, after the log record is on
-disk), gone with a drop. It keeps nothing on disk of its own: the log and the snapshot hold every
-document's text, so it is exactly as durable as the vectors. A bulk build's store (``lexical=False``), which searches
-nothing, keeps none.
+over the same documents, changed by every add and delete where the vectors are (in ``_apply``, under the index's
+lock, after the log record is on disk), gone with a drop. Each snapshot holds it as of that snapshot
+(``bm25.npz``); a load reads it and replays the log into both halves, and builds it from the documents where the
+snapshot has none (or one made with another analyser). The log and the snapshot hold every document's text, so it
+is exactly as durable as the vectors. A bulk build's store (``lexical=False``), which searches nothing, keeps none
+while it writes; its :meth:`~IndexStore.close` makes it once and writes it into the final snapshot.
+
+An index made without a named factory starts exact (``Flat``) and, once it holds its ``grow_at`` documents, is
+rebuilt as its ``grow_factory`` on a thread while it serves and takes writes (:meth:`IndexStore.grow`).
 
 One process uses a folder at a time: from :meth:`IndexStore.open` (or its first load or write) until
 :meth:`~IndexStore.close`, the store holds the folder's lock (:mod:`~thoughtvec.service.index.folder_lock`),
@@ -38,6 +42,7 @@ import json
 import logging
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -48,10 +53,11 @@ import numpy as np
 from thoughtvec.service.bundle.atomic import recover_dir
 from thoughtvec.service.errors import Conflict, IndexesReadOnly, IndexUnavailable, InvalidInput, StorageUnavailable, UnknownIndex
 from thoughtvec.service.index.contents import BuiltIndex, Capabilities, Doc, IndexConfig, IndexStats, NewIndex
+from thoughtvec.service.index.factory import check_factory
 from thoughtvec.service.index.factory_grammar import GRAMMAR
 from thoughtvec.service.index.folder_lock import FolderLock
-from thoughtvec.service.index.indexes import VectorIndex, faiss_said, gpu_count, new_config
-from thoughtvec.service.index.lexical import BM25, Analyzer, LexicalIndex
+from thoughtvec.service.index.indexes import VectorIndex, faiss_said, gpu_count, make_faiss, new_config
+from thoughtvec.service.index.lexical import BM25, LEXICAL_FILE, Analyzer, LexicalIndex
 from thoughtvec.service.index.wal import Wal
 from thoughtvec.service.settings import SEARCH_MODES
 
@@ -68,6 +74,7 @@ class _Entry:
     folder: Path
     lexical: LexicalIndex | None  # BM25 over the same documents as ``index`` (None: not kept, a bulk build's store)
     lock: threading.RLock = field(default_factory=threading.RLock)
+    growing: threading.Thread | None = None  # rebuilding it as its grow_factory (IndexStore.grow), while it serves
 
 
 def lexical_of(vi: VectorIndex, analyzer: Analyzer | None = None, bm25: BM25 | None = None) -> LexicalIndex:
@@ -172,18 +179,20 @@ class IndexStore:
         if not (snap / "meta.json").is_file():
             raise Unfinished("no snapshot (an index creation that never finished)")
         vi = VectorIndex.read_snapshot(snap)
+        # the snapshot's BM25 half where it has one made with this analyser; else built once the log is replayed
+        saved = LexicalIndex.load(snap / LEXICAL_FILE, [d.id for d in vi.docs.values()], self.analyzer, self.bm25) if self.lexical else None
         wal = Wal(folder / WAL_FILE)
         replayed = 0
         for header, blob in wal.replay():
             if header["seq"] <= vi.seq:
                 continue  # already in the snapshot
             try:
-                _apply(vi, header, blob)
+                _apply(vi, header, blob, saved)
             except Exception as e:
                 raise Unreplayable(f"log record {header.get('seq')} ({header.get('op')}) cannot be replayed ({unservable(e)})") from e
             replayed += 1
-        # once, from the final documents: cheaper than replaying the log's deletes into it
-        lexical = lexical_of(vi, self.analyzer, self.bm25) if self.lexical else None
+        # else once, from the final documents: cheaper than replaying the log's deletes into it
+        lexical = saved if saved is not None or not self.lexical else lexical_of(vi, self.analyzer, self.bm25)
         log.info(
             "index %s: %d documents (%s, %s), %d log records replayed",
             vi.config.name,
@@ -200,6 +209,7 @@ class IndexStore:
         with self._lock:
             self._entries[entry.index.config.name] = entry
         self.on_size(entry.index.config.name, entry.index.count)
+        self._maybe_grow(entry)  # loaded past its size (stopped while growing, or a build that grew it not yet done)
 
     # -- reads ---------------------------------------------------------------------------
     def names(self) -> list[str]:
@@ -226,7 +236,9 @@ class IndexStore:
     def stats(self, name: str) -> IndexStats:
         e = self.entry(name)
         with e.lock:
-            return e.index.stats(wal_bytes=e.wal.size)
+            stats = e.index.stats(wal_bytes=e.wal.size)
+        stats.backend["growing"] = e.growing is not None and e.growing.is_alive()
+        return stats
 
     def inventory(self) -> list[IndexStats]:
         """Every index folder's stats read from its snapshot, loading none (another process may be serving them):
@@ -299,17 +311,18 @@ class IndexStore:
             vi = VectorIndex(built.config)
             if built.docs:
                 vi.add(built.docs, built.vectors, list(range(len(built.docs))))
+            lexical = lexical_of(vi, self.analyzer, self.bm25) if self.lexical else None
             with _storage("write", name):
                 folder.mkdir(parents=True, exist_ok=True)
                 vi.seq = 0
-                vi.write_snapshot(folder / SNAPSHOT)
+                vi.write_snapshot(folder / SNAPSHOT, lexical)
                 wal = Wal(folder / WAL_FILE)
                 wal.reset()
             old = self._entries.get(name)
             if old is not None:
                 old.wal.close()
             self.quarantined.pop(name, None)
-            self._register(_Entry(vi, wal, folder, lexical_of(vi, self.analyzer, self.bm25) if self.lexical else None))
+            self._register(_Entry(vi, wal, folder, lexical))
         finally:
             with self._lock:
                 self._creating.discard(name)
@@ -359,6 +372,7 @@ class IndexStore:
             self._log_and_apply(e, header, x.tobytes(), x, "add documents to")
             self._maybe_compact(e)
         self.on_size(name, e.index.count)
+        self._maybe_grow(e)
         return [d.id for d in docs]
 
     def delete(self, name: str, ids: list[str]) -> list[str]:
@@ -411,12 +425,68 @@ class IndexStore:
         except OSError as err:
             log.warning("index %s: snapshot failed (%s); the log still holds every write", e.folder.name, err)
 
+    # -- growing -------------------------------------------------------------------------
+    def _maybe_grow(self, e: _Entry) -> None:
+        """Start :meth:`grow` on a thread once the index holds its ``grow_at`` documents (where this process writes)."""
+        c = e.index.config
+        if not c.grow_at or e.index.count < c.grow_at or e.growing is not None or self.read_only is not None:
+            return
+        e.growing = threading.Thread(target=self.grow, args=(e,), name=f"thoughtvec-grow-{c.name}", daemon=True)
+        e.growing.start()
+
+    def grow(self, e: _Entry, last_round: int = 4096) -> bool:
+        """Rebuild the index of ``e`` as its ``grow_factory`` while it serves and takes writes: the new index is
+        built from a copy of the vectors outside the index's lock; the documents added and deleted meanwhile are
+        caught up in rounds, the last (under ``last_round`` documents) under the lock, where the new index takes the
+        old one's place and is written as the index's snapshot (its log folded in). Searches wait for that last round
+        only. Stopped before the snapshot (a crash), the index is what it was and grows again when next loaded.
+        True where it grew; a failure is logged and leaves the index as it was."""
+        name = e.index.config.name
+        started = time.perf_counter()
+        try:
+            with e.lock:
+                vi = e.index
+                target = vi.config.grow_factory
+                labels = np.fromiter(vi.docs, np.int64, len(vi.docs))
+                x = vi.vectors_of(labels)
+            log.info("index %s: %d documents, growing from %s to %s while it serves", name, len(labels), vi.config.factory, target)
+            fresh = make_faiss(vi.config.dim, target, vi.config.metric)
+            if not fresh.is_trained:  # an IVF or PQ: trained on the vectors it is made of
+                fresh.train(vi.prepare(x))
+            fresh.add_with_ids(vi.prepare(x), labels)
+            have = set(labels.tolist())
+            while True:
+                with e.lock:
+                    if e.index is not vi or not vi.config.grow_at:  # reloaded meanwhile (a failed write), or grown
+                        return False
+                    todo = np.fromiter((lb for lb in vi.docs if lb not in have), np.int64)
+                    if len(todo) < last_round:
+                        fresh.add_with_ids(vi.prepare(vi.vectors_of(todo)), todo)
+                        gone = have - vi.docs.keys()  # deleted meanwhile
+                        if gone and check_factory(target, vi.config.dim).ids != "tombstone":
+                            fresh.remove_ids(np.fromiter(gone, np.int64, len(gone)))  # type: ignore[arg-type]
+                            gone = set()
+                        vi.grown(fresh, target, gone)
+                        self.compact_entry(e, force=True)
+                        break
+                    x = vi.vectors_of(todo)
+                fresh.add_with_ids(vi.prepare(x), todo)
+                have.update(todo.tolist())
+        except Exception as err:
+            log.error("index %s: growing to %s failed; it serves as it was", name, e.index.config.grow_factory, exc_info=err)
+            return False
+        finally:
+            e.growing = None if e.index.config.grow_at == 0 else e.growing  # failed: not again in this process
+        log.info("index %s: now %s, %d documents (grown in %.1f s)", name, target, e.index.count, time.perf_counter() - started)
+        self.on_size(name, e.index.count)
+        return True
+
     @staticmethod
-    def compact_entry(e: _Entry) -> None:
+    def compact_entry(e: _Entry, force: bool = False) -> None:
         with e.lock:
-            if e.wal.size == 0:
+            if e.wal.size == 0 and not force:
                 return
-            e.index.write_snapshot(e.folder / SNAPSHOT)
+            e.index.write_snapshot(e.folder / SNAPSHOT, e.lexical)
             e.wal.reset()
 
     def close(self) -> None:
@@ -424,8 +494,23 @@ class IndexStore:
         then let go of the folder."""
         try:
             for e in list(self._entries.values()):
+                growing = e.growing
+                if growing is not None:  # its snapshot is the grown index: wait for it rather than grow again next time
+                    growing.join()
                 try:
-                    if self.read_only is None:
+                    if self.read_only is None and e.lexical is None and not (e.folder / SNAPSHOT / LEXICAL_FILE).is_file():
+                        # a bulk build's store: its BM25 half made once, here, and kept in the snapshot, so that the
+                        # server loads it instead of analysing every text at each start
+                        started = time.perf_counter()
+                        e.lexical = lexical_of(e.index, self.analyzer, self.bm25)
+                        self.compact_entry(e, force=True)
+                        log.info(
+                            "index %s: BM25 half of %d documents made and written in %.1f s",
+                            e.folder.name,
+                            e.index.count,
+                            time.perf_counter() - started,
+                        )
+                    elif self.read_only is None:
                         self.compact_entry(e)
                 except Exception as err:  # noqa: BLE001 - the log still holds everything
                     log.error("index %s: snapshot at shutdown failed (%s); its log still holds the writes", e.folder.name, err)

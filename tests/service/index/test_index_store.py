@@ -186,11 +186,11 @@ def test_two_concurrent_creates_of_one_name_one_wins(tmp_path, monkeypatch):
 
     slow_write = VectorIndex.write_snapshot
 
-    def slow(self, folder):  # widen the window between the check and the snapshot being there
+    def slow(self, folder, lexical=None):  # widen the window between the check and the snapshot being there
         import time
 
         time.sleep(0.3)
-        slow_write(self, folder)
+        slow_write(self, folder, lexical)
 
     monkeypatch.setattr(VectorIndex, "write_snapshot", slow)
     store = IndexStore(tmp_path)

@@ -114,3 +114,33 @@ def test_the_terms_are_bm25s_tokenize_s(stemmer, stopwords):
     texts = CORPUS + QUERIES + ["", "  ", "I", "don't STOP: naïve façades, Ünïcode ÆON 2x a1", "x" * 300, "résumé résumés"]
     want = bm25s.tokenize(texts, stopwords=analyzer._stopwords, stemmer=analyzer._stem, return_ids=False, show_progress=False)
     assert analyzer.terms(texts) == [list(t) for t in want]
+
+
+def test_save_and_load_answer_as_the_index_saved_did_and_go_on_taking_writes(tmp_path):
+    ids = [f"d{i}" for i in range(len(CORPUS))]
+    saved = LexicalIndex.from_documents(zip(ids, CORPUS))
+    saved.delete(["d3"])  # a dead slot in what is saved
+    order = [i for i in reversed(ids) if i != "d3"]  # the snapshot's order need not be the slots'
+    saved.save(tmp_path / "bm25.npz", order)
+    loaded = LexicalIndex.load(tmp_path / "bm25.npz", order)
+    assert loaded is not None and len(loaded) == len(order) and "d3" not in loaded
+    for query in QUERIES + ["cats", "the king"]:
+        assert loaded.search(query, 20) == saved.search(query, 20)  # ids, scores and ties alike
+    for index in (saved, loaded):
+        index.add(["new"], ["a cat and a king by the river"])
+        index.delete(["d0"])
+    for query in QUERIES:
+        assert loaded.search(query, 20) == saved.search(query, 20)
+
+
+def test_a_saved_index_of_other_documents_or_another_analyser_is_not_loaded(tmp_path):
+    ids = [f"d{i}" for i in range(len(CORPUS))]
+    LexicalIndex.from_documents(zip(ids, CORPUS)).save(tmp_path / "bm25.npz", ids)
+    assert LexicalIndex.load(tmp_path / "bm25.npz", ids[:-1]) is None  # the snapshot holds other documents
+    assert LexicalIndex.load(tmp_path / "bm25.npz", ids, Analyzer(stemmer=None)) is None
+    assert LexicalIndex.load(tmp_path / "missing.npz", ids) is None
+
+
+def test_the_k_best_keep_the_earlier_added_at_a_tie_past_the_cut():
+    index = LexicalIndex.from_documents((f"d{i}", "storm at sea") for i in range(50))  # fifty equal scores
+    assert [i for i, _ in index.search("storm", 5)] == ["d0", "d1", "d2", "d3", "d4"]

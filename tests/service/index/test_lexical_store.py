@@ -15,6 +15,7 @@ import pytest
 from tests.service.index.stores import peek, restart
 from thoughtvec.service.errors import UnknownIndex
 from thoughtvec.service.index import lexical as lexical_module
+from thoughtvec.service.index import store as store_module
 from thoughtvec.service.index.contents import Doc, NewIndex
 from thoughtvec.service.index.indexes import new_config
 from thoughtvec.service.index.lexical import LexicalIndex
@@ -138,3 +139,44 @@ def test_a_drop_takes_the_lexical_half_with_it(tmp_path):
         store.lexical_search("x", ["cat"], 5)
     store.create(new_config(NewIndex("x", "tiny", "mean", DIM)))
     assert store.lexical_search("x", ["cat dog king"], 5) == [[]]  # the same name, new and empty
+
+
+def test_a_start_reads_the_snapshots_bm25_half_and_replays_the_log_into_it(tmp_path, monkeypatch):
+    store = new_store(tmp_path)
+    store.add("x", docs(0, 20), vecs(20))
+    store.delete("x", ["d4"])
+    store.close()  # the snapshot holds both halves
+    assert (tmp_path / "x" / SNAPSHOT / lexical_module.LEXICAL_FILE).is_file()
+    store = reloaded(store)
+    store.add("x", docs(20, 24), vecs(4, 1))  # these only in the log
+    store.delete("x", ["d21", "d6"])
+    monkeypatch.setattr(store_module, "lexical_of", lambda *a, **k: pytest.fail("the BM25 half was analysed again"))
+    again = reloaded(store)
+    assert_lexical_is(again, [d for d in docs(0, 24) if d.id not in {"d4", "d21", "d6"}])
+
+
+def test_a_snapshots_bm25_half_made_with_another_analyser_is_made_again(tmp_path):
+    store = new_store(tmp_path)
+    store.add("x", docs(0, 12), vecs(12))
+    store.close()
+    other = lexical_module.Analyzer(stemmer=None, stopwords=None)
+    loaded = IndexStore(tmp_path, analyzer=other)
+    loaded.load_all()
+    assert loaded.entry("x").lexical.analyzer == other
+    fresh = LexicalIndex.from_documents(((d.id, d.text) for d in docs(0, 12)), other)
+    assert [(d.id, s) for d, s in loaded.lexical_search("x", ["the cats"], 20)[0]] == fresh.search("the cats", 20)
+    loaded.close()
+
+
+def test_a_bulk_builds_store_makes_the_bm25_half_once_at_close(tmp_path, monkeypatch):
+    bulk = IndexStore(tmp_path, lexical=False)
+    bulk.create(new_config(NewIndex("x", "tiny", "mean", DIM, mode="hybrid")))
+    bulk.add("x", docs(0, 15), vecs(15))
+    assert bulk.entry("x").lexical is None
+    bulk.close()
+    assert (tmp_path / "x" / SNAPSHOT / lexical_module.LEXICAL_FILE).is_file()
+    monkeypatch.setattr(store_module, "lexical_of", lambda *a, **k: pytest.fail("the BM25 half was analysed again"))
+    server = IndexStore(tmp_path)
+    server.load_all()
+    assert_lexical_is(server, docs(0, 15))
+    server.close()
