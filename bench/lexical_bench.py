@@ -68,18 +68,18 @@ def _rss_kib() -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
 
-def _load_here(root: str, half: str) -> dict:
-    """Load the index under ``root`` in this (fresh) process: ``vectors`` alone or ``both`` halves."""
+def _load_here(root: str, half: str, name: str = "x") -> dict:
+    """Load the index ``name`` under ``root`` in this (fresh) process: ``vectors`` alone or ``both`` halves."""
 
     Analyzer().terms(["warm the analyser up"])  # imports and the stemmer: paid by any process, counted in neither
     before, t = _rss_kib(), time.perf_counter()
     if half == "vectors":
-        loaded: object = VectorIndex.read_snapshot(Path(root) / "x" / SNAPSHOT)  # kept alive until measured
+        loaded: object = VectorIndex.read_snapshot(Path(root) / name / SNAPSHOT)  # kept alive until measured
         docs = loaded.count  # type: ignore[attr-defined]
     else:
         loaded = store = IndexStore(Path(root))
-        store.load_all()
-        lexical = store.entry("x").lexical
+        store.load(name)
+        lexical = store.entry(name).lexical
         assert lexical is not None  # a store that keeps the BM25 half (any but a bulk build's)
         docs = len(lexical)
     seconds, grown = time.perf_counter() - t, (_rss_kib() - before) / 1024

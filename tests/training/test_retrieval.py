@@ -169,14 +169,18 @@ def test_rerank_ranker_ranks_bm25s_candidates_as_the_servers_rerank_does(toy):
             assert [s for _, s in row] == pytest.approx([r.raw for r in served], abs=1e-5)
 
 
-@pytest.mark.parametrize("what", ["rerank", "feedback"])
+@pytest.mark.parametrize("what", ["rerank", "feedback", "factories"])
 def test_retrieval_tuning_grids_run_and_report_paired_against_the_default_search(toy, capsys, what):
     from thoughtvec.training.evaluation import retrieval_tuning
 
     root, _ = toy
     assert retrieval_tuning.main([what, "--bundle", str(root / "tiny"), "--beir", str(root / "toy")]) == 0
     out = capsys.readouterr().out
-    if what == "rerank":
+    if what == "factories":
+        rows = [line.split() for line in out.splitlines() if "vs exact" in line]
+        assert [r[0] for r in rows] == list(retrieval_tuning.FACTORIES)
+        assert all(r[r.index("recall@10") + 1] == "1.0000" for r in rows)  # a toy corpus: every approximate index finds them all
+    elif what == "rerank":
         assert "48 settings" in out and "best vs BM25 alone" in out and "best vs the default search" in out
         assert "best: Fusion(method=" in out
     else:
