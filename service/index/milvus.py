@@ -48,12 +48,14 @@ same name with the same settings both answer 201 (Milvus creates a same-schema c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -130,6 +132,9 @@ class MilvusStore:
                 wait = min(self.options.timeout_s, CONNECT_TIMEOUT_S)
                 # a connection of its own (pymilvus shares one per URI by default): dropping it closes no other's channel
                 alias = f"thoughtvec-{uuid.uuid4().hex}"
+                if is_lite(self.uri):  # its database file's folder, made as a FAISS index folder is
+                    with contextlib.suppress(OSError):  # else Milvus Lite says what it cannot open
+                        Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
                 self._client = MilvusClient(uri=self.uri, token=self.options.token, timeout=wait, alias=alias)
             return self._client
 

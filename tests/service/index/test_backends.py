@@ -344,6 +344,23 @@ def test_a_name_milvus_lite_2_4_could_not_index_is_served(tmp_path):
             store.close()
 
 
+def test_a_milvus_lite_file_in_a_folder_not_made_yet_is_made_there(tmp_path):
+    """``--milvus-uri data/new/milvus.db`` makes its folder, as ``--index-dir`` does for FAISS, instead of failing
+    with Milvus Lite's "Open local milvus failed, dir: ... not exists"."""
+    need("milvus_lite")
+    from tests.service.index.milvus_support import released_lite
+
+    db = tmp_path / "not" / "yet" / "milvus.db"
+    with released_lite(db):
+        store = open_store("milvus", index_dir=tmp_path, milvus=MilvusOptions(str(db), prefix="t_"))
+        try:
+            store.create(store.new_config(NewIndex("docs", "tiny", "mean", 8)))
+            store.add("docs", [Doc("a", "a cat sat")], np.eye(1, 8, dtype=np.float32))
+            assert store.names() == ["docs"] and db.parent.is_dir()
+        finally:
+            store.close()
+
+
 @pytest.mark.parametrize("backend", ["milvus-lite", "milvus-server"], indirect=True)
 def test_a_closed_milvus_channel_is_reconnected_never_a_500(backend_client, backend):
     """One request's failure drops the shared pymilvus client and closes its channel under the others: their calls
