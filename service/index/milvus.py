@@ -86,6 +86,7 @@ from thoughtvec.service.settings import SEARCH_MODES, SearchMode, is_lite
 log = logging.getLogger(__name__)
 
 CHUNK = 512  # ids per `id in [...]` expression, rows per upsert
+LOAD_TIMEOUT_S = 600  # the start's longest wait for Milvus to load a collection (10 s at 100,000 documents, 2 cores)
 CONNECT_TIMEOUT_S = 2  # the longest wait for a new connection's channel (a Milvus that is away is found out this fast)
 PYMILVUS_RETRIES = 1  # pymilvus's own retries of an RPC Milvus did not take; ours (MilvusOptions.retries) reconnect first
 _COUNT = "count(*)"
@@ -201,11 +202,12 @@ class MilvusStore:
             f"cannot {op} {what}: {self.where} is unavailable (it did not answer); the server log has the details", field="index"
         ) from last
 
-    def _load(self, name: str, coll: str) -> None:
-        """Load a collection Milvus has not (yet) loaded, e.g. after its restart; 503 if it cannot."""
+    def _load(self, name: str, coll: str, wait: int = 30) -> None:
+        """Load a collection Milvus has not (yet) loaded, e.g. after its restart, waiting at most ``wait`` seconds
+        (a request's call: 30; the start's :meth:`load_all`: ``LOAD_TIMEOUT_S``); 503 if it cannot."""
         log.info("milvus %s: loading collection %s (index %s)", self.uri, coll, name)
         try:
-            self._connect().load_collection(coll, timeout=max(30, self.options.timeout_s))
+            self._connect().load_collection(coll, timeout=max(wait, self.options.timeout_s))
         except Exception as e:  # named in the 503
             log.warning("milvus %s: collection %s could not be loaded: %s", self.uri, coll, _short(e))
             raise IndexUnavailable(
@@ -221,12 +223,22 @@ class MilvusStore:
         a second process on its file itself (at that process's first call, which then answers 503)."""
 
     def load_all(self) -> list[str]:
-        """Connect and list; a Milvus that is away now is not fatal (the calls retry it later)."""
+        """Connect, list, and load every collection not loaded yet (a reopened Milvus Lite loads none: the first
+        search or count of one would wait out its deadline while Milvus loads it, 10 s at 100,000 documents); a
+        Milvus that is away now, or a collection that cannot be loaded, is not fatal (the calls retry it later)."""
         try:
-            return self.names()
+            names = self.names()
         except StorageUnavailable as e:
             log.error("%s; indexes answer 503 until it is back", e)
             return []
+        for name in names:
+            try:
+                state = self._call("check", name, "get_load_state", self._coll(name))
+                if "NotLoad" in str(state.get("state")):  # pymilvus's LoadState.NotLoad (Loading: Milvus is at it)
+                    self._load(name, self._coll(name), wait=LOAD_TIMEOUT_S)
+            except (StorageUnavailable, IndexUnavailable) as e:
+                log.error("%s; it answers 503 until it is loaded", e)
+        return names
 
     def load(self, name: str) -> bool:
         """Whether Milvus holds the index ``name`` (its collections are Milvus's to load)."""

@@ -361,6 +361,28 @@ def test_a_milvus_lite_file_in_a_folder_not_made_yet_is_made_there(tmp_path):
             store.close()
 
 
+def test_a_restarted_milvus_lite_has_its_collections_loaded_before_the_store_is_ready(tmp_path):
+    """Milvus Lite reopens a database with its collections not loaded, and a search or count of one then waits out its
+    deadline while Milvus loads it (10 s at 100,000 documents, past the 3 s default): the store's load_all, which
+    ``/ready`` waits for, loads them."""
+    need("milvus_lite")
+    from tests.service.index.milvus_support import released_lite
+
+    db = tmp_path / "milvus.db"
+    with released_lite(db):
+        store = open_store("milvus", index_dir=tmp_path, milvus=MilvusOptions(str(db), prefix="t_"))
+        store.create(store.new_config(NewIndex("docs", "tiny", "mean", 8)))
+        store.add("docs", [Doc("a", "a cat sat")], np.eye(1, 8, dtype=np.float32))
+        store.close()
+    with released_lite(db):
+        store = open_store("milvus", index_dir=tmp_path, milvus=MilvusOptions(str(db), prefix="t_"))
+        try:
+            assert store.load_all() == ["docs"]
+            assert "Loaded" in str(store._connect().get_load_state("t_docs")["state"])
+        finally:
+            store.close()
+
+
 @pytest.mark.parametrize("backend", ["milvus-lite", "milvus-server"], indirect=True)
 def test_a_closed_milvus_channel_is_reconnected_never_a_500(backend_client, backend):
     """One request's failure drops the shared pymilvus client and closes its channel under the others: their calls
