@@ -127,17 +127,20 @@ class MilvusStore:
     def _connect(self) -> Any:
         with self._client_lock:
             if self._client is None:
-                from pymilvus import MilvusClient  # noqa: PLC0415  # the milvus extra, loaded with the first call
-
-                # a short wait for the channel: a Milvus that is away costs each call this much, not timeout_s
-                wait = min(self.options.timeout_s, CONNECT_TIMEOUT_S)
-                # a connection of its own (pymilvus shares one per URI by default): dropping it closes no other's channel
-                alias = f"thoughtvec-{uuid.uuid4().hex}"
-                if is_lite(self.uri):  # its database file's folder, made as a FAISS index folder is
-                    with contextlib.suppress(OSError):  # else Milvus Lite says what it cannot open
-                        Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
-                self._client = MilvusClient(uri=self.uri, token=self.options.token, timeout=wait, alias=alias)
+                self._client = self._new_client()
             return self._client
+
+    def _new_client(self) -> Any:
+        from pymilvus import MilvusClient  # noqa: PLC0415  # the milvus extra, loaded with the first call
+
+        # a short wait for the channel: a Milvus that is away costs each call this much, not timeout_s
+        wait = min(self.options.timeout_s, CONNECT_TIMEOUT_S)
+        # a connection of its own (pymilvus shares one per URI by default): dropping it closes no other's channel
+        alias = f"thoughtvec-{uuid.uuid4().hex}"
+        if is_lite(self.uri):  # its database file's folder, made as a FAISS index folder is
+            with contextlib.suppress(OSError):  # else Milvus Lite says what it cannot open
+                Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
+        return MilvusClient(uri=self.uri, token=self.options.token, timeout=wait, alias=alias)
 
     def _forget_client(self) -> None:
         with self._client_lock:
@@ -202,12 +205,13 @@ class MilvusStore:
             f"cannot {op} {what}: {self.where} is unavailable (it did not answer); the server log has the details", field="index"
         ) from last
 
-    def _load(self, name: str, coll: str, wait: int = 30) -> None:
+    def _load(self, name: str, coll: str, wait: int = 30, client: Any = None) -> None:
         """Load a collection Milvus has not (yet) loaded, e.g. after its restart, waiting at most ``wait`` seconds
-        (a request's call: 30; the start's :meth:`load_all`: ``LOAD_TIMEOUT_S``); 503 if it cannot."""
+        (a request's call: 30; the start's :meth:`load_all`: ``LOAD_TIMEOUT_S``, on a ``client`` of its own, which a
+        call that times out meanwhile and drops the shared one cannot close under it); 503 if it cannot."""
         log.info("milvus %s: loading collection %s (index %s)", self.uri, coll, name)
         try:
-            self._connect().load_collection(coll, timeout=max(wait, self.options.timeout_s))
+            (client or self._connect()).load_collection(coll, timeout=max(wait, self.options.timeout_s))
         except Exception as e:  # named in the 503
             log.warning("milvus %s: collection %s could not be loaded: %s", self.uri, coll, _short(e))
             raise IndexUnavailable(
@@ -231,13 +235,20 @@ class MilvusStore:
         except StorageUnavailable as e:
             log.error("%s; indexes answer 503 until it is back", e)
             return []
-        for name in names:
-            try:
-                state = self._call("check", name, "get_load_state", self._coll(name))
-                if "NotLoad" in str(state.get("state")):  # pymilvus's LoadState.NotLoad (Loading: Milvus is at it)
-                    self._load(name, self._coll(name), wait=LOAD_TIMEOUT_S)
-            except (StorageUnavailable, IndexUnavailable) as e:
-                log.error("%s; it answers 503 until it is loaded", e)
+        loader = None
+        try:
+            for name in names:
+                try:
+                    state = self._call("check", name, "get_load_state", self._coll(name))
+                    if "NotLoad" in str(state.get("state")):  # pymilvus's LoadState.NotLoad (Loading: Milvus is at it)
+                        loader = loader or self._new_client()
+                        self._load(name, self._coll(name), wait=LOAD_TIMEOUT_S, client=loader)
+                except Exception as e:  # noqa: BLE001 - not fatal: its calls load it, or answer 503, later
+                    log.error("index %s: %s; it answers 503 until it is loaded", name, getattr(e, "message", e))
+        finally:
+            if loader is not None:
+                with contextlib.suppress(Exception):
+                    loader.close()
         return names
 
     def load(self, name: str) -> bool:
