@@ -36,7 +36,8 @@ from thoughtvec.bench.scale_bench import NAME, corpus_documents
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.service.core.index_search import fuse_hits
 from thoughtvec.service.index.contents import Doc, NewIndex
-from thoughtvec.service.index.indexes import SEARCH_PARAMS, VectorIndex, new_config
+from thoughtvec.service.index.factory_grammar import SEARCH_PARAMS
+from thoughtvec.service.index.indexes import VectorIndex, new_config
 from thoughtvec.service.index.lexical import LexicalIndex
 from thoughtvec.service.index.search_settings import FALLBACK_FUSION, SearchSettings
 from thoughtvec.service.index.store import SNAPSHOT

@@ -10,7 +10,8 @@ modules. The core and the commands know the index only through its contract (``_
 checks), never a backend (FAISS's or Milvus's modules, or ``faiss`` and ``pymilvus`` themselves), and so does the HTTP
 layer; ``service.cli`` (the parsers) and ``service.handlers`` sit on top, and ``service.api`` (the Python API) uses the core beside HTTP; ``bench`` measures the service from outside; ``training`` uses the
 bundle contract, the encoder and the index's ranking functions (BM25, fusion), never HTTP or the index
-store (but for ``training.evaluation.milvus_fusion``, which compares Milvus's own rankers on a Milvus index); ``thoughtvec`` composes the commands.
+store (but for ``training.evaluation.milvus_fusion``, which compares Milvus's own rankers on a Milvus index, and
+``training.evaluation.index_factories``, which measures FAISS's approximate indexes); ``thoughtvec`` composes the commands.
 Inside ``training``, the flow: ``training.corpus`` <- ``training.train`` (the loop and the families) <- ``training.export``
 (bundles, and what changes them afterwards) <- ``training.evaluation``; ``training.commands`` (the parsers) and
 ``training.handlers`` (what they run) sit on top, and nothing else imports evaluation.
@@ -78,6 +79,8 @@ ALLOWED: dict[str, set[str]] = {
     # the harness's one module that measures a backend itself: Milvus's own hybrid rankers against the server's
     # fusion, over an index it makes through the Milvus store (nothing of training imports it: a command of its own)
     f"{T}.evaluation.milvus_fusion": _TRAINING_LOW | set(_FLOW) | _CONTRACT | {f"{S}.index"},
+    # and the one that measures FAISS's approximate indexes against exact vectors, built as the server builds them
+    f"{T}.evaluation.index_factories": _TRAINING_LOW | set(_FLOW) | _CONTRACT | {f"{S}.index"},
     f"{T}.commands": _TRAINING_LOW | set(_FLOW),  # the parsers: argparse and light settings (a handler only by name)
     f"{T}.handlers": _TRAINING_LOW | set(_FLOW),  # what the training commands run
     f"{TOP}.paths": set(),  # the checkout's folders, named once

@@ -533,11 +533,8 @@ class CreateIndexRequest(StrictBody):
         description="the search a request naming no `mode` gets; default: the best on dev for the model and backend "
         "(`hybrid` over a model whose hybrid search beat BM25 alone on dev, as the model guide measured it; `lexical` over any other; `dense` on a Milvus without BM25)",
     )
-    factory: str | None = Field(
+    factory: Annotated[str, Field(min_length=1, max_length=200, json_schema_extra={"pattern": SCHEMA_PATTERN})] | None = Field(
         None,
-        min_length=1,
-        max_length=200,
-        json_schema_extra={"pattern": SCHEMA_PATTERN},
         description="a supported FAISS factory string: Flat, PQ16, SQ8, HNSW32, IVF256,Flat, IVF256,PQ16, PCA64,IVF256,SQ8 ... (docs: Search "
         "and indexes, Index types); default: exact (Flat) while small, rebuilt as an approximate index past a size while it serves (FAISS: "
         "the answer's `grows`); named, the index keeps it",

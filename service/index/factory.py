@@ -25,12 +25,6 @@ from typing import Literal
 
 from thoughtvec.service.index.factory_grammar import FactoryKind, factory_kind
 
-# Search-time knobs where the factory has them (FAISS's names; Milvus's ``ef`` and ``nprobe`` take the same values):
-# FAISS's defaults (nprobe=1, efSearch=16) trade too much recall for speed. efSearch 384: the least of those
-# measured keeping HNSW32's dense recall@10 at or above 0.95 of exact on a million documents (0.966, 5.5 ms a
-# query; 128 gave 0.896; python -m thoughtvec.bench.ann_bench, docs/scale.md#approximate-indexes).
-SEARCH_PARAMS = (("nprobe", 16), ("efSearch", 384))
-
 IdsKind = Literal["idmap", "native", "tombstone"]
 _IDS: dict[FactoryKind, IdsKind] = {"flat": "idmap", "hnsw": "tombstone", "ivf": "native"}
 

@@ -31,6 +31,12 @@ _FLAT_CODES = re.compile(rf"^(?:Flat|{_PQ}|{_SQ})$")
 _HNSW = re.compile(r"^HNSW(?P<M>\d+)(?:,Flat)?$")
 _IVF = re.compile(rf"^(?:PCA(?P<d>\d+),)?IVF(?P<n>\d+),{_CODES}$")
 
+# Search-time knobs where the factory has them, every backend's (FAISS's names; Milvus's ``ef`` and ``nprobe`` take
+# the same values). FAISS's defaults (nprobe=1, efSearch=16) trade too much recall for speed. efSearch 384: the least of those
+# measured keeping HNSW32's dense recall@10 at or above 0.95 of exact on a million documents (0.966, 5.5 ms a
+# query; 128 gave 0.896; python -m thoughtvec.bench.ann_bench, docs/scale.md#approximate-indexes).
+SEARCH_PARAMS = (("nprobe", 16), ("efSearch", 384))
+
 # The grammar's shape for the OpenAPI schema (the numbers' ranges are checked by factory_kind).
 SCHEMA_PATTERN = r"^(Flat|PQ\d+(x\d+)?|SQ(4|6|8|fp16)|HNSW\d+(,Flat)?|(PCA\d+,)?IVF\d+,(Flat|PQ\d+(x\d+)?|SQ(4|6|8|fp16)))$"
 # The grammar in words, for messages and help (FAISS builds all of it; Milvus a part: milvus_schema.SUPPORTED).

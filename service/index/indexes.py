@@ -32,7 +32,8 @@ import numpy as np
 from thoughtvec.service.bundle.atomic import atomic_dir
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.index.contents import Doc, IndexConfig, IndexStats, Metric, NewIndex
-from thoughtvec.service.index.factory import SEARCH_PARAMS, Family, check_factory
+from thoughtvec.service.index.factory import Family, check_factory
+from thoughtvec.service.index.factory_grammar import SEARCH_PARAMS
 from thoughtvec.service.index.lexical import LEXICAL_FILE, LexicalIndex
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ Supported, a part of the grammar (anything else is a 422 naming ``factory``)::
 
 Milvus Lite builds only FLAT and IVF_FLAT. Metrics: ``cosine`` and ``ip`` are Milvus ``IP`` (cosine
 on vectors made unit length first, as FAISS does), ``l2`` is ``L2`` (squared distance, as FAISS).
-The search parameters are those FAISS's indexes use here (``SEARCH_PARAMS`` in factory.py).
+The search parameters are those FAISS's indexes use here (``SEARCH_PARAMS`` in factory_grammar.py).
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from thoughtvec.service.index.contents import IndexConfig
-from thoughtvec.service.index.factory import SEARCH_PARAMS
-from thoughtvec.service.index.factory_grammar import factory_kind
+from thoughtvec.service.index.factory_grammar import SEARCH_PARAMS, factory_kind
 from thoughtvec.service.index.lexical import BM25
 from thoughtvec.service.settings import Settings
 

@@ -169,24 +169,35 @@ def test_rerank_ranker_ranks_bm25s_candidates_as_the_servers_rerank_does(toy):
             assert [s for _, s in row] == pytest.approx([r.raw for r in served], abs=1e-5)
 
 
-@pytest.mark.parametrize("what", ["rerank", "feedback", "factories"])
+@pytest.mark.parametrize("what", ["rerank", "feedback"])
 def test_retrieval_tuning_grids_run_and_report_paired_against_the_default_search(toy, capsys, what):
     from thoughtvec.training.evaluation import retrieval_tuning
 
     root, _ = toy
     assert retrieval_tuning.main([what, "--bundle", str(root / "tiny"), "--beir", str(root / "toy")]) == 0
     out = capsys.readouterr().out
-    if what == "factories":
-        rows = [line.split() for line in out.splitlines() if "vs exact" in line]
-        assert [r[0] for r in rows] == list(retrieval_tuning.FACTORIES)
-        assert all(r[r.index("recall@10") + 1] == "1.0000" for r in rows)  # a toy corpus: every approximate index finds them all
-    elif what == "rerank":
+    if what == "rerank":
         assert "48 settings" in out and "best vs BM25 alone" in out and "best vs the default search" in out
         assert "best: Fusion(method=" in out
     else:
         paired = out.split("against the default search, paired")[1].splitlines()[1:]
         assert len(paired) == 9 + 12 + 3  # Rocchio 3 x 3, RM3 3 x 2 x 2, titles 3
         assert all(line.strip().startswith(("('rocchio'", "('rm3'", "('title'")) for line in paired)
+
+
+def test_index_factories_pairs_each_approximate_index_with_the_exact_search(toy, capsys):
+    from thoughtvec.training.evaluation import index_factories
+
+    root, _ = toy
+    assert index_factories.main(["--bundle", str(root / "tiny"), "--beir", str(root / "toy"), "--factories", "HNSW32;IVF4,Flat"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("the default search (tiny / ") and "exact: nDCG@10 " in out
+    rows = {line.split()[0]: line for line in out.splitlines() if "vs exact" in line}
+    assert list(rows) == ["HNSW32", "IVF4,Flat"]
+    # a toy corpus: the graph and the inverted lists (all 4 probed) find the exact top 10 among the index's own ids,
+    # so the search is the exact one's
+    for factory in rows:
+        assert "dense recall@10 1.0000" in rows[factory] and "vs exact +0.0000 [+0.0000, +0.0000]" in rows[factory]
 
 
 def test_retrieval_check_reports_every_pooling_and_the_coverage(toy):

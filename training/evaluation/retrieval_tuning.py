@@ -7,8 +7,7 @@ the grid reranking BM25's top 100 of the corpus as ``POST /v1/rerank`` ranks doc
 over the candidates alone), the best against BM25 and the default search with paired intervals; ``feedback``: for one
 dense source, a second round and a title field against its default search (the guide's fusion of its dense and BM25
 rankings): Rocchio feedback on the dense half, RM3-style term expansion of the lexical half, BM25 over titles added
-to BM25 over whole documents, each setting paired against the default search; ``factories``: for one dense source,
-the default search with its dense half in each approximate FAISS index, paired against the exact one. Each prints nDCG@10 and recall@100
+to BM25 over whole documents, each setting paired against the default search. Each prints nDCG@10 and recall@100
 per setting, best first. The rankers' defaults (``service/index/lexical.py``, ``service/index/fusion.py``) are
 the model guide's ``choices.search``: the settings every dev retrieval record was measured with, which were
 the best nDCG@10 of these runs (docs/RESULTS.md, *Retrieval*). ``thoughtvec eval report`` refuses records
@@ -19,7 +18,6 @@ measured with different settings, and a test fails when a record's settings diff
     python -m thoughtvec.training.evaluation.retrieval_tuning fusion --baseline minilm
     python -m thoughtvec.training.evaluation.retrieval_tuning rerank --bundle models/all-minilm-l6-v2
     python -m thoughtvec.training.evaluation.retrieval_tuning feedback --bundle models/all-minilm-l6-v2
-    python -m thoughtvec.training.evaluation.retrieval_tuning factories --bundle models/all-minilm-l6-v2
 """
 
 from __future__ import annotations
@@ -33,9 +31,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from thoughtvec.service.core.scoring import candidate_bm25, fuse_scores
-from thoughtvec.service.index.contents import Doc, NewIndex
 from thoughtvec.service.index.fusion import Fusion
-from thoughtvec.service.index.indexes import VectorIndex, new_config
 from thoughtvec.service.index.lexical import BM25, METHODS, Analyzer, LexicalIndex
 from thoughtvec.training.evaluation import beir, rankers, retrieval, sources
 from thoughtvec.training.evaluation.retrieval import Ranking
@@ -204,35 +200,6 @@ def feedback_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Cal
         out(f"  {str(key):42s} {p['diff']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}]")
 
 
-FACTORIES = ("HNSW32", "HNSW16", "IVF64,Flat", "IVF64,SQ8")  # HNSW32: what an index grows into (indexes.GROWTH)
-
-
-def factory_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Callable[[str], None] = print) -> None:
-    """``dense``'s default search with its dense half searched through each approximate FAISS index of
-    :data:`FACTORIES`, built as the server builds it (``VectorIndex``: added 2 048 at a time, an IVF trained on its
-    first ``train_size``, the server's search knobs), paired against the same search over the exact vectors."""
-    fusion = rankers.measured_search().fusion
-    depth = max(DEPTHS)
-    lexical = rankers.LexicalRanker(task).rank(task.query_texts, depth)
-    q = dense.rank_vectors(task.query_texts)
-    exact = [fusion.fuse(a, b, retrieval.DEPTH) for a, b in zip(rankers.top_k(q @ dense.docs.T, dense.doc_ids, depth), lexical)]
-    first = retrieval.per_query(dict(zip(task.query_ids, exact)), task.qrels)["ndcg@10"]
-    out(f"the default search ({dense.name} / {dense.view} and BM25, {fusion}), exact: nDCG@10 {np.mean(list(first.values())):.4f}")
-    docs = [Doc(d, "") for d in dense.doc_ids]
-    for factory in FACTORIES:
-        config = new_config(NewIndex("dev", dense.name, dense.view, dense.docs.shape[1], factory=factory))
-        index = VectorIndex(config)
-        for i in range(0, len(docs), 2048):
-            index.add(docs[i : i + 2048], dense.docs[i : i + 2048], list(range(i, min(i + 2048, len(docs)))))
-        found = [[(d.id, s) for d, s in row] for row in index.search(q, depth)]
-        run = [fusion.fuse(a, b, retrieval.DEPTH) for a, b in zip(found, lexical)]
-        truth = rankers.top_k(q @ dense.docs.T, dense.doc_ids, 10)
-        recall = np.mean([len({d for d, _ in a[:10]} & {d for d, _ in b}) / len(b) for a, b in zip(found, truth)])
-        p = retrieval.paired(retrieval.per_query(dict(zip(task.query_ids, run)), task.qrels)["ndcg@10"], first)
-        out(f"  {factory:12s} dense recall@10 {recall:.4f}  default search nDCG@10 {np.mean(list(first.values())) + p['diff']:.4f}"
-            f"  vs exact {p['diff']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}] paired")  # fmt: skip
-
-
 def _table(out: Callable[[str], None], title: str, results: dict, top: int = 12) -> None:
     out(f"\n{title}: {len(results)} settings, best {top} by nDCG@10")
     for key, m in sorted(results.items(), key=lambda kv: -kv[1]["ndcg@10"])[:top]:
@@ -241,7 +208,7 @@ def _table(out: Callable[[str], None], title: str, results: dict, top: int = 12)
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=("lexical", "fusion", "rerank", "feedback", "factories"))
+    p.add_argument("what", choices=("lexical", "fusion", "rerank", "feedback"))
     p.add_argument("--bundle", help="fusion, rerank, feedback: the dense bundle (its default view unless --view)")
     p.add_argument("--baseline", choices=("minilm",), help="fusion, rerank, feedback: a baseline source instead of a bundle")
     p.add_argument("--view")
@@ -259,9 +226,6 @@ def main(argv: list[str] | None = None) -> int:
     (dense,) = rankers.DenseRanker.for_views(src, [args.view or src.default_view], task)
     if args.what == "feedback":
         feedback_grid(task, dense, say)
-        return 0
-    if args.what == "factories":
-        factory_grid(task, dense, say)
         return 0
     grid = fusion_grid if args.what == "fusion" else rerank_grid
     say(f"\nbest: {grid(task, dense, say)}")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from thoughtvec.service.index.factory_grammar import SCHEMA_PATTERN
+
 LONG_TOKENS = " ".join(["cat"] * 40)  # 41 tokens with <eos>; tiny's limit is 32
 
 
@@ -165,6 +167,7 @@ def test_the_schema_refuses_what_the_server_refuses(client):
     text = schemas["EmbeddingsRequest"]["properties"]["input"]["anyOf"]
     assert text[0]["minLength"] == 1 and text[1]["minItems"] == 1
     assert schemas["DeleteDocumentsRequest"]["properties"]["ids"]["minItems"] == 1
-    assert schemas["CreateIndexRequest"]["properties"]["factory"]["minLength"] == 1
+    factory = schemas["CreateIndexRequest"]["properties"]["factory"]["anyOf"]  # a string of the grammar, or null: the default
+    assert factory[0]["minLength"] == 1 and factory[0]["pattern"] == SCHEMA_PATTERN and factory[1] == {"type": "null"}
     assert schemas["AddDocumentsRequest"]["properties"]["documents"]["minItems"] == 1
     assert client.post("/v1/indexes", json={"name": "z", "factory": ""}).json()["error"]["field"] == "factory"
