@@ -179,7 +179,8 @@ class Server:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/ready", timeout=2) as r:
                     if r.status == 200:
-                        self.ready_s = time.perf_counter() - started
+                        self.ready_at = time.perf_counter()
+                        self.ready_s = self.ready_at - started
                         return
             except OSError:
                 pass

@@ -19,7 +19,7 @@ For each size, each step in its own process, on an idle machine:
 * **memory**: the index loaded in a fresh process, twice: the vectors half alone (FAISS and the documents) and the
   whole index as the server loads it (with BM25): resident memory grown per document, the halves apart.
 * **restart**: ``thoughtvec serve`` over the index folder: seconds from the process's start to ``/ready`` (200),
-  its resident memory then.
+  its resident memory then (with its children: Milvus Lite runs its database in one).
 * **search**: ``POST /v1/search`` (k 10) in each mode, one request at a time and 16 in flight: p50 and p99 ms, and
   queries/s in flight.
 * **adds**: ``--http-adds`` further documents (the list's next ones) by ``POST /v1/indexes/{name}/documents``, 64
@@ -129,7 +129,7 @@ def build(bundle: Path, docs: Path, index_dir: Path, name: str, factory: str | N
     peak = 0.0
     while proc.poll() is None:
         try:
-            peak = max(peak, resident_mb(proc.pid)["peak"])
+            peak = max(peak, resident_mb(proc.pid)["peak"], tree_rss_mb(proc.pid))
         except (OSError, TypeError):  # between the poll and the read it ended
             pass
         if kill_after is not None and time.perf_counter() - started >= kill_after:
@@ -142,6 +142,20 @@ def build(bundle: Path, docs: Path, index_dir: Path, name: str, factory: str | N
     if proc.returncode:
         raise RuntimeError(f"index build exited with {proc.returncode}: {out[-500:]}")
     return {"seconds": seconds, "peak_mb": peak, "summary": out.strip().splitlines()[-1] if out.strip() else ""}
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident MB of a process and every process under it now (Milvus Lite runs its database in a child)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            total += resident_mb(p)["rss"]
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:  # it ended meanwhile
+            continue
+    return total
 
 
 def memory(index_dir: Path, name: str) -> dict:
@@ -163,6 +177,19 @@ def post(conn: http.client.HTTPConnection, path: str, body: dict) -> tuple[int, 
     r = conn.getresponse()
     payload = r.read()
     return r.status, (json.loads(payload) if payload else {})
+
+
+def first_answer(server: Server, path: str, wait_s: float = 600.0) -> tuple[dict, float]:
+    """``GET path`` until it answers 200 (a Milvus may still be loading the index after ``/ready``): the answer, and
+    seconds from the server's start to it."""
+    deadline = time.perf_counter() + wait_s
+    while True:
+        try:
+            return get(server.port, path), server.ready_s + time.perf_counter() - server.ready_at
+        except RuntimeError:
+            if time.perf_counter() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def get(port: int, path: str) -> dict:
@@ -280,13 +307,15 @@ def one_size(bundle: Path, docs: list[tuple[str, str]], queries: list[str], n: i
     r["build"] = {"docs_per_s": n / b["seconds"], "seconds": b["seconds"], "peak_mb": b["peak_mb"]}
     r["disk_mb"] = folder_mb(index_dir if milvus else index_dir / NAME)
     say(f"build {b['seconds']:.1f} s = {n / b['seconds']:,.0f} docs/s, peak {b['peak_mb']:,.0f} MB; disk {r['disk_mb']:,.0f} MB")
-    if not milvus:  # Milvus Lite keeps its indexes in its own process: the server's resident memory says it
+    if not milvus:  # Milvus Lite keeps its indexes in its own process: the server's with its children say it
         r["memory"] = memory(index_dir, NAME)
         say(f"memory: vectors half {r['memory']['vectors_mb']:,.0f} MB, BM25 half {r['memory']['bm25_mb']:,.0f} MB")
     server = Server(bundle, backend_flags(index_dir, milvus), index_dir=index_dir)
     try:
-        r["restart"] = {"ready_s": server.ready_s, "rss_mb": resident_mb(server.proc.pid)["rss"]}
-        stats = get(server.port, f"/v1/indexes/{NAME}")
+        stats, answering_s = first_answer(server, f"/v1/indexes/{NAME}")
+        r["restart"] = {"ready_s": server.ready_s, "answering_s": answering_s, "rss_mb": tree_rss_mb(server.proc.pid)}
+        if answering_s > server.ready_s + 1:
+            say(f"restart: the index answered {answering_s:.1f} s after the start")
         r["factory"] = stats["factory"]
         say(
             f"restart: /ready {server.ready_s:.1f} s, {r['restart']['rss_mb']:,.0f} MB resident ({stats['factory']}, {stats['documents']:,} documents)"
@@ -316,7 +345,8 @@ def kill_during_build(bundle: Path, input_path: Path, work: Path, n: int, factor
     k = build(bundle, input_path, index_dir, NAME, factory, kill_after=after)
     server = Server(bundle, [], index_dir=index_dir)
     try:
-        served = get(server.port, f"/v1/indexes/{NAME}")["documents"]
+        names = [i["name"] for i in get(server.port, "/v1/indexes")["data"]]
+        served = get(server.port, f"/v1/indexes/{NAME}")["documents"] if NAME in names else 0  # killed before it was made
         ready_s = server.ready_s
     finally:
         server.close()
@@ -385,6 +415,36 @@ def plot(files: list[Path], png: Path) -> None:
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     atomic_write_bytes(png, buf.getvalue())
     print(f"wrote {png}")
+    for run in runs:
+        print(table(run))
+
+
+def table(run: dict) -> str:
+    """A run's figures as a Markdown table, a column per size (docs/scale.md)."""
+    points = run["sizes"]
+    rows: list[tuple[str, list[str]]] = [
+        ("factory served", [f"`{s['factory']}`" for s in points]),
+        ("`index build`, documents/s", [f"{s['build']['docs_per_s']:,.0f}" for s in points]),
+        ("build's peak resident MB", [f"{s['build']['peak_mb']:,.0f}" for s in points]),
+        ("HTTP adds, documents/s", [f"{s['http_adds']['docs_per_s']:,.0f}" if "http_adds" in s else "" for s in points]),
+        ("disk, MB", [f"{s['disk_mb']:,.0f}" for s in points]),
+        ("resident MB: vectors and documents / BM25",
+         [f"{s['memory']['vectors_mb']:,.0f} / {s['memory']['bm25_mb']:,.0f}" if "memory" in s else "" for s in points]),
+        ("restart: s to `/ready`, resident MB", [f"{s['restart']['ready_s']:.1f} s, {s['restart']['rss_mb']:,.0f}" for s in points]),
+    ]  # fmt: skip
+    for mode in MODES:
+        rows.append(
+            (
+                f"{mode}: p50 / p99 ms, 1 in flight",
+                [f"{s['search'][f'{mode}@1']['p50_ms']:.1f} / {s['search'][f'{mode}@1']['p99_ms']:.1f}" for s in points],
+            )
+        )
+        rows.append((f"{mode}: p50 / p99 ms, {IN_FLIGHT} in flight (q/s)",
+                     [f"{s['search'][f'{mode}@{IN_FLIGHT}']['p50_ms']:.0f} / {s['search'][f'{mode}@{IN_FLIGHT}']['p99_ms']:.0f} "
+                      f"({s['search'][f'{mode}@{IN_FLIGHT}']['qps']:.0f})" for s in points]))  # fmt: skip
+    head = f"| {run['bundle']}, {run.get('backend', 'faiss')} | " + " | ".join(f"{s['documents']:,}" for s in points) + " |"
+    lines = [head, "|---|" + "---:|" * len(points)] + [f"| {name} | " + " | ".join(cells) + " |" for name, cells in rows]
+    return "\n".join(lines)
 
 
 # -- command ---------------------------------------------------------------------------------------------------------
@@ -419,10 +479,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="tv-scale-") as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        results = {"bundle": args.bundle.name, "factory": args.factory, "cpus": os.cpu_count(), "sizes": []}
+        backend = "milvus-lite" if args.milvus_lite else "faiss"
+        results = {"bundle": args.bundle.name, "backend": backend, "factory": args.factory, "cpus": os.cpu_count(), "sizes": []}
         for n in sizes:
+            kill = n == sizes[-1] and not (args.no_kill or args.milvus_lite)
             results["sizes"].append(
-                one_size(args.bundle, docs, queries, n, work, args.factory, args.http_adds, kill=n == sizes[-1] and not args.no_kill)
+                one_size(args.bundle, docs, queries, n, work, args.factory, args.http_adds, kill=kill, milvus=args.milvus_lite)
             )
             if args.json:
                 args.json.parent.mkdir(parents=True, exist_ok=True)
