@@ -133,6 +133,24 @@ def test_save_and_load_answer_as_the_index_saved_did_and_go_on_taking_writes(tmp
         assert loaded.search(query, 20) == saved.search(query, 20)
 
 
+def test_a_loaded_index_compacts_and_grows_as_a_fresh_build(tmp_path):
+    """Each posting carries its document's length: read from the saved lengths at a load, renumbered by a compaction."""
+    n = 200
+    texts = [f"{CORPUS[i % len(CORPUS)]} item{i % 7}" for i in range(n)]
+    ids = [str(i) for i in range(n)]
+    LexicalIndex.from_documents(zip(ids, texts)).save(tmp_path / "bm25.npz", ids)
+    loaded = LexicalIndex.load(tmp_path / "bm25.npz", ids)
+    assert loaded is not None
+    gone = ids[::2]
+    loaded.delete(gone)  # half the slots: compacted
+    loaded.add(["new"], ["a cat and a king by the river item3"])
+    assert len(loaded._ids) == len(loaded)
+    keep = [i for i in ids if i not in set(gone)]
+    fresh = LexicalIndex.from_documents([*((i, texts[int(i)]) for i in keep), ("new", "a cat and a king by the river item3")])
+    for query in QUERIES + ["item3 cats", "river king"]:
+        np.testing.assert_allclose(_dense(loaded, [*keep, "new"], query), _dense(fresh, [*keep, "new"], query), rtol=1e-6)
+
+
 def test_a_saved_index_of_other_documents_or_another_analyser_is_not_loaded(tmp_path):
     ids = [f"d{i}" for i in range(len(CORPUS))]
     LexicalIndex.from_documents(zip(ids, CORPUS)).save(tmp_path / "bm25.npz", ids)
