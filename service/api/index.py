@@ -167,7 +167,8 @@ class Index:
     ) -> list[Hit] | list[list[Hit]]:
         """The ``k`` best documents for ``query``, best first: a text, or a vector (``(dim,)``, searched by vector only),
         gives a list of :class:`~thoughtvec.service.core.results.Hit` (``id``, ``text``, ``score``, ``metadata``;
-        hybrid: each side's rank); a list of texts gives one such list each. ``mode``: ``dense``, ``lexical`` or
+        hybrid: each side's rank, its own score and what it added to ``score``, as ``explain`` shows them over HTTP); a list
+        of texts gives one such list each. ``mode``: ``dense``, ``lexical`` or
         ``hybrid`` (BM25 and the vectors fused); default the index's."""
         search, truncation = self._services.search, _truncation(truncation)
         if isinstance(query, np.ndarray):

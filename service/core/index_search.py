@@ -11,6 +11,7 @@ rules apply as to an embeddings request.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from thoughtvec.service.core.index_state import IndexState, check_mode
-from thoughtvec.service.core.limits import HIT_JSON_BYTES, Texts, check_answer, check_count, room
+from thoughtvec.service.core.limits import EXPLAIN_JSON_BYTES, HIT_JSON_BYTES, Texts, check_answer, check_count, room
 from thoughtvec.service.core.projection import pca_2d, project
 from thoughtvec.service.core.registry import Model
 from thoughtvec.service.core.results import Hit, IndexMap, MapPoint, SearchResult, Usage
@@ -42,6 +43,7 @@ class Search:
     texts: Texts | None = None  # the text queries, checked (each with its field: query, or query[i]); None: a vector
     model: Model | None = None  # the model that embeds the text queries (dense, hybrid), the export of the index's vectors
     truncation: Truncation | None = None
+    explain: bool = False  # the answer says what each ranking added to each hybrid hit (counted in its size)
 
 
 class SearchService:
@@ -60,11 +62,14 @@ class SearchService:
         k: int = 10,
         truncation: Truncation | None = None,
         mode: SearchMode | None = None,
+        explain: bool = False,
     ) -> SearchResult:
         """``k`` neighbours of each query (a text, texts, or a vector) in ``index`` (default: the server's), found in
-        ``mode`` (default: the index's; a vector query is searched by vector only)."""
+        ``mode`` (default: the index's; a vector query is searched by vector only). Hybrid hits carry what each ranking
+        added to their score; ``explain``: the answer will show it (its size is checked with it)."""
         name = index or self.settings.default_index
-        return await self._answer(self._checked(name, self.state.config(name), query, k, mode, truncation))
+        s = self._checked(name, self.state.config(name), query, k, mode, truncation)
+        return await self._answer(dataclasses.replace(s, explain=explain) if explain else s)
 
     # -- the checks, in order ------------------------------------------------------------
     def _checked(
@@ -156,8 +161,9 @@ class SearchService:
     def _sized(self, s: Search, results: list[list[Hit]], usage: Usage) -> SearchResult:
         """The answer, within ``max_response_bytes`` with the hits' texts and metadata."""
         hits = sum(map(len, results))
+        each = HIT_JSON_BYTES + (EXPLAIN_JSON_BYTES if s.explain and s.mode == "hybrid" else 0)
         size = sum(len(h.text) + (len(json.dumps(h.metadata)) if h.metadata else 0) for row in results for h in row)
-        check_answer(hits * HIT_JSON_BYTES + size, self.settings.max_response_bytes, "k", f"{hits} hits with their text and metadata")
+        check_answer(hits * each + size, self.settings.max_response_bytes, "k", f"{hits} hits with their text and metadata")
         return SearchResult(s.name, s.config.model, s.config.metric, s.mode, results, usage)
 
     # -- the map -------------------------------------------------------------------------
@@ -206,16 +212,24 @@ def _sum(a: Usage, b: Usage) -> Usage:
     return Usage(a.tokens + b.tokens, a.split + b.split, a.truncated + b.truncated)
 
 
-def _hit(d: Doc, score: float, dense_rank: int | None = None, lexical_rank: int | None = None) -> Hit:
-    return Hit(d.id, d.text, score if math.isfinite(score) else None, d.metadata, dense_rank, lexical_rank)
+def _hit(d: Doc, score: float) -> Hit:
+    return Hit(d.id, d.text, score if math.isfinite(score) else None, d.metadata)
 
 
 def fuse_hits(fusion: Fusion, dense: list[tuple[Doc, float]], lexical: list[tuple[Doc, float]], k: int, lower_is_better: bool) -> list[Hit]:
-    """One query's dense and lexical hits (each best first) fused by ``fusion``: the best ``k``, each with its rank
-    on both sides. ``lower_is_better``: the dense scores are distances (metric l2), negated before fusing."""
+    """One query's dense and lexical hits (each best first) fused by ``fusion``: the best ``k``, each with its rank,
+    its score and what it added to the fused score on both sides. ``lower_is_better``: the dense scores are distances
+    (metric l2), negated before fusing."""
     docs = {d.id: d for d, _ in lexical} | {d.id: d for d, _ in dense}
-    dense_rank = {d.id: r for r, (d, _) in enumerate(dense, start=1)}
-    lexical_rank = {d.id: r for r, (d, _) in enumerate(lexical, start=1)}
+    dense_of = {d.id: (r, s if math.isfinite(s) else None) for r, (d, s) in enumerate(dense, start=1)}
+    lexical_of = {d.id: (r, s) for r, (d, s) in enumerate(lexical, start=1)}
     sign = -1.0 if lower_is_better else 1.0
-    fused = fusion.fuse([(d.id, sign * s) for d, s in dense if math.isfinite(s)], [(d.id, s) for d, s in lexical], k)
-    return [_hit(docs[i], s, dense_rank.get(i), lexical_rank.get(i)) for i, s in fused]
+    ranked = [(d.id, sign * s) for d, s in dense if math.isfinite(s)], [(d.id, s) for d, s in lexical]
+    parts = fusion.parts(*ranked)
+    hits = []
+    for i, score in fusion.fuse(*ranked, k):
+        (dense_rank, dense_score), (lexical_rank, lexical_score) = dense_of.get(i, (None, None)), lexical_of.get(i, (None, None))
+        d = docs[i]
+        finite = score if math.isfinite(score) else None
+        hits.append(Hit(d.id, d.text, finite, d.metadata, dense_rank, lexical_rank, dense_score, lexical_score, *parts[i]))
+    return hits

@@ -25,6 +25,7 @@ OFFLOAD_CHARS = 8192
 FLOAT_JSON_BYTES = 25  # one vector value and its comma, as written (-0.012345678901234567,)
 TOKEN_JSON_BYTES = 100  # one /tokenize token, less its text: {"text":..,"id":..,"oov":..,"special":..,"start":..,"stop":..}
 HIT_JSON_BYTES = 160  # one search hit, less its text and metadata: {"id":..,"score":..,"ranks":{..}}
+EXPLAIN_JSON_BYTES = 210  # a hybrid hit's explain: {"dense":{"rank":..,"score":..,"added":..},"lexical":{..},"by":..}
 SPARSE_JSON_BYTES = 52  # one sparse value and its comma: {"index":2147483648,"value":1.2345678901234567e-05},
 
 

@@ -174,6 +174,12 @@ class Hit:
     # did not return it among its ``Fusion.depth`` best
     dense_rank: int | None = None
     lexical_rank: int | None = None
+    # hybrid only: each side's own score (None where it did not return the hit) and what it added to ``score``
+    # (the two parts sum to it): the answer's ``explain``
+    dense_score: float | None = None
+    lexical_score: float | None = None
+    dense_part: float = 0.0
+    lexical_part: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

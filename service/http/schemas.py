@@ -480,11 +480,37 @@ class SearchRequest(StrictBody):
     k: Int = Field(10, description="neighbours per query (1..max_k)", json_schema_extra={"minimum": 1, "x-maximum": "max_k"})
     mode: SearchMode | None = MODE
     truncation: Truncation | None = TRUNCATION
+    explain: bool = Field(
+        False,
+        description="mode hybrid: each hit says what each ranking fused added to its score, and which put it where it is "
+        "(`explain`); other modes rank by one signal, the score itself, and leave it out",
+    )
 
 
 class Ranks(BaseModel):
     dense: int | None = Field(description="place (from 1) in the dense ranking fused; null where it was not among its best")
     lexical: int | None = Field(description="place (from 1) in the BM25 ranking fused; null where it was not among its best")
+
+
+class Signal(BaseModel):
+    rank: int | None = Field(description="place (from 1) in this ranking; null where it was not among its best")
+    score: float | None = Field(
+        description="this ranking's own score: the dense one's cosine / inner product or squared L2 distance, BM25's "
+        "score; null where the hit was not among its best"
+    )
+    added: float = Field(description="what this ranking added to the hit's fused `score` (the two rankings' sum to it)")
+
+
+class Explain(BaseModel):
+    dense: Signal
+    lexical: Signal
+    by: Literal["dense", "lexical"] = Field(description="the ranking that added more: the one that put the hit where it is")
+
+    @classmethod
+    def of(cls, h: core.Hit) -> Explain:
+        dense = Signal(rank=h.dense_rank, score=h.dense_score, added=h.dense_part)
+        lexical = Signal(rank=h.lexical_rank, score=h.lexical_score, added=h.lexical_part)
+        return cls(dense=dense, lexical=lexical, by="lexical" if h.lexical_part > h.dense_part else "dense")
 
 
 class Hit(BaseModel):
@@ -497,11 +523,13 @@ class Hit(BaseModel):
     )
     metadata: dict[str, Any] | None = absent_if_none(description="the document's metadata, when it has any")
     ranks: Ranks | None = absent_if_none(description="mode hybrid: the hit's place in each ranking fused")
+    explain: Explain | None = absent_if_none(description="mode hybrid, asked with `explain`: what each ranking added")
 
     @classmethod
-    def of(cls, h: core.Hit, hybrid: bool) -> Hit:
+    def of(cls, h: core.Hit, hybrid: bool, explain: bool = False) -> Hit:
         ranks = Ranks(dense=h.dense_rank, lexical=h.lexical_rank) if hybrid else None
-        return cls(id=h.id, text=h.text, score=h.score, metadata=h.metadata, ranks=ranks)
+        why = Explain.of(h) if hybrid and explain else None
+        return cls(id=h.id, text=h.text, score=h.score, metadata=h.metadata, ranks=ranks, explain=why)
 
 
 class SearchResponse(BaseModel):
@@ -514,8 +542,8 @@ class SearchResponse(BaseModel):
     usage: Usage
 
     @classmethod
-    def of(cls, r: core.SearchResult) -> SearchResponse:
-        hits = [[Hit.of(h, r.mode == "hybrid") for h in row] for row in r.results]
+    def of(cls, r: core.SearchResult, explain: bool = False) -> SearchResponse:
+        hits = [[Hit.of(h, r.mode == "hybrid", explain) for h in row] for row in r.results]
         return cls(index=r.index, model=r.model, metric=r.metric, mode=r.mode, results=hits, usage=Usage.of(r.usage))
 
 

@@ -42,12 +42,21 @@ class Fusion:
 
     def fuse(self, dense: Ranking, lexical: Ranking, k: int) -> list[tuple[str, float]]:
         """The best ``k`` of the union of both rankings under this fusion."""
+        return _sorted(_summed(self._parts(dense, lexical)))[:k]
+
+    def parts(self, dense: Ranking, lexical: Ranking) -> dict[str, tuple[float, float]]:
+        """What each ranking adds to each document's fused score: ``{id: (dense's, lexical's)}``, their sum the
+        score :meth:`fuse` ranks by (a search's ``explain``)."""
+        by_dense, by_lexical = self._parts(dense, lexical)
+        return {doc: (by_dense.get(doc, 0.0), by_lexical.get(doc, 0.0)) for doc in by_dense | by_lexical}
+
+    def _parts(self, dense: Ranking, lexical: Ranking) -> list[dict[str, float]]:
         weights = (1.0, self.lexical_weight)
         if self.method == "rrf":
-            return rrf([dense, lexical], weights, self.rrf_k)[:k]
+            return rrf_parts([dense, lexical], weights, self.rrf_k)
         if self.method == "zscore":
-            return zscore([dense, lexical], weights)[:k]
-        return minmax([dense, lexical], weights)[:k]
+            return zscore_parts([dense, lexical], weights)
+        return minmax_parts([dense, lexical], weights)
 
     def relevance(self, fused: float) -> float:
         """A fused score on [0, 1], in the same order. ``minmax``: the weighted mean of the rankings' scaled scores
@@ -64,46 +73,62 @@ class Fusion:
 
 def rrf(rankings: Sequence[Ranking], weights: Sequence[float], k: int = 60) -> list[tuple[str, float]]:
     """Reciprocal-rank fusion of ``rankings`` (each best first)."""
-    fused: dict[str, float] = {}
-    for ranking, w in zip(rankings, weights):
-        for rank, (doc, _) in enumerate(ranking, start=1):
-            fused[doc] = fused.get(doc, 0.0) + w / (k + rank)
-    return _sorted(fused)
+    return _sorted(_summed(rrf_parts(rankings, weights, k)))
 
 
 def minmax(rankings: Sequence[Ranking], weights: Sequence[float]) -> list[tuple[str, float]]:
     """Min-max normalised score fusion of ``rankings`` (higher scores better; a ranking whose scores are
     all equal counts 1 for each of its documents)."""
-    fused: dict[str, float] = {}
-    for ranking, w in zip(rankings, weights):
-        if not ranking:
-            continue
-        scores = [s for _, s in ranking]
-        lo, hi = min(scores), max(scores)
-        for doc, s in ranking:
-            norm = (s - lo) / (hi - lo) if hi > lo else 1.0
-            fused[doc] = fused.get(doc, 0.0) + w * norm
-    return _sorted(fused)
+    return _sorted(_summed(minmax_parts(rankings, weights)))
 
 
 def zscore(rankings: Sequence[Ranking], weights: Sequence[float]) -> list[tuple[str, float]]:
     """Standardised score fusion of ``rankings`` (higher scores better; a ranking whose scores are all equal counts 0
     for each of its documents; a document absent from a ranking gets that ranking's lowest standardised score)."""
-    fused: dict[str, float] = {}
-    present: list[tuple[dict[str, float], float, float]] = []
+    return _sorted(_summed(zscore_parts(rankings, weights)))
+
+
+# Each fusion as what each ranking adds to each document (one dict per ranking): the fused score is their sum.
+
+
+def rrf_parts(rankings: Sequence[Ranking], weights: Sequence[float], k: int = 60) -> list[dict[str, float]]:
+    return [{doc: w / (k + rank) for rank, (doc, _) in enumerate(ranking, start=1)} for ranking, w in zip(rankings, weights)]
+
+
+def minmax_parts(rankings: Sequence[Ranking], weights: Sequence[float]) -> list[dict[str, float]]:
+    parts: list[dict[str, float]] = []
     for ranking, w in zip(rankings, weights):
         if not ranking:
+            parts.append({})
+            continue
+        scores = [s for _, s in ranking]
+        lo, hi = min(scores), max(scores)
+        parts.append({doc: w * ((s - lo) / (hi - lo) if hi > lo else 1.0) for doc, s in ranking})
+    return parts
+
+
+def zscore_parts(rankings: Sequence[Ranking], weights: Sequence[float]) -> list[dict[str, float]]:
+    union = dict.fromkeys(doc for ranking in rankings for doc, _ in ranking)  # every document, in order of first appearance
+    parts: list[dict[str, float]] = []
+    for ranking, w in zip(rankings, weights):
+        if not ranking:
+            parts.append({})
             continue
         scores = np.array([s for _, s in ranking], np.float64)
         spread = scores.std()
         z = (scores - scores.mean()) / spread if spread > 0 else np.zeros_like(scores)
-        present.append(({doc: float(v) for (doc, _), v in zip(ranking, z)}, float(z.min()), w))
-        for doc, _ in ranking:
-            fused.setdefault(doc, 0.0)
-    for zs, lowest, w in present:
-        for doc in fused:
-            fused[doc] += w * zs.get(doc, lowest)
-    return _sorted(fused)
+        zs, lowest = {doc: float(v) for (doc, _), v in zip(ranking, z)}, float(z.min())
+        parts.append({doc: w * zs.get(doc, lowest) for doc in union})
+    return parts
+
+
+def _summed(parts: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Each document's fused score, the documents in order of first appearance (the first ranking's first)."""
+    fused: dict[str, float] = {}
+    for part in parts:
+        for doc, v in part.items():
+            fused[doc] = fused.get(doc, 0.0) + v
+    return fused
 
 
 def _sorted(fused: dict[str, float]) -> list[tuple[str, float]]:

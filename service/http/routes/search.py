@@ -19,9 +19,9 @@ async def search(body: SearchRequest, request: Request, service: SearchDep) -> R
 
     `mode`: `dense` (vectors: exact for `Flat` indexes, the default; approximate for HNSW / IVF factories),
     `lexical` (BM25) or `hybrid` (the two rankings fused); default: the index's. The answer names the mode;
-    in hybrid each hit has its place in both rankings (`ranks`).
+    in hybrid each hit has its place in both rankings (`ranks`), and with `explain` what each added to its score.
     """
-    search = service.search(query=body.query, index=body.index, k=body.k, truncation=body.truncation, mode=body.mode)
+    search = service.search(query=body.query, index=body.index, k=body.k, truncation=body.truncation, mode=body.mode, explain=body.explain)
     result = await unless_disconnected(request, search)
-    answer = SearchResponse.of(result)
+    answer = SearchResponse.of(result, explain=body.explain)
     return json_body(answer, answer.usage)

@@ -122,6 +122,33 @@ def test_hybrid_fuses_the_two_rankings_and_gives_each_hit_its_ranks(client):
         assert any(h["ranks"]["lexical"] is None for h in hybrid), query  # found by the vectors alone: null on that side
 
 
+def test_explain_says_what_each_ranking_added_and_which_put_the_hit_there(client):
+    """Each hybrid hit's explain: each side's rank and own score (as that mode's search answers them) and what it
+    added, the two summing to the hit's score; `by` the side that added more. Asked only: absent by default, and in a
+    one-signal mode, whose score is the signal's own."""
+    filled(client, mode="hybrid")
+    query = "the old man read a letter"
+    depth = Fusion().depth
+    own = {
+        mode: {h["id"]: h["score"] for h in search(client, query=query, k=depth, mode=mode)["results"][0]} for mode in ("dense", "lexical")
+    }
+    plain = search(client, query=query, k=10)["results"][0]
+    hits = search(client, query=query, k=10, explain=True)["results"][0]
+    assert all("explain" not in h for h in plain) and [h["id"] for h in hits] == [h["id"] for h in plain]
+    for h in hits:
+        why = h["explain"]
+        assert {side: why[side]["rank"] for side in ("dense", "lexical")} == h["ranks"]
+        for side in ("dense", "lexical"):
+            want = own[side].get(h["id"])
+            assert why[side]["score"] == (None if want is None else pytest.approx(want, abs=1e-6)), (h["id"], side)
+            assert (why[side]["added"] == 0.0) if want is None else why[side]["added"] >= 0.0  # minmax: 0..weight
+        assert why["dense"]["added"] + why["lexical"]["added"] == pytest.approx(h["score"])
+        assert why["by"] == ("lexical" if why["lexical"]["added"] > why["dense"]["added"] else "dense")
+    assert {h["explain"]["by"] for h in hits} == {"dense", "lexical"}  # this query's top 10 has hits of both kinds
+    for mode in ("dense", "lexical"):
+        assert all("explain" not in h for h in search(client, query=query, k=5, mode=mode, explain=True)["results"][0])
+
+
 def test_an_l2_index_fuses_distances_nearest_first(client):
     filled(client, mode="hybrid", metric="l2", normalize=False)
     dense = search(client, query=SENTENCES[4], k=5, mode="dense")["results"][0]

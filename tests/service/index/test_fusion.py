@@ -69,3 +69,17 @@ def test_ties_keep_first_appearance_dense_first():
 def test_fusion_cuts_at_k(method):
     f = Fusion(method, lexical_weight=1.0, rrf_k=60)
     assert len(f.fuse(DENSE, LEXICAL, 2)) == 2 and len(f.fuse(DENSE, LEXICAL, 10)) == 4
+
+
+@pytest.mark.parametrize("method", ["rrf", "minmax", "zscore"])
+def test_the_parts_of_each_fused_score_are_what_each_ranking_added(method):
+    fusion = Fusion(method=method, lexical_weight=0.5, rrf_k=10)
+    parts = fusion.parts(DENSE, LEXICAL)
+    fused = fusion.fuse(DENSE, LEXICAL, 10)
+    assert [d for d, _ in fused] == sorted(parts, key=lambda d: -sum(parts[d]))
+    for doc, score in fused:
+        assert parts[doc][0] + parts[doc][1] == score  # exactly the score ranked by
+    if method != "zscore":  # absent from a ranking: nothing from it
+        assert parts["d"][0] == 0.0 and parts["b"][1] == 0.0
+    if method == "rrf":
+        assert parts["c"] == pytest.approx((1 / 13, 0.5 / 11))
