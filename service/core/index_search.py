@@ -227,7 +227,7 @@ def fuse_hits(fusion: Fusion, dense: list[tuple[Doc, float]], lexical: list[tupl
     ranked = [(d.id, sign * s) for d, s in dense if math.isfinite(s)], [(d.id, s) for d, s in lexical]
     parts = fusion.parts(*ranked)
     hits = []
-    for i, score in fusion.fuse(*ranked, k):
+    for i, score in fusion.ranked(parts, k):  # the parts once: the fused score is their sum
         (dense_rank, dense_score), (lexical_rank, lexical_score) = dense_of.get(i, (None, None)), lexical_of.get(i, (None, None))
         d = docs[i]
         finite = score if math.isfinite(score) else None

@@ -42,13 +42,18 @@ class Fusion:
 
     def fuse(self, dense: Ranking, lexical: Ranking, k: int) -> list[tuple[str, float]]:
         """The best ``k`` of the union of both rankings under this fusion."""
-        return _sorted(_summed(self._parts(dense, lexical)))[:k]
+        return self.ranked(self.parts(dense, lexical), k)
 
     def parts(self, dense: Ranking, lexical: Ranking) -> dict[str, tuple[float, float]]:
         """What each ranking adds to each document's fused score: ``{id: (dense's, lexical's)}``, their sum the
         score :meth:`fuse` ranks by (a search's ``explain``)."""
         by_dense, by_lexical = self._parts(dense, lexical)
         return {doc: (by_dense.get(doc, 0.0), by_lexical.get(doc, 0.0)) for doc in by_dense | by_lexical}
+
+    @staticmethod
+    def ranked(parts: dict[str, tuple[float, float]], k: int) -> list[tuple[str, float]]:
+        """The best ``k`` of :meth:`parts` by their sum, the fused score."""
+        return _sorted({doc: 0.0 + d + lx for doc, (d, lx) in parts.items()})[:k]
 
     def _parts(self, dense: Ranking, lexical: Ranking) -> list[dict[str, float]]:
         weights = (1.0, self.lexical_weight)

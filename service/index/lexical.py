@@ -303,14 +303,14 @@ class LexicalIndex:
     def _compact(self) -> None:
         """Renumber the live slots densely and drop the dead ones from every postings list."""
         live = self._alive[: len(self._ids)]
-        new_slot = np.cumsum(live) - 1  # old slot -> new slot, for live ones
+        new_slot = (np.cumsum(live) - 1).astype(np.int32)  # old slot -> new slot, for live ones
         for term in list(self._postings):
             p = self._postings[term].flush()
             keep = live[p.slots[: p.n]]
             if not keep.any():
                 del self._postings[term]
                 continue
-            p.slots, p.tfs, p.dls = new_slot[p.slots[: p.n][keep]].astype(np.int32), p.tfs[: p.n][keep], p.dls[: p.n][keep]
+            p.slots, p.tfs, p.dls = new_slot[p.slots[: p.n][keep]], p.tfs[: p.n][keep], p.dls[: p.n][keep]
             p.n = len(p.slots)
         self._ids = [s for s in self._ids if s is not None]
         self._len = self._len[: len(live)][live].copy()
