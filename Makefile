@@ -27,12 +27,13 @@ $(PY):
 # constraints.txt: every package at the version the suite last passed with (`make lock` refreshes it).
 CONSTRAINTS := -c constraints.txt
 
+# The openvino extra: the bundles that chose OpenVINO run on it (service/core/runtime.py); without it ONNX Runtime serves them.
 install-serve: $(PY)
-	$(QUIET) $(PY) -m pip install -q $(CONSTRAINTS) $(EDITABLE) -e .
+	$(QUIET) $(PY) -m pip install -q $(CONSTRAINTS) $(EDITABLE) -e ".[openvino]"
 
 # Also the openai npm client the tests drive (pinned by tests/clients/package-lock.json), where npm exists.
 install-dev: $(PY)
-	$(QUIET) $(PY) -m pip install -q $(CONSTRAINTS) $(EDITABLE) -e ".[train,dev,milvus,docs,otel]"
+	$(QUIET) $(PY) -m pip install -q $(CONSTRAINTS) $(EDITABLE) -e ".[train,dev,milvus,docs,otel,openvino]"
 	if command -v npm >/dev/null; then npm ci --prefix tests/clients --no-audit --no-fund --silent || echo "npm ci failed: the npm client test will skip"; fi
 
 serve: install-serve
@@ -64,7 +65,7 @@ test: install-dev lint
 lock:
 	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
 	build/lock-venv/bin/python -m pip install -q --upgrade pip
-	build/lock-venv/bin/python -m pip install -q ".[train,dev,milvus,docs,otel]"
+	build/lock-venv/bin/python -m pip install -q ".[train,dev,milvus,docs,otel,openvino]"
 	{ sed -n '1,3p' constraints.txt; build/lock-venv/bin/python -m pip freeze --all --exclude thoughtvec --exclude pip | sed 's/+cpu$$//' | sort -f; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt && rm -rf build/lock-venv
 	@echo "constraints.txt: $$(grep -vc '^#' constraints.txt) packages"

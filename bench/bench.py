@@ -66,6 +66,7 @@ from thoughtvec.bench.load import (
     load_sentences,
     parse_wrk,
     request_bodies,
+    served_runtime,
     start_wrk,
     wrk_script,
 )
@@ -103,6 +104,7 @@ class InProcess:
     ops: Ops | None  # the graph's operations (None without onnx)
     tokens: int  # mean tokens a sentence
     rss_added_mb: float  # by loading the bundle and running one batch
+    runtime: str  # what ran the graph, at which precision
 
 
 def bench_inprocess(bundle: Path, sentences: list[str], batches: list[int], seconds: float) -> InProcess:
@@ -132,8 +134,9 @@ def bench_inprocess(bundle: Path, sentences: list[str], batches: list[int], seco
         dt = time.perf_counter() - start
         speed[b] = done / dt
         gops[b] = done_ops / dt / 1e9
+    runtime = f"{enc.runtime.name} {enc.runtime.version} at {enc.runtime.precision}"
     del enc
-    return InProcess(speed, gops, ops, round(sum(tokens) / max(len(tokens), 1)), added)
+    return InProcess(speed, gops, ops, round(sum(tokens) / max(len(tokens), 1)), added, runtime)
 
 
 # -- the server under load -----------------------------------------------------------------
@@ -186,6 +189,10 @@ class Server:
                 pass
             time.sleep(0.1)
         raise RuntimeError("server not ready after 300 s")
+
+    def runtime(self) -> str:
+        """What runs the served bundle's graph (``load.served_runtime``)."""
+        return served_runtime(self.port)
 
     def batching(self) -> dict[str, float]:
         """The batcher's counters so far (``/metrics``): ONNX runs, sentences run, padded tokens, real tokens."""
@@ -377,7 +384,7 @@ def run(args: argparse.Namespace) -> int:
         name = load_bundle(bundle).name
         print(f"\n## {name}\n", flush=True)
         inproc = bench_inprocess(bundle, sentences, batches, args.seconds)
-        print(f"in-process `Encoder.encode` (the loaded bundle adds {inproc.rss_added_mb:.0f} MB resident)\n")
+        print(f"in-process `Encoder.encode` on {inproc.runtime} (the loaded bundle adds {inproc.rss_added_mb:.0f} MB resident)\n")
         print("| batch | sentences/s | G op/s (int8 + float) |\n|---:|---:|---:|")
         for b, v in inproc.speed.items():
             print(f"| {b} | {v:.0f} | {'–' if np.isnan(inproc.gops[b]) else f'{inproc.gops[b]:.1f}'} |")
@@ -402,7 +409,7 @@ def run(args: argparse.Namespace) -> int:
                 bodies = {s: request_bodies(sentences, s, 256 if s == 1 else 64, name, args.encoding) for s in {*sizes, 1, 32}}
                 gen.run(Load(bodies[1], 1, 64), seconds=min(3.0, args.seconds))  # warm-up: threads, arena, caches
                 floods = [gen.run(Load(bodies[s], s, c))[0] for s in sizes for c in levels]
-                print_floods(f"server, {title}; load generator {gen.name}", floods)
+                print_floods(f"server, {title}, on {server.runtime()}; load generator {gen.name}", floods)
                 if title != "batching on":
                     continue
                 print(f"\n| run {RATIO_HEADER}\n|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -433,6 +440,7 @@ def compare(args: argparse.Namespace, bundle: Path, name: str, sentences: list[s
     print(f"server A: `{' '.join(base) or 'defaults'}`; server B: A with `{' '.join(args.against)}`; alternated\n")
     print(f"| round | server {RATIO_HEADER}\n|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     gains: list[tuple[float, float]] = []
+    runtimes: dict[str, str] = {}  # what runs each server's graph
     for r in range(1, args.repeats + 1):
         got = {}
         for label, flags in (("A", base), ("B", base + list(args.against))):
@@ -442,9 +450,11 @@ def compare(args: argparse.Namespace, bundle: Path, name: str, sentences: list[s
                 gen.run(Load(bodies[1], 1, 64), seconds=min(3.0, args.seconds))  # warm-up: threads, arena, caches
                 got[label] = [gen.run(Load(bodies[s], s, c))[0] for s, c in RATIO_LEVELS]
                 print(f"| {r} | {label} |{ratio_cells(*got[label])}", flush=True)
+                runtimes[label] = server.runtime()
             finally:
                 gen.close()
                 server.close()
         gains.append(tuple(b.sentences_per_s / a.sentences_per_s for a, b in zip(got["A"], got["B"])))  # type: ignore[arg-type]
     one, many = np.median(np.array(gains), axis=0)
     print(f"\nB over A, median of {len(gains)} rounds: 1-sentence requests x{one:.2f} sentences/s, 32-sentence requests x{many:.2f}")
+    print(f"A runs on {runtimes['A']}, B on {runtimes['B']}")

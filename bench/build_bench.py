@@ -63,7 +63,7 @@ def embed(bundle: Path, texts: list[str]) -> float:
 
 def encoder(bundle: Path, texts: list[str], folder: Path) -> float:
     """Documents/s of Encoder.encode on the calling thread, then one snapshot."""
-    enc = Encoder.load(bundle, providers=available_providers())
+    enc = Encoder.load(bundle, providers=available_providers(), runtime=load_settings().cpu_runtime)  # as the other two: THOUGHTVEC_*
     view = enc.view(None)
     enc.encode(texts[:64], view)  # ONNX Runtime allocates
     store = open_store("faiss", index_dir=folder)

@@ -49,6 +49,7 @@ from thoughtvec.service.core.batcher import LOOKAHEAD, Batcher, BatchLimits
 from thoughtvec.service.core.encoder import Encoder
 from thoughtvec.service.core.planner import RunCost, plan_batches
 from thoughtvec.service.core.registry import Model, Registry
+from thoughtvec.service.core.runtime import OpenVinoSession
 from thoughtvec.service.settings import Settings, add_cli_flags, load_settings, overrides_from_args
 
 if TYPE_CHECKING:
@@ -236,6 +237,7 @@ class Peaks:
 def ort_peaks(enc: Encoder, ops: Ops, n: int = 1024) -> Peaks:
     """The graph's own int8 product (if it has one) and float ``MatMul``, n³, on ``enc``'s session options."""
 
+    assert not isinstance(enc.session, OpenVinoSession), "ONNX Runtime's peak needs ONNX Runtime's session"
     options = enc.session.get_session_options()
     int8 = matmul_peak(ops.int8_op, options, n, types=ops.int8_types) if ops.int8_op else math.nan
     return Peaks(int8, matmul_peak("MatMul", options, n), ops.int8_op, options.intra_op_num_threads, n)
@@ -298,10 +300,14 @@ def measure_as_served(
     ops = count_ops(bundle.resolve() / enc.bundle.onnx_path.relative_to(enc.bundle.path))  # served from a folder now gone
     ids = [enc.fit(enc.token_ids(texts[i]), "truncate") for i in arrival_order(len(texts))]
     typical = int(round(float(np.mean([len(s) for s in ids]))))
-    lines = []
+    rt = enc.runtime
+    lines = [f"runtime: {rt.name} {rt.version} at {rt.precision} ({rt.note})"]
     peaks = None
     if ops is not None:
         lines.append(f"operations: {describe_ops(ops, typical)}")
+    if ops is not None and rt.name != "onnxruntime":
+        lines.append("peak: ONNX Runtime's kernels', so not measured for a graph OpenVINO runs")
+    elif ops is not None:
         key = (ops.int8_op, ops.int8_types)
         cache = peaks_cache if peaks_cache is not None else {}
         peaks = cache[key] = cache.get(key) or ort_peaks(enc, ops)

@@ -36,6 +36,15 @@ def load_sentences(path: Path | None, n: int = 4000) -> list[str]:
     return [" ".join(rng.choice(FALLBACK_WORDS) for _ in range(rng.randint(3, 40))) + " ." for _ in range(n)]
 
 
+def served_runtime(port: int) -> str:
+    """What runs the first model's graph on the server at ``port``, as ``/v1/models`` says: ``openvino 2026.4.1 at bfloat16``."""
+    import urllib.request  # noqa: PLC0415
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=10) as r:
+        rt = json.loads(r.read())["data"][0]["runtime"]
+    return f"{rt['name']} {rt['version']} at {rt['precision']}"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -41,7 +41,17 @@ from pathlib import Path
 import numpy as np
 
 from thoughtvec.bench.arguments import add_peer_arguments
-from thoughtvec.bench.load import RATIO_LEVELS, Flood, free_port, load_sentences, parse_wrk, request_bodies, start_wrk, wrk_script
+from thoughtvec.bench.load import (
+    RATIO_LEVELS,
+    Flood,
+    free_port,
+    load_sentences,
+    parse_wrk,
+    request_bodies,
+    served_runtime,
+    start_wrk,
+    wrk_script,
+)
 
 KINDS = ("uvicorn", "granian")
 OURS = "/v1/embeddings"
@@ -179,6 +189,8 @@ def compare(
             proc, port = c.start() if isinstance(c, Peer) else start(c, bundle, flags)
             try:
                 check_answers(port, path, bodies[1][0], name)
+                if not isinstance(c, Peer) and rnd == 1:
+                    print(f"| | {name} on {served_runtime(port)} | | | | | | | |")
                 for size, conc in RATIO_LEVELS:
                     f, cpu = flood(proc, port, scripts[(size, path)], size, conc, seconds)
                     got.setdefault((name, size, conc), []).append(f)

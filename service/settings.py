@@ -129,6 +129,10 @@ class Settings(BaseSettings):
     ort_spinning: bool = Field(
         False, description="let ONNX Runtime's idle threads spin; off leaves the cores to the HTTP loop between batches"
     )
+    cpu_runtime: Literal["auto", "onnxruntime", "openvino"] = Field(
+        "auto",
+        description="what runs the graphs on the CPU: `auto`, each bundle's measured choice (its onnx.cpu_runtime: OpenVINO at bfloat16 where it is installed, the `openvino` extra, and the CPU has bf16 instructions, else ONNX Runtime); `onnxruntime` for every bundle; `openvino` for every bundle (bfloat16 where the CPU has it, else float32)",
+    )
     prefer_cuda: bool = Field(True, description="use CUDAExecutionProvider / GPU FAISS when present")
     warmup: bool = Field(True, description="run each model on a few inputs before /ready turns true")
 

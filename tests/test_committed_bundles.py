@@ -15,6 +15,7 @@ import pytest
 
 from thoughtvec.service.bundle import heads
 from thoughtvec.service.core.encoder import Encoder
+from thoughtvec.service.core.runtime import openvino_support
 from thoughtvec.training.export.onnx_export import PADDING_TOL, PARITY_TOL
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,6 +56,23 @@ def test_every_view_encodes_at_its_dimension_without_padding_effects(committed):
         np.testing.assert_allclose(together, alone, atol=PADDING_TOL, rtol=0, err_msg=f"{name}/{view}")
         known = [i for i, t in enumerate(TEXTS) if "zyxxqv" not in t]  # all-unknown words: the invertible models give 0
         assert np.linalg.norm(together[known], axis=1).min() > 0, f"{name}/{view}: a zero vector for a real sentence"
+
+
+def test_a_bundle_on_openvino_gives_onnx_runtimes_vectors(committed):
+    """A bundle that chose OpenVINO (onnx.cpu_runtime) runs on it where it can, and every view's vectors agree with
+    ONNX Runtime's on the same graph (the rule it was chosen by: least cosine 0.999; thoughtvec.bench.runtimes)."""
+    name, enc = committed
+    if enc.spec.onnx.cpu_runtime != "openvino":
+        pytest.skip(f"{name} is served by ONNX Runtime")
+    assert "python -m thoughtvec.bench.runtimes" in enc.spec.onnx.cpu_runtime_note  # what the choice was measured on
+    if openvino_support().why_not is not None:
+        pytest.skip(f"{name} chose OpenVINO, but here {openvino_support().why_not}")
+    assert enc.runtime.name == "openvino" and enc.runtime.precision == "bfloat16"
+    reference = Encoder.load(ROOT / "models" / name, threads=1, runtime="onnxruntime")
+    texts = [t for t in TEXTS if "zyxxqv" not in t]  # all-unknown words: the invertible models' zero vector on both
+    for view in enc.spec.views:
+        least = float((enc.encode(texts, view) * reference.encode(texts, view)).sum(1).min())
+        assert least >= 0.999, f"{name}/{view}: least cosine {least:.5f} to ONNX Runtime's vectors"
 
 
 def test_relatedness_head_scores_in_range(committed):

@@ -92,6 +92,7 @@ def make_tiny_bundle(
     max_input_tokens: int = 32,
     append_eos: bool = True,
     seed: int = 0,
+    cpu_runtime: str = "onnxruntime",
 ):
     vocab = Vocabulary.from_words(WORDS)
     spec = BundleSpec(
@@ -102,7 +103,7 @@ def make_tiny_bundle(
         tokenizer=TokenizerSpec(append_eos=append_eos),
         vocabulary=VocabularySpec(size=len(vocab), trained_size=len(vocab)),
         max_input_tokens=max_input_tokens,
-        onnx=OnnxSpec(opset=17),
+        onnx=OnnxSpec(opset=17, cpu_runtime=cpu_runtime),
         views={
             "mean": ViewSpec(output="mean", dim=dim, description="mean of word vectors", pooling="unsupervised"),
             "meanmax": ViewSpec(output="meanmax", dim=2 * dim, description="[mean, max]", pooling="supervised"),

@@ -87,6 +87,11 @@ class OnnxSpec(_Strict):
     # per-token int8 products; float16-int8-embeddings, float16 with the word-embedding table in int8, one scale a row
     weights_dtype: Literal["float32", "float16", "int8", "float16-int8-embeddings"] = "float32"
     opset: int = Field(ge=13)
+    # The runtime that serves this graph on a CPU, chosen by measurement (`python -m thoughtvec.bench.runtimes`):
+    # openvino runs it at bfloat16 precision (float32 accumulation) where the CPU has bf16 instructions; without the
+    # `openvino` extra, without them, or on a GPU, ONNX Runtime serves it (thoughtvec.service.core.runtime).
+    cpu_runtime: Literal["onnxruntime", "openvino"] = "onnxruntime"
+    cpu_runtime_note: str = ""  # what the choice was measured on; shown in /v1/models/{name}
 
 
 class PostprocessSpec(_Strict):

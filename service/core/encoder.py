@@ -24,6 +24,7 @@ from thoughtvec.service.bundle.format import Bundle, load_bundle
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.core.longinput import pool, prepare
 from thoughtvec.service.core.planner import plan_batches
+from thoughtvec.service.core.runtime import ONNXRUNTIME, OPENVINO, CpuRuntime, OpenVinoSession, RuntimeDescription, choose, openvino_support
 from thoughtvec.service.errors import BundleError, InputTooLong, InvalidInput, UnknownView
 from thoughtvec.service.settings import Truncation
 
@@ -83,7 +84,13 @@ def preload_cuda_libraries() -> None:
 
 
 class Encoder:
-    """One loaded bundle with its ONNX Runtime session."""
+    """One loaded bundle with its session: ONNX Runtime's, or OpenVINO's where the bundle chose it
+    (``thoughtvec.service.core.runtime``: ``runtime`` is the ``cpu_runtime`` setting; ``runs``, how many threads
+    call it at once, each on ``threads``)."""
+
+    session: ort.InferenceSession | OpenVinoSession
+    runtime: RuntimeDescription  # what runs the graph, and why it was chosen
+    providers: list[str]  # ONNX Runtime's providers as its session uses them (none on OpenVINO)
 
     def __init__(
         self,
@@ -92,37 +99,20 @@ class Encoder:
         providers: Sequence[str] | None = None,
         threads: int | None = None,
         session_config: dict[str, str] | None = None,
+        runtime: CpuRuntime = "auto",
+        runs: int = 1,
     ):
         keep_blas_off_onnx_runtime_cores()
         self.bundle = bundle
         self.spec = bundle.spec
         self.vocab = bundle.vocab
         self.tokenizer = bundle.tokenizer()
-        opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if threads:
-            opts.intra_op_num_threads = threads
-            opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        for key, value in (session_config or {}).items():  # e.g. session.intra_op.allow_spinning
-            opts.add_session_config_entry(key, value)
         wanted = list(providers or available_providers())
-        if CUDA in wanted:
-            preload_cuda_libraries()
-        try:
-            self.session = ort.InferenceSession(str(bundle.onnx_path), sess_options=opts, providers=wanted)
-        except Exception as e:  # noqa: BLE001 - onnxruntime's errors (Fail, NoSuchFile, InvalidProtobuf…) derive from Exception alone
-            said = str(e).replace(str(bundle.onnx_path), bundle.onnx_path.name)  # its file by name: the folder is the server's
-            raise BundleError(str(bundle.path), "onnx.file", f"ONNX Runtime cannot load it: {said}") from None
-        self.providers = self.session.get_providers()
-        if CUDA in wanted and CUDA not in self.providers:
-            # ONNX Runtime falls back to the CPU silently when the CUDA provider's libraries do not
-            # load (no driver, CUDA or cuDNN of another major version): say so, loudly, once per model.
-            log.warning(
-                "%s: CUDAExecutionProvider was asked for but did not load (CUDA/cuDNN libraries missing or of "
-                "another version); this model runs on the CPU",
-                bundle.spec.name,
-            )
+        chosen, why = choose(runtime, bundle.spec.onnx.cpu_runtime, on_gpu=CUDA in wanted)
+        if chosen == OPENVINO:
+            self._open_openvino(threads, runs, why)
+        else:
+            self._open_onnxruntime(wanted, threads, session_config, why)
         self._check_graph()
         self.postprocess = {name: postprocess.load(self.bundle.file(v.postprocess.file), v.postprocess.key, v.dim,
                                                    v.postprocess.components, str(bundle.path), f"views.{name}.postprocess")
@@ -132,6 +122,46 @@ class Encoder:
                      for name, v in self.spec.views.items() if v.axes}  # fmt: skip
         self._fingerprints: dict[str, str] = {}
         self._files_digest = files_digest(bundle)  # read once at load, never on the event loop
+
+    def _cannot_load(self, runtime: str, e: Exception) -> BundleError:
+        said = str(e).replace(str(self.bundle.onnx_path), self.bundle.onnx_path.name)  # its file by name: the folder is the server's
+        return BundleError(str(self.bundle.path), "onnx.file", f"{runtime} cannot load it: {said}")
+
+    def _open_openvino(self, threads: int | None, runs: int, why: str) -> None:
+        try:
+            self.session = OpenVinoSession(self.bundle.onnx_path, threads=threads, runs=runs, bf16=openvino_support().bf16)
+        except Exception as e:  # noqa: BLE001 - OpenVINO's errors derive from Exception alone
+            raise self._cannot_load("OpenVINO", e) from None
+        self.runtime = RuntimeDescription(OPENVINO, openvino_support().version or "", self.session.precision, why)
+        self.providers = []
+
+    def _open_onnxruntime(self, wanted: list[str], threads: int | None, session_config: dict[str, str] | None, why: str) -> None:
+        bundle = self.bundle
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if threads:
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3
+        for key, value in (session_config or {}).items():  # e.g. session.intra_op.allow_spinning
+            opts.add_session_config_entry(key, value)
+        if CUDA in wanted:
+            preload_cuda_libraries()
+        try:
+            self.session = ort.InferenceSession(str(bundle.onnx_path), sess_options=opts, providers=wanted)
+        except Exception as e:  # noqa: BLE001 - onnxruntime's errors (Fail, NoSuchFile, InvalidProtobuf…) derive from Exception alone
+            raise self._cannot_load("ONNX Runtime", e) from None
+        precision = "int8" if bundle.spec.onnx.weights_dtype == "int8" else "float32"  # int8: its products; float32 elsewhere
+        self.runtime = RuntimeDescription(ONNXRUNTIME, ort.__version__, precision, why)
+        self.providers = self.session.get_providers()
+        if CUDA in wanted and CUDA not in self.providers:
+            # ONNX Runtime falls back to the CPU silently when the CUDA provider's libraries do not
+            # load (no driver, CUDA or cuDNN of another major version): say so, loudly, once per model.
+            log.warning(
+                "%s: CUDAExecutionProvider was asked for but did not load (CUDA/cuDNN libraries missing or of "
+                "another version); this model runs on the CPU",
+                bundle.spec.name,
+            )
 
     def fingerprint(self, view: str | None = None) -> str:
         """16 hex digits of what a view's vectors are a function of: the graph and vocabulary files, the

@@ -90,6 +90,7 @@ class Model:
             max_input_tokens=spec.max_input_tokens,
             relatedness_head=self.head is not None,
             providers=list(self.encoder.providers),
+            runtime=self.encoder.runtime,
             default=default,
             **guide.entry(spec.name, self.encoder.fingerprint()),  # what it is for, chosen on dev, and its dev figures
             training=spec.training if provenance else None,
@@ -161,6 +162,8 @@ class Registry:
             providers=providers,
             threads=run_threads(self.settings),
             session_config={"session.intra_op.allow_spinning": spin, "session.inter_op.allow_spinning": spin},
+            runtime=self.settings.cpu_runtime,
+            runs=self.settings.concurrent_runs,
         )
         head, head_view = None, None
         spec = bundle.spec.heads.get("relatedness")
@@ -169,13 +172,18 @@ class Registry:
             head_view = spec.view
             if head.dim != bundle.spec.views[head_view].dim:
                 raise ValueError(f"heads.relatedness expects dim {head.dim}, view '{head_view}' has {bundle.spec.views[head_view].dim}")
+        rt = encoder.runtime
         log.info(
-            "loaded %s (%s/%s, views %s, providers %s%s)",
+            "loaded %s (%s/%s, views %s, %s %s at %s: %s%s%s)",
             bundle.name,
             bundle.spec.family,
             bundle.spec.variant,
             list(bundle.spec.views),
-            encoder.providers,
+            rt.name,
+            rt.version,
+            rt.precision,
+            rt.note,
+            f", providers {encoder.providers}" if encoder.providers else "",
             ", relatedness head" if head else "",
         )
         return Model(encoder, Batcher(bundle.name, encoder, self._limits(), self.observer), head, head_view)

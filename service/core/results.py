@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 # An index's stats are the index contract's own type (what every backend answers), returned as they are.
+from thoughtvec.service.core.runtime import RuntimeDescription
 from thoughtvec.service.index.contents import IndexStats as IndexStats
 from thoughtvec.service.settings import SearchMode
 
@@ -109,7 +110,8 @@ class ModelDescription:
     views: dict[str, ViewDescription]
     max_input_tokens: int
     relatedness_head: bool
-    providers: list[str]  # ONNX Runtime's, as its session uses them
+    providers: list[str]  # ONNX Runtime's, as its session uses them (none where OpenVINO runs the graph)
+    runtime: RuntimeDescription  # what runs the graph, at which precision, and why
     default: bool  # the model a request naming none gets
     best_for: list[str]
     best_trained_here_for: list[str]

@@ -233,7 +233,9 @@ def quantize_bundle(
                 "name": out.name,
                 "description": bundle.spec.description
                 + f"; int8 {'per-token' if method == 'token' else 'static'} quantisation of {bundle.name}",
-                "onnx": bundle.spec.onnx.model_copy(update={"weights_dtype": "int8"}),
+                "onnx": bundle.spec.onnx.model_copy(
+                    update={"weights_dtype": "int8", "cpu_runtime": "onnxruntime", "cpu_runtime_note": ""}
+                ),  # a new graph: its runtime not yet measured
             }
         )
         atomic_write_text(stage / BUNDLE_FILE, spec.model_dump_json(indent=2) + "\n")

@@ -49,6 +49,7 @@ def test_valid_bundle_loads(bundle_dir):
         ({"views__mean__dim": -1}, "views.mean.dim", "greater than 0"),
         ({"onnx__file": "../x.onnx"}, "onnx.file", "inside the bundle"),
         ({"onnx__file": "missing.onnx"}, "onnx.file", "missing"),
+        ({"onnx__cpu_runtime": "tensorrt"}, "onnx.cpu_runtime", "'onnxruntime' or 'openvino'"),
         ({"tokenizer__kind": "bpe"}, "tokenizer.kind", "basic-ptb-v1"),
         ({"tokenizer__kind": "hf-tokenizers"}, "tokenizer", "names its file"),
         ({"tokenizer__file": "tokenizer.json"}, "tokenizer", "file is for hf-tokenizers"),

@@ -145,3 +145,16 @@ def test_without_a_guide_every_bundle_is_unmeasured_and_the_first_by_name_is_the
     reg = half_loaded(models_dir, tmp_path, "tiny2")
     reg.started = True
     assert reg.guide.source is None and reg.unmeasured == {"tiny2"} and reg.default_model == "tiny2"
+
+
+@pytest.mark.parametrize(("setting", "expected"), [("onnxruntime", "onnxruntime"), ("auto", "openvino")])
+def test_the_registry_serves_each_bundle_on_the_runtime_the_setting_allows(tmp_path, setting, expected):
+    from tests.tiny_bundle import make_tiny_bundle
+    from thoughtvec.service.core.runtime import openvino_support
+
+    if expected == "openvino" and openvino_support().why_not is not None:
+        pytest.skip(f"OpenVINO cannot serve here: {openvino_support().why_not}")
+    make_tiny_bundle(tmp_path / "models" / "tiny", cpu_runtime="openvino")
+    reg = Registry(settings_for(tmp_path / "models", tmp_path / "idx", cpu_runtime=setting, warmup=False))
+    model = reg._load_one(tmp_path / "models" / "tiny")
+    assert model.encoder.runtime.name == expected and model.describe(True, Guide()).runtime.name == expected

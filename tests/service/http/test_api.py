@@ -21,6 +21,8 @@ def test_health_ready_models(client, models_dir):
     assert tiny["family"] == "skip-thought" and tiny["variant"] == "tiny-test" and tiny["dimension"] == 8
     assert set(tiny["views"]) == {"mean", "meanmax"} and tiny["max_input_tokens"] == 32
     assert tiny["default"] and tiny["relatedness_head"] and "CPUExecutionProvider" in tiny["providers"]
+    assert tiny["runtime"]["name"] == "onnxruntime" and tiny["runtime"]["precision"] == "float32"  # the bundle's choice
+    assert "the bundle's choice" in tiny["runtime"]["note"]
     assert client.get("/v1/models/tiny2").json()["dimension"] == 4
     assert "/v1/embeddings" in client.get("/openapi.json").json()["paths"]
 
