@@ -17,7 +17,8 @@ search sample (unsorted, planned into batches as the server plans them):
   ``onnx.cpu_runtime`` and ``onnx.cpu_runtime_note`` (the vectors' fingerprint does not change).
 
 OpenVINO runs at its default inference precision on the CPU, bfloat16 where the CPU has it (its speed comes from
-there: ``--precision f32`` measures it at float32). Prints; asserts nothing. Needs the ``openvino`` extra. The dev
+there: ``--precision f32`` measures it at float32; ``--graph FILE`` runs another graph of one bundle on OpenVINO, an
+export or a quantisation of it, against the bundle's own on ONNX Runtime). Prints; asserts nothing. Needs the ``openvino`` extra. The dev
 figures on each runtime: ``python -m thoughtvec.training.evaluation.runtime_check``.
 """
 
@@ -37,7 +38,7 @@ from thoughtvec.bench.load import load_sentences
 from thoughtvec.service.bundle.atomic import atomic_write_text
 from thoughtvec.service.bundle.format import BUNDLE_FILE, discover_bundles, load_bundle, parse_spec
 from thoughtvec.service.core.encoder import Encoder
-from thoughtvec.service.core.runtime import OPENVINO, openvino_support
+from thoughtvec.service.core.runtime import OPENVINO, OpenVinoSession, openvino_support
 
 MIN_COSINE = 0.999
 PADDING_TOL = 1e-5  # as the export checks (training/export/onnx_export.py)
@@ -89,10 +90,9 @@ def padding_gap(enc: Encoder, texts: list[str]) -> float:
 def compare(path: Path, texts: list[str], args) -> Comparison:
     ort_enc = Encoder.load(path, threads=args.threads, runtime="onnxruntime")
     ov_enc = Encoder.load(path, threads=args.threads, runtime="openvino")
-    if args.precision == "f32" and ov_enc.runtime.precision != "float32":
-        from thoughtvec.service.core.runtime import OpenVinoSession  # noqa: PLC0415
-
-        ov_enc.session = OpenVinoSession(ov_enc.bundle.onnx_path, threads=args.threads, bf16=False)
+    if args.precision == "f32" or args.graph:  # OpenVINO on another precision or graph, the same bundle around it
+        bf16 = args.precision != "f32" and openvino_support().bf16
+        ov_enc.session = OpenVinoSession(args.graph or ov_enc.bundle.onnx_path, threads=args.threads, bf16=bf16)
     encoders = {"onnxruntime": ort_enc, OPENVINO: ov_enc}
     least = min(float((ov_enc.encode(texts, v) * ort_enc.encode(texts, v)).sum(1).min()) for v in ort_enc.spec.views)
     padding = padding_gap(ov_enc, texts[:32])
@@ -104,7 +104,8 @@ def compare(path: Path, texts: list[str], args) -> Comparison:
         for name, enc in order:
             rates[name][32] = max(rates[name][32], rate(enc, texts, 32))
             rates[name][1] = max(rates[name][1], rate(enc, texts[: args.sentences_1], 1))
-    return Comparison(path.name, rates, least, padding, ov_enc.runtime.precision)
+    assert isinstance(ov_enc.session, OpenVinoSession)
+    return Comparison(path.name, rates, least, padding, ov_enc.session.precision)
 
 
 def record(path: Path, c: Comparison, args, versions: str) -> None:
@@ -134,8 +135,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--min-speedup", type=float, default=1.05, help="OpenVINO over ONNX Runtime at batch 32 to choose it")
     p.add_argument("--precision", choices=("default", "f32"), default="default", help="OpenVINO's inference precision")
+    p.add_argument(
+        "--graph",
+        type=Path,
+        help="OpenVINO runs this graph (ONNX, or OpenVINO IR .xml) in place of the bundle's own: another export or a "
+        "quantisation of the one bundle named by --models; agreement is then with ONNX Runtime on the bundle's graph",
+    )
     p.add_argument("--record", action="store_true", help="write each choice into its bundle.json")
     args = p.parse_args(argv)
+    if args.graph and (args.record or not args.models or "," in args.models):
+        p.error("--graph takes one bundle (--models NAME) and records nothing")
     support = openvino_support()
     if support.version is None:
         raise SystemExit("OpenVINO is not installed: pip install 'thoughtvec[openvino]'")
