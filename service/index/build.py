@@ -92,7 +92,7 @@ class Ingestion:
                     if todo:
                         writing = (writer.submit(self.store.add, self.name, todo, vectors), len(part))
                     else:
-                        bar.set_postfix(added=self.added, skipped=self.present, refresh=False)
+                        bar.set_postfix(added=str(self.added), skipped=str(self.present), refresh=False)  # str: tqdm writes 20000 as 2e+4
                         bar.update(len(part))
                 if self.create is not None:  # an input without a document: the index, empty
                     self.store.create(self.create)
@@ -129,7 +129,7 @@ class Ingestion:
         """Wait for the write in flight (its error raised here), and count it."""
         future, size = writing
         self.added += len(future.result())
-        bar.set_postfix(added=self.added, skipped=self.present, refresh=False)
+        bar.set_postfix(added=str(self.added), skipped=str(self.present), refresh=False)  # str: tqdm writes 20000 as 2e+4
         bar.update(size)
 
 

@@ -229,6 +229,14 @@ def test_an_index_made_otherwise_is_refused_and_overwrite_replaces_it(models_dir
     store.close()
 
 
+def test_the_progress_bar_counts_in_whole_numbers(models_dir, tmp_path, capsys):
+    src = tmp_path / "d.txt"  # a round count, which tqdm would print as 1e+4
+    src.write_text("".join(f"the cat sat on mat {i} .\n" for i in range(10_000)), encoding="utf-8")
+    assert main(build_args(models_dir, src, tmp_path / "a", "--chunk", "5000")) == 0
+    err = capsys.readouterr().err
+    assert "added=10000" in err and "e+" not in err, err
+
+
 def test_the_progress_bar_and_quiet(models_dir, tmp_path, capsys, caplog):
     src = write_jsonl(tmp_path / "d.jsonl", 30)
     with caplog.at_level(logging.INFO, logger="thoughtvec"):
