@@ -498,9 +498,11 @@ class IndexStore:
                 if growing is not None:  # its snapshot is the grown index: wait for it rather than grow again next time
                     growing.join()
                 try:
-                    if self.read_only is None and e.lexical is None and not (e.folder / SNAPSHOT / LEXICAL_FILE).is_file():
-                        # a bulk build's store: its BM25 half made once, here, and kept in the snapshot, so that the
-                        # server loads it instead of analysing every text at each start
+                    stale = e.wal.size > 0 or not (e.folder / SNAPSHOT / LEXICAL_FILE).is_file()  # writes it lacks
+                    if self.read_only is None and e.lexical is None and stale:
+                        # a bulk build's store: its BM25 half made once, here, of every document (a build that added to
+                        # an index too), and kept in the snapshot, so that the server loads it instead of analysing
+                        # every text at each start
                         started = time.perf_counter()
                         e.lexical = lexical_of(e.index, self.analyzer, self.bm25)
                         self.compact_entry(e, force=True)

@@ -180,3 +180,24 @@ def test_a_bulk_builds_store_makes_the_bm25_half_once_at_close(tmp_path, monkeyp
     server.load_all()
     assert_lexical_is(server, docs(0, 15))
     server.close()
+
+
+def test_a_bulk_build_that_adds_to_an_index_leaves_its_bm25_half_whole(tmp_path, monkeypatch):
+    """A build run again (after Ctrl-C or kill -9) adds to the snapshot it left: at its close the BM25 half is made of
+    every document, so that neither a server's start nor the next build, even one refused, analyses them again."""
+    first = IndexStore(tmp_path, lexical=False)
+    first.create(new_config(NewIndex("x", "tiny", "mean", DIM, mode="hybrid")))
+    first.add("x", docs(0, 10), vecs(10))
+    first.close()  # the snapshot holds its BM25 half of 10
+    again = IndexStore(tmp_path, lexical=False)
+    again.load_all()
+    again.add("x", docs(10, 18), vecs(8, 1))
+    again.close()
+    monkeypatch.setattr(store_module, "lexical_of", lambda *a, **k: pytest.fail("the BM25 half was analysed again"))
+    untouched = IndexStore(tmp_path, lexical=False)  # a build that writes nothing: no work at its close
+    untouched.load_all()
+    untouched.close()
+    server = IndexStore(tmp_path)
+    server.load_all()
+    assert_lexical_is(server, docs(0, 18))
+    server.close()
