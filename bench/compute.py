@@ -255,12 +255,16 @@ def describe_ops(ops: Ops, length: int) -> str:
     )
 
 
-def describe_run(run: GraphRun, peaks: Peaks | None) -> str:
-    """One line: the run's rates on the real tokens, each against its peak, and the share of the peak overall."""
+def describe_run(run: GraphRun, peaks: Peaks | None, counted: bool = True) -> str:
+    """One line: the run's rates on the real tokens, each against its peak (where measured: ONNX Runtime's), and the
+    share of the peak overall. ``counted``: the graph's operations were counted (``onnx`` and ``sympy`` installed)."""
     dt = run.seconds
     line = f"{run.sentences_per_s:.0f} sentences/s, {run.padded_tokens / max(run.real_tokens, 1):.2f} padded/real tokens"
-    if peaks is None:
+    if not counted:
         return line + "; operations not counted (needs onnx and sympy: pip install 'thoughtvec[bench]')"
+    if peaks is None:  # counted, but no peak to hold them against: the rates alone
+        int8 = f"; int8 {run.int8_ops / dt / 1e9:.1f} G op/s" if run.int8_ops else ""
+        return line + int8 + f"; float {run.float_ops / dt / 1e9:.1f} GFLOP/s"
     if run.int8_ops:
         line += f"; int8 {run.int8_ops / dt / 1e9:.1f} G op/s ({run.int8_ops / dt / peaks.int8:.0%} of {peaks.int8 / 1e9:.0f})"
     line += f"; float {run.float_ops / dt / 1e9:.1f} GFLOP/s ({run.float_ops / dt / peaks.floating:.0%} of {peaks.floating / 1e9:.0f})"
@@ -319,7 +323,7 @@ def measure_as_served(
     lines.append(
         f"graph alone, the server's plan (windows of {lim.max_batch_size * LOOKAHEAD} in arrival order, at most {lim.max_batch_size} "
         f"sentences / {lim.max_batch_tokens} tokens a run; calibrated: {calibrated}{refitted}; {run.sentences / max(run.runs, 1):.1f} "
-        f"sentences a run over {run.sentences} sentences): {describe_run(run, peaks)}"
+        f"sentences a run over {run.sentences} sentences): {describe_run(run, peaks, ops is not None)}"
     )
     return "\n".join(lines)
 
