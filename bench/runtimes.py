@@ -7,7 +7,8 @@ Per bundle, in process, on ``--threads`` threads (one run at a time), the first 
 search sample (unsorted, planned into batches as the server plans them):
 
 * **speed**: ``Encoder.encode`` sentences/s at batch 1 (the first ``--sentences-1`` sentences) and batch 32, ONNX
-  Runtime and OpenVINO alternated ``--rounds`` times (the best round of each; a shared machine drifts between runs);
+  Runtime and OpenVINO alternated ``--rounds`` times, each round of each in a process of its own (the best round of
+  each; a shared machine drifts between runs);
 * **fidelity**: the least cosine between the two runtimes' vectors of every view (after post-processing), and
   OpenVINO's largest difference between a sentence's vector alone and in a padded batch (``max |alone - batch|``);
 * **choice**: ``openvino`` where it is at least ``--min-speedup`` times as fast at batch 32 (what a server under
@@ -28,6 +29,8 @@ import argparse
 import json
 import os
 import platform
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,25 +90,43 @@ def padding_gap(enc: Encoder, texts: list[str]) -> float:
     return worst
 
 
-def compare(path: Path, texts: list[str], args) -> Comparison:
-    ort_enc = Encoder.load(path, threads=args.threads, runtime="onnxruntime")
-    ov_enc = Encoder.load(path, threads=args.threads, runtime="openvino")
-    if args.precision == "f32" or args.graph:  # OpenVINO on another precision or graph, the same bundle around it
+def encoder(path: Path, runtime: str, args) -> Encoder:
+    """The bundle on ``runtime``; on OpenVINO at ``--precision`` and on ``--graph`` where given."""
+    enc = Encoder.load(path, threads=args.threads, runtime="openvino" if runtime == OPENVINO else "onnxruntime")
+    if runtime == OPENVINO and (args.precision == "f32" or args.graph):  # another precision or graph, the same bundle
         bf16 = args.precision != "f32" and openvino_support().bf16
-        ov_enc.session = OpenVinoSession(args.graph or ov_enc.bundle.onnx_path, threads=args.threads, bf16=bf16)
-    encoders = {"onnxruntime": ort_enc, OPENVINO: ov_enc}
+        enc.session = OpenVinoSession(args.graph or enc.bundle.onnx_path, threads=args.threads, bf16=bf16)
+    return enc
+
+
+def one_round(path: Path, texts: list[str], args) -> dict[int, float]:
+    """``--one RUNTIME``: sentences/s at batch 32 and 1 of the bundle on that runtime alone in this process."""
+    enc = encoder(path, args.one, args)
+    for batch, some in ((32, texts), (1, texts[: args.sentences_1])):  # warm: arenas, and every batch shape once (OpenVINO
+        enc.encode(some, batch_size=batch)  # prepares its kernels per shape, a few ms the first time): a server's steady state
+    return {32: rate(enc, texts, 32), 1: rate(enc, texts[: args.sentences_1], 1)}
+
+
+def compare(path: Path, texts: list[str], args) -> Comparison:
+    """Agreement and batch independence here; each speed in a process of its own, so that one runtime's threads
+    (OpenVINO's wait a while for work after a run) never take the cores from the other's measurement."""
+    ort_enc, ov_enc = encoder(path, "onnxruntime", args), encoder(path, OPENVINO, args)
     least = min(float((ov_enc.encode(texts, v) * ort_enc.encode(texts, v)).sum(1).min()) for v in ort_enc.spec.views)
     padding = padding_gap(ov_enc, texts[:32])
-    rates: dict[str, dict[int, float]] = {name: {1: 0.0, 32: 0.0} for name in encoders}
-    for enc in encoders.values():
-        enc.encode(texts[:64], batch_size=32)  # warm: arenas, compiled shapes
-    for r in range(args.rounds):
-        order = list(encoders.items())[:: 1 if r % 2 == 0 else -1]  # every other round the other way round
-        for name, enc in order:
-            rates[name][32] = max(rates[name][32], rate(enc, texts, 32))
-            rates[name][1] = max(rates[name][1], rate(enc, texts[: args.sentences_1], 1))
     assert isinstance(ov_enc.session, OpenVinoSession)
-    return Comparison(path.name, rates, least, padding, ov_enc.session.precision)
+    precision = ov_enc.session.precision
+    del ort_enc, ov_enc
+    flags = ["--models-dir", str(args.models_dir), "--models", path.name, "--threads", str(args.threads),
+             "--sentences", str(args.sentences), "--sentences-1", str(args.sentences_1), "--precision", args.precision,
+             *(["--graph", str(args.graph)] if args.graph else [])]  # fmt: skip
+    rates: dict[str, dict[int, float]] = {name: {1: 0.0, 32: 0.0} for name in ("onnxruntime", OPENVINO)}
+    for r in range(args.rounds):
+        for name in list(rates)[:: 1 if r % 2 == 0 else -1]:  # every other round the other way round
+            cmd = [sys.executable, "-m", "thoughtvec.bench.runtimes", "--one", name, *flags]
+            got = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.splitlines()[-1])
+            for batch in (1, 32):
+                rates[name][batch] = max(rates[name][batch], got[str(batch)])
+    return Comparison(path.name, rates, least, padding, precision)
 
 
 def record(path: Path, c: Comparison, args, versions: str) -> None:
@@ -142,6 +163,7 @@ def main(argv: list[str] | None = None) -> None:
         "quantisation of the one bundle named by --models; agreement is then with ONNX Runtime on the bundle's graph",
     )
     p.add_argument("--record", action="store_true", help="write each choice into its bundle.json")
+    p.add_argument("--one", choices=("onnxruntime", OPENVINO), help=argparse.SUPPRESS)  # one round of one runtime, in its own process
     args = p.parse_args(argv)
     if args.graph and (args.record or not args.models or "," in args.models):
         p.error("--graph takes one bundle (--models NAME) and records nothing")
@@ -151,6 +173,9 @@ def main(argv: list[str] | None = None) -> None:
     import onnxruntime  # noqa: PLC0415
 
     versions = f"ONNX Runtime {onnxruntime.__version__}, OpenVINO {support.version}"
+    if args.one:
+        print(json.dumps(one_round(args.models_dir / args.models, load_sentences(None, args.sentences), args)))
+        return
     paths = discover_bundles(args.models_dir)
     if args.models:
         wanted = args.models.split(",")
