@@ -134,7 +134,7 @@ def bench_inprocess(bundle: Path, sentences: list[str], batches: list[int], seco
         dt = time.perf_counter() - start
         speed[b] = done / dt
         gops[b] = done_ops / dt / 1e9
-    runtime = f"{enc.runtime.name} {enc.runtime.version} at {enc.runtime.precision}"
+    runtime = str(enc.runtime)
     del enc
     return InProcess(speed, gops, ops, round(sum(tokens) / max(len(tokens), 1)), added, runtime)
 

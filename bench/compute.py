@@ -305,12 +305,12 @@ def measure_as_served(
     ids = [enc.fit(enc.token_ids(texts[i]), "truncate") for i in arrival_order(len(texts))]
     typical = int(round(float(np.mean([len(s) for s in ids]))))
     rt = enc.runtime
-    lines = [f"runtime: {rt.name} {rt.version} at {rt.precision} ({rt.note})"]
+    lines = [f"runtime: {rt} ({rt.note})"]
     peaks = None
     if ops is not None:
         lines.append(f"operations: {describe_ops(ops, typical)}")
     if ops is not None and rt.name != "onnxruntime":
-        lines.append("peak: ONNX Runtime's kernels', so not measured for a graph OpenVINO runs")
+        lines.append("peak: not measured (it is ONNX Runtime's kernels'; OpenVINO runs this graph)")
     elif ops is not None:
         key = (ops.int8_op, ops.int8_types)
         cache = peaks_cache if peaks_cache is not None else {}

@@ -13,6 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from thoughtvec.service.core.runtime import RuntimeDescription
 from thoughtvec.service.settings import PACKAGE_DATA
 
 FALLBACK_WORDS = (
@@ -41,8 +42,7 @@ def served_runtime(port: int) -> str:
     import urllib.request  # noqa: PLC0415
 
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=10) as r:
-        rt = json.loads(r.read())["data"][0]["runtime"]
-    return f"{rt['name']} {rt['version']} at {rt['precision']}"
+        return str(RuntimeDescription(**json.loads(r.read())["data"][0]["runtime"]))
 
 
 def free_port() -> int:

@@ -20,7 +20,7 @@ from thoughtvec.service.core.encoder import available_providers
 from thoughtvec.service.core.generation import GenerationService
 from thoughtvec.service.core.indexing import IndexServices
 from thoughtvec.service.core.metrics import Metrics, merge_expositions
-from thoughtvec.service.core.runtime import openvino_support
+from thoughtvec.service.core.runtime import openvino_version
 from thoughtvec.service.core.scoring import ScoringService
 from thoughtvec.service.core.sparse import SparseService
 from thoughtvec.service.core.worker_group import PUBLISH_EVERY_S, WorkerGroup
@@ -99,14 +99,13 @@ class Core:
         await self.indexes.close()
 
     def devices(self) -> dict:
-        """What runs where: ONNX Runtime's providers on this machine, OpenVINO's version and whether its CPU plugin
-        runs bfloat16 (None: not installed), the index backend's GPUs (FAISS's; none of ours with Milvus) and whether
-        indexes are searched there (its capabilities)."""
+        """What runs where: ONNX Runtime's providers on this machine, OpenVINO's version (None: not installed; each
+        model's ``runtime`` says whether it runs there), the index backend's GPUs (FAISS's; none of ours with Milvus) and
+        whether indexes are searched there (its capabilities)."""
         caps = self.indexes.store.capabilities
-        ov = openvino_support()
         return {
             "onnxruntime_providers": available_providers(self.settings.prefer_cuda),
-            "openvino": None if ov.version is None else {"version": ov.version, "bf16": ov.bf16},
+            "openvino": openvino_version(),
             "faiss_gpus": caps.gpus,
             "indexes_on_gpu": caps.on_gpu,
         }

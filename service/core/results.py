@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
-# An index's stats are the index contract's own type (what every backend answers), returned as they are.
 from thoughtvec.service.core.runtime import RuntimeDescription
+
+# An index's stats are the index contract's own type (what every backend answers), returned as they are.
 from thoughtvec.service.index.contents import IndexStats as IndexStats
 from thoughtvec.service.settings import SearchMode
 

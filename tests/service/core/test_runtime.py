@@ -91,3 +91,22 @@ def test_a_graph_openvino_cannot_read_names_the_file_and_the_runtime(tmp_path):
     with pytest.raises(Exception, match="onnx.file: OpenVINO cannot load it") as e:
         Encoder.load(path)
     assert str(tmp_path) not in str(e.value).split("onnx.file:", 1)[1]  # the file by name, not the server's folder
+
+
+def test_a_bundle_on_onnx_runtime_never_asks_openvino(monkeypatch):
+    """Importing OpenVINO and asking its CPU plugin costs a start 0.16 s and 37 MB: only a bundle that chose it pays."""
+    monkeypatch.setattr(runtime, "openvino_support", lambda: pytest.fail("OpenVINO was asked about"))
+    assert choose("auto", "onnxruntime", on_gpu=False)[0] == "onnxruntime"
+    assert choose("onnxruntime", "openvino", on_gpu=False)[0] == "onnxruntime"
+
+
+def test_the_devices_name_openvinos_version_without_importing_it(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from thoughtvec.service.core.runtime import openvino_version; v = openvino_version(); "
+        "assert 'openvino' not in sys.modules, 'imported'; print(v)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == str(runtime.openvino_support().version)
