@@ -9,7 +9,8 @@ search sample (unsorted, planned into batches as the server plans them):
 * **speed**: ``Encoder.encode`` sentences/s at batch 1 (the first ``--sentences-1`` sentences) and batch 32, ONNX
   Runtime and OpenVINO alternated ``--rounds`` times, each round of each in a process of its own (the best round of
   each; a shared machine drifts between runs);
-* **fidelity**: the least cosine between the two runtimes' vectors of every view (after post-processing), and
+* **fidelity**: the least cosine between the two runtimes' vectors of every view (after post-processing; each
+  view's with ``--per-view``), and
   OpenVINO's largest difference between a sentence's vector alone and in a padded batch (``max |alone - batch|``);
 * **choice**: ``openvino`` where it is at least ``--min-speedup`` times as fast at batch 32 (what a server under
   load runs: the batcher gathers 1-sentence requests into batches; batch 1 is a lone request's latency), its least
@@ -52,6 +53,7 @@ class Comparison:
     bundle: str
     rates: dict[str, dict[int, float]]  # runtime -> batch -> best sentences/s
     least_cosine: float
+    views: dict[str, float]  # each view's least cosine between the two runtimes
     padding: float  # OpenVINO's max |alone - in a padded batch| over unit vectors
     precision: str
 
@@ -111,7 +113,7 @@ def compare(path: Path, texts: list[str], args) -> Comparison:
     """Agreement and batch independence here; each speed in a process of its own, so that one runtime's threads
     (OpenVINO's wait a while for work after a run) never take the cores from the other's measurement."""
     ort_enc, ov_enc = encoder(path, "onnxruntime", args), encoder(path, OPENVINO, args)
-    least = min(float((ov_enc.encode(texts, v) * ort_enc.encode(texts, v)).sum(1).min()) for v in ort_enc.spec.views)
+    views = {v: float((ov_enc.encode(texts, v) * ort_enc.encode(texts, v)).sum(1).min()) for v in ort_enc.spec.views}
     padding = padding_gap(ov_enc, texts[:32])
     assert isinstance(ov_enc.session, OpenVinoSession)
     precision = ov_enc.session.precision
@@ -126,7 +128,7 @@ def compare(path: Path, texts: list[str], args) -> Comparison:
             got = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.splitlines()[-1])
             for batch in (1, 32):
                 rates[name][batch] = max(rates[name][batch], got[str(batch)])
-    return Comparison(path.name, rates, least, padding, precision)
+    return Comparison(path.name, rates, min(views.values()), views, padding, precision)
 
 
 def record(path: Path, c: Comparison, args, versions: str) -> None:
@@ -162,6 +164,7 @@ def main(argv: list[str] | None = None) -> None:
         help="OpenVINO runs this graph (ONNX, or OpenVINO IR .xml) in place of the bundle's own: another export or a "
         "quantisation of the one bundle named by --models; agreement is then with ONNX Runtime on the bundle's graph",
     )
+    p.add_argument("--per-view", action="store_true", help="then each view's least cosine, per bundle")
     p.add_argument("--record", action="store_true", help="write each choice into its bundle.json")
     p.add_argument("--one", choices=("onnxruntime", OPENVINO), help=argparse.SUPPRESS)  # one round of one runtime, in its own process
     args = p.parse_args(argv)
@@ -198,6 +201,10 @@ def main(argv: list[str] | None = None) -> None:
               f"| {c.padding:.1e} | {c.choice(args.min_speedup)} |", flush=True)  # fmt: skip
         if args.record:
             record(path, c, args, versions)
+    if args.per_view:
+        print()
+        for c in results:
+            print(f"{c.bundle}: least cosine by view: " + ", ".join(f"{v} {x:.5f}" for v, x in c.views.items()))
     if args.record:
         print(f"\nrecorded in {len(results)} bundle.json files (onnx.cpu_runtime)")
 
