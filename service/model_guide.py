@@ -18,9 +18,10 @@ and a hybrid search over it fuses with the fallback fusion; the server logs a li
   (OpenAI's model names) and a new index with no model get;
 - ``hybrid_models``: the bundles whose hybrid search beats BM25 alone on dev (a new index over one of them
   searches hybrid, over any other BM25 alone);
-- ``search``: the ``analyzer``, ``bm25`` and ``fusion`` settings every dev retrieval record was measured with.
-  The analyser's and BM25's apply to every index (the lexical half involves no bundle); the fusion's to the
-  bundles measured.
+- ``rerank_models``: the bundles with a rerank record on dev, on which rerank's fusion was chosen;
+- ``search``: the ``analyzer``, ``bm25`` and ``fusion`` settings every dev retrieval record was measured with, and
+  ``rerank``, the rerank records'. The analyser's and BM25's apply to every index (the lexical half involves no
+  bundle); the fusion's to the bundles measured; rerank's to ``rerank_models``.
 """
 
 from __future__ import annotations
@@ -98,6 +99,10 @@ class Guide:
     def hybrid(self, name: str, fingerprint: str | None) -> bool:
         """Whether a new index over this bundle searches hybrid by default (its hybrid beat BM25 alone on dev)."""
         return name in self.hybrid_models() and self.measured(name, fingerprint)
+
+    def reranks(self, name: str, fingerprint: str | None) -> bool:
+        """Whether rerank's fusion (``search.rerank``) was chosen on this bundle (it has a rerank record on dev)."""
+        return name in self._choices().get("rerank_models", ()) and self.measured(name, fingerprint)
 
     def search(self, part: str) -> dict[str, Any] | None:
         """The dev records' settings of ``part`` (``analyzer``, ``bm25``, ``fusion`` or ``rerank``); None without a guide

@@ -188,7 +188,8 @@ class Embedder:
         mode: RerankMode | None = None,
     ) -> list[Ranked]:
         """``documents`` ranked against ``query``, best first (``top_n`` of them), as ``POST /v1/rerank`` ranks them
-        (``mode`` ``hybrid`` by default: cosine and BM25 fused; ``dense``: the cosine alone): each
+        (``mode`` ``hybrid`` by default: the cosine, the best sentence's where the model guide weighs it, and BM25
+        fused; ``dense``: the cosine alone): each
         :class:`~thoughtvec.service.core.results.Ranked` has the document's ``index``, ``score`` (relevance on [0, 1]),
         ``raw`` (the mode's own score) and text."""
         docs = _as_list(documents, "documents")

@@ -10,6 +10,7 @@ as a domain error (``thoughtvec.service.errors``) that names the field and the l
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections import deque
 from collections.abc import Sequence
@@ -91,9 +92,11 @@ class EmbeddingService:
         mode: Truncation | None = None,
         reduced: int | None = None,
         bulk: bool = False,
+        spent: int = 0,
     ) -> Encoded:
         """Vectors for texts :meth:`texts` checked: admitted to the model's queue (429 when it is full), tokenized,
-        held to ``max_request_tokens``, queued; long ones split (and pooled), truncated or rejected as ``mode`` says;
+        held to ``max_request_tokens`` (with the ``spent`` tokens the request embedded before, in another pass),
+        queued; long ones split (and pooled), truncated or rejected as ``mode`` says;
         with ``reduced`` (a request's ``dimensions`` as ``Encoder.dimensions`` checked it), projected on the view's
         top principal axes (``Encoder.project``). ``bulk``: through :meth:`embed_parts` (many texts at once, e.g.
         documents added to an index) instead of one request's place in the queue."""
@@ -105,7 +108,8 @@ class EmbeddingService:
             else:
                 prep = prepare(enc, texts, fields, mode)
             tokens_in = [fields[i] for i in prep.owner]
-            check_total(map(len, prep.parts), tokens_in, self.settings.max_request_tokens, "tokens", "max_request_tokens")
+            sizes = itertools.chain([spent], map(len, prep.parts))  # what was spent fitted the limit: never the one named
+            check_total(sizes, ["", *tokens_in], self.settings.max_request_tokens, "tokens", "max_request_tokens")
             if not bulk:
                 # one part a text, kept whole and normalised: the model's thread normalises them beside the run
                 unit = normalize and reduced is None and len(prep.parts) == len(texts)

@@ -103,6 +103,13 @@ def split_parts(enc: Tokens, text: str) -> list[list[int]]:
     return pack(parts, enc.max_tokens, *enc.specials) if enc.long_inputs == "passages" else parts
 
 
+def sentence_texts(enc: Tokens, text: str) -> list[str]:
+    """``text``'s sentences that hold a token besides the model's special ones, each to be embedded alone (rerank's
+    best-sentence signal); ``[text]`` where none does (it is then embedded, or refused, as any text is)."""
+    framing = sum(map(len, enc.specials))
+    return [s for s in sentences(text) if len(enc.token_ids(s)) > framing] or [text]
+
+
 def pack(parts: list[list[int]], limit: int, prefix: Sequence[int] = (), suffix: Sequence[int] = ()) -> list[list[int]]:
     """Consecutive ``parts`` (each framed by ``prefix`` and ``suffix``) joined while the frame holds at most
     ``limit`` ids: ``[CLS] a [SEP]``, ``[CLS] b [SEP]`` -> ``[CLS] a b [SEP]``. Order is kept; a part never splits."""

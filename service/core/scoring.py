@@ -4,9 +4,11 @@ way in (``EmbeddingService.encode``: limits, admission, the model's queue).
 
 Rerank's default mode, ``hybrid``, ranks the documents sent as a hybrid search ranks an index's: the model's cosine
 and BM25 (the server's analyser and BM25 variant, the collection statistics those of the documents sent), fused
-(:func:`fused_relevance`). Its fusion is the model guide's ``rerank`` for a bundle the guide measured, chosen on the
-retrieval dev set (``python -m thoughtvec.training.evaluation.retrieval_tuning rerank``), else
-:data:`~thoughtvec.service.index.search_settings.FALLBACK_RERANK`. ``dense`` is the cosine alone.
+(:func:`fused_relevance`), with each document's best sentence's cosine as a third signal where the fusion weighs it
+(:class:`~thoughtvec.service.index.fusion.RerankFusion`). Its fusion is the model guide's ``rerank`` for a bundle the
+guide measured, chosen on the retrieval dev set (``python -m thoughtvec.training.evaluation.retrieval_tuning
+rerank``), else :data:`~thoughtvec.service.index.search_settings.FALLBACK_RERANK`. ``dense`` is each document's
+cosine alone.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ import numpy as np
 from thoughtvec.service.bundle.postprocess import l2_normalize
 from thoughtvec.service.core.embedding import EmbeddingService
 from thoughtvec.service.core.limits import Texts, check_count
+from thoughtvec.service.core.longinput import sentence_texts
 from thoughtvec.service.core.registry import Model
 from thoughtvec.service.core.results import Encoded, PairScore, Ranked, Reranked, Similarity
 from thoughtvec.service.errors import InvalidInput
-from thoughtvec.service.index.fusion import Fusion
+from thoughtvec.service.index.fusion import Fusion, RerankFusion
 from thoughtvec.service.index.lexical import LexicalIndex
 from thoughtvec.service.index.search_settings import FALLBACK_RERANK, SearchSettings
 from thoughtvec.service.settings import RerankMode, Truncation
@@ -32,11 +35,13 @@ RERANK_MODES: tuple[RerankMode, ...] = ("hybrid", "dense")
 
 
 def fused_relevance(
-    query: str, documents: Sequence[str], cosines: np.ndarray, search: SearchSettings, fusion: Fusion
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each document's relevance on [0, 1] (``Fusion.relevance``) and its fused score: its cosine to the query and its
-    BM25 score (:func:`candidate_bm25`), fused by ``fusion`` (:func:`fuse_scores`)."""
-    return fuse_scores(cosines, candidate_bm25(query, documents, search), fusion)
+    query: str, documents: Sequence[str], cosines: np.ndarray, search: SearchSettings, fusion: Fusion,
+    best_sentences: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Each document's relevance on [0, 1] (``Fusion.relevance``) and its fused score: its cosine to the query, its
+    best sentence's (``best_sentences``, where the fusion weighs them) and its BM25 score (:func:`candidate_bm25`),
+    fused by ``fusion`` (:func:`fuse_scores`)."""
+    return fuse_scores(cosines, candidate_bm25(query, documents, search), fusion, best_sentences)
 
 
 def candidate_bm25(query: str, documents: Sequence[str], search: SearchSettings) -> np.ndarray:
@@ -49,11 +54,22 @@ def candidate_bm25(query: str, documents: Sequence[str], search: SearchSettings)
     return np.array([found.get(i, 0.0) for i in ids], np.float64)
 
 
-def fuse_scores(cosines: np.ndarray, bm25: np.ndarray, fusion: Fusion) -> tuple[np.ndarray, np.ndarray]:
-    """The relevance on [0, 1] and the fused score of each document, every document in both rankings."""
+def fuse_scores(
+    cosines: np.ndarray, bm25: np.ndarray, fusion: Fusion, best_sentences: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The relevance on [0, 1] and the fused score of each document, every document in every ranking: the cosines
+    (weight 1), the best sentences' cosines (a :class:`RerankFusion`'s ``sentence_weight``; required when it is not
+    0) and BM25 (``lexical_weight``)."""
     ids = [str(i) for i in range(len(cosines))]
-    fused = dict(fusion.fuse([(i, float(c)) for i, c in zip(ids, cosines)], [(i, float(b)) for i, b in zip(ids, bm25)], len(ids)))
-    raw = np.array([fused[i] for i in ids], np.float64)
+    signals, weights = [cosines], [1.0]
+    sentence_weight = getattr(fusion, "sentence_weight", 0.0)
+    if sentence_weight:
+        if best_sentences is None:
+            raise ValueError(f"{fusion} weighs each document's best sentence: pass best_sentences")
+        signals, weights = [*signals, best_sentences], [*weights, sentence_weight]
+    rankings = [[(i, float(v)) for i, v in zip(ids, signal)] for signal in [*signals, bm25]]
+    parts = fusion.weighed(rankings, [*weights, fusion.lexical_weight])
+    raw = np.array([sum(part[i] for part in parts) for i in ids], np.float64)
     return np.array([fusion.relevance(f) for f in raw], np.float64), raw
 
 
@@ -169,20 +185,49 @@ class ScoringService:
         fields = [("query", f"{field}[{i}]") for i in range(len(documents))]
         texts, enc, a, b = await self._embedded(m, view, [(query, d) for d in documents], fields, truncation)
         cos = _cosines(enc.vectors, a, b)
-        if (mode or "hybrid") == "dense":
+        fusion = self.rerank_fusion(m) if (mode or "hybrid") == "hybrid" else None
+        if fusion is None:
             relevance, raw = (1.0 + cos) / 2.0, cos
         else:  # BM25 over the documents' whole texts, off the event loop: they may be long
+            query_text, docs = texts.texts[a[0]], [texts.texts[i] for i in b]
+            best = await self._best_sentences(m, view, texts, enc, a[0], b, field, truncation) if fusion.sentence_weight else None
             run = asyncio.get_running_loop().run_in_executor
-            docs = [texts.texts[i] for i in b]
-            relevance, raw = await run(None, fused_relevance, texts.texts[a[0]], docs, cos, self.search, self.rerank_fusion(m))
+            relevance, raw = await run(None, fused_relevance, query_text, docs, cos, self.search, fusion, best)
         order = np.lexsort((np.arange(len(documents)), -raw))[:top_n]  # ties: the earlier document first
         results = [Ranked(int(i), float(relevance[i]), float(raw[i]), documents[i] if return_documents else None) for i in order]
         return Reranked(m.name, results, enc.usage, mode or "hybrid")
 
-    def rerank_fusion(self, model: Model) -> Fusion:
-        """The guide's rerank fusion where ``model`` is a bundle it measured (the same export), else the fallback."""
-        measured = self.embedding.registry.guide.measured(model.name, model.encoder.fingerprint())
-        return self.search.rerank if measured else FALLBACK_RERANK
+    async def _best_sentences(
+        self, model: Model, view: str, texts: Texts, enc: Encoded, query: int, docs: Sequence[int], field: str,
+        mode: Truncation | None,
+    ) -> np.ndarray:  # fmt: skip
+        """Each document's best cosine to the query among its sentences
+        (:func:`~thoughtvec.service.core.longinput.sentence_texts`), each embedded alone and once, however many
+        documents hold it (a text already embedded, such as a one-sentence document, is not embedded again); the
+        tokens embedded are added to ``enc``'s, and both passes together are held to ``max_request_tokens``."""
+        have = {t: i for i, t in enumerate(texts.texts)}
+        split = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: [sentence_texts(model.encoder, texts.texts[i]) for i in docs]
+        )
+        new: dict[str, str] = {}  # a sentence not embedded yet -> its document's field
+        for i, parts in enumerate(split):
+            for part in parts:
+                if part not in have and part not in new:
+                    new[part] = f"{field}[{i}]"
+        vectors = enc.vectors
+        if new:
+            sentences = self.embedding.texts(list(new), list(new.values()), mode)
+            more = await self.embedding.encode(model, view, sentences, normalize=False, mode=mode, spent=enc.tokens)
+            have.update({t: len(texts) + j for j, t in enumerate(new)})
+            vectors, enc.tokens = np.concatenate([vectors, more.vectors]), enc.tokens + more.tokens
+        unit = l2_normalize(vectors)
+        sims = np.clip(unit @ unit[query], -1.0, 1.0)
+        return np.array([max(sims[have[part]] for part in parts) for parts in split], np.float64)
+
+    def rerank_fusion(self, model: Model) -> RerankFusion:
+        """The guide's rerank fusion where ``model`` is a bundle it was chosen on (the same export), else the fallback."""
+        chosen_on = self.embedding.registry.guide.reranks(model.name, model.encoder.fingerprint())
+        return self.search.rerank if chosen_on else FALLBACK_RERANK
 
 
 def _cosines(vectors: np.ndarray, a: Sequence[int], b: Sequence[int]) -> np.ndarray:

@@ -86,12 +86,12 @@ MODE = Field(
 )
 RERANK_MODE = Field(
     None,
-    description="`hybrid` (default): the model's cosine and BM25 over the documents sent, fused as a hybrid search fuses; "
-    "`dense`: the cosine alone",
+    description="`hybrid` (default): the model's cosine (for a model the guide measured with it, also each document's best "
+    "sentence's) and BM25 over the documents sent, fused as a hybrid search fuses; `dense`: the cosine alone",
 )
 RELEVANCE = (
-    "on [0, 1], best first: in `hybrid`, the logistic of the fused standardised scores (0.5: the documents' mean on both "
-    "signals; 0.73: a standard deviation above it on both); in `dense`, (1 + cosine) / 2"
+    "on [0, 1], best first: in `hybrid`, the logistic of the fused standardised scores (0.5: the documents' mean on every "
+    "signal; 0.73: a standard deviation above it on every one); in `dense`, (1 + cosine) / 2"
 )
 TRUNCATION = Field(
     None,

@@ -56,24 +56,46 @@ class Fusion:
         return _sorted({doc: 0.0 + d + lx for doc, (d, lx) in parts.items()})[:k]
 
     def _parts(self, dense: Ranking, lexical: Ranking) -> list[dict[str, float]]:
-        weights = (1.0, self.lexical_weight)
+        return self.weighed([dense, lexical], [1.0, self.lexical_weight])
+
+    def weighed(self, rankings: Sequence[Ranking], weights: Sequence[float]) -> list[dict[str, float]]:
+        """What each of ``rankings``, weighted, adds to each document's fused score under this method."""
         if self.method == "rrf":
-            return rrf_parts([dense, lexical], weights, self.rrf_k)
+            return rrf_parts(rankings, weights, self.rrf_k)
         if self.method == "zscore":
-            return zscore_parts([dense, lexical], weights)
-        return minmax_parts([dense, lexical], weights)
+            return zscore_parts(rankings, weights)
+        return minmax_parts(rankings, weights)
+
+    @property
+    def total_weight(self) -> float:
+        """The weights of the rankings fused, summed (the dense one's is 1)."""
+        return 1.0 + self.lexical_weight
 
     def relevance(self, fused: float) -> float:
         """A fused score on [0, 1], in the same order. ``minmax``: the weighted mean of the rankings' scaled scores
         (1: the best of each ranking); ``rrf``: the fused score over its most, a document first in every ranking (1);
         ``zscore``: the logistic of the weighted mean of the standardised scores (0.5: the mean of each ranking,
         0.73: a standard deviation above it in each)."""
-        total = 1.0 + self.lexical_weight
+        total = self.total_weight
         if self.method == "rrf":
             return fused * (self.rrf_k + 1) / total
         if self.method == "zscore":
             return float(1.0 / (1.0 + np.exp(-fused / total)))
         return fused / total
+
+
+@dataclass(frozen=True)
+class RerankFusion(Fusion):
+    """Rerank's fusion (:mod:`thoughtvec.service.core.scoring`), with a third signal where ``sentence_weight`` is not 0:
+    beside each document's cosine to the query (a long one split and pooled as the model embeds it, weight 1) and its
+    BM25, the best cosine among its sentences, each embedded alone (a claim that one sentence of an abstract answers
+    is not averaged away by the rest)."""
+
+    sentence_weight: float = 0.0
+
+    @property
+    def total_weight(self) -> float:
+        return 1.0 + self.sentence_weight + self.lexical_weight
 
 
 def rrf(rankings: Sequence[Ranking], weights: Sequence[float], k: int = 60) -> list[tuple[str, float]]:

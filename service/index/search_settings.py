@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from thoughtvec.service.index.fusion import Fusion
+from thoughtvec.service.index.fusion import Fusion, RerankFusion
 from thoughtvec.service.index.lexical import BM25, Analyzer
 from thoughtvec.service.model_guide import Guide
 
@@ -24,8 +24,9 @@ T = TypeVar("T", Analyzer, BM25, Fusion)
 
 FALLBACK_FUSION = Fusion()  # hybrid search over a bundle the guide did not measure
 # rerank over a bundle the guide did not measure: the standardised scores summed, both signals alike (CombSUM of
-# z-scores): every document sent is in both rankings, and the scores' spread among them sets each signal's scale
-FALLBACK_RERANK = Fusion("zscore", 1.0)
+# z-scores): every document sent is in both rankings, and the scores' spread among them sets each signal's scale;
+# each document's own cosine
+FALLBACK_RERANK = RerankFusion("zscore", 1.0)
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class SearchSettings:
     analyzer: Analyzer = field(default_factory=Analyzer)
     bm25: BM25 = field(default_factory=BM25)
     fusion: Fusion = field(default_factory=Fusion)  # for an index over a measured bundle; any other's is FALLBACK_FUSION
-    rerank: Fusion = FALLBACK_RERANK  # rerank's, for a measured bundle; any other's is FALLBACK_RERANK
+    rerank: RerankFusion = FALLBACK_RERANK  # rerank's, for a measured bundle; any other's is FALLBACK_RERANK
 
     @classmethod
     def of(cls, guide: Guide) -> SearchSettings:
@@ -47,4 +48,6 @@ class SearchSettings:
             return kind(**found)
 
         rerank = guide.search("rerank")
-        return cls(part("analyzer", Analyzer), part("bm25", BM25), part("fusion", Fusion), Fusion(**rerank) if rerank else FALLBACK_RERANK)
+        return cls(
+            part("analyzer", Analyzer), part("bm25", BM25), part("fusion", Fusion), RerankFusion(**rerank) if rerank else FALLBACK_RERANK
+        )

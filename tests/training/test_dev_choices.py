@@ -82,8 +82,13 @@ def test_search_settings_are_the_records_and_records_that_disagree_are_refused()
 def test_a_rerank_record_gives_the_guide_its_rerank_fusion_and_two_that_disagree_are_refused():
     base = [_ranked("bm25", "lexical", LEXICAL), _ranked("a", "hybrid", LEXICAL, FUSION)]
     assert "rerank" not in guide.search_settings(base)  # optional: the server falls back
-    rerank = {"method": "zscore", "lexical_weight": 0.5, "rrf_k": 60, "depth": 100}
+    rerank = {"method": "zscore", "lexical_weight": 0.5, "rrf_k": 60, "depth": 100, "sentence_weight": 2.0}
     assert guide.search_settings([*base, _ranked("a", "rerank", LEXICAL, rerank)])["rerank"] == rerank
+    # the fusion applies to the bundles it was measured on: those with a rerank record, served (here)
+    records = [*base, _ranked("a", "rerank", LEXICAL, rerank), _ranked("gone", "rerank", LEXICAL, rerank)]
+    assert guide.rerank_models(dict.fromkeys(["a", "b"]), records) == ["a"]  # type: ignore[arg-type]
+    older = {k: v for k, v in rerank.items() if k != "sentence_weight"}  # a record from before the third signal: none
+    assert guide.search_settings([*base, _ranked("a", "rerank", LEXICAL, older)])["rerank"] == older | {"sentence_weight": 0.0}
     with pytest.raises(ValueError, match="one rerank setting.*scifact-dev__b__v__rerank"):
         guide.search_settings(
             [*base, _ranked("a", "rerank", LEXICAL, rerank), _ranked("b", "rerank", LEXICAL, rerank | {"lexical_weight": 1.0})]

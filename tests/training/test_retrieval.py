@@ -3,6 +3,7 @@ the BEIR reader, bootstrap intervals, and the rankers end to end on a tiny BEIR 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -152,16 +153,19 @@ def test_hybrid_ranker_fuses_both_rankings(toy):
     assert got == fusion.fuse(d, lx, 4) and hybrid.mode == "hybrid" and hybrid.describe()["fusion"]["depth"] == 4
 
 
-def test_rerank_ranker_ranks_bm25s_candidates_as_the_servers_rerank_does(toy):
+@pytest.mark.parametrize("sentence_weight", [0.0, 1.0])
+def test_rerank_ranker_ranks_bm25s_candidates_as_the_servers_rerank_does(toy, sentence_weight):
     from thoughtvec.service import api
 
     root, task = toy
     (dense,) = rankers.DenseRanker.for_views(sources.BundleSource(root / "tiny", truncation="split"), ["mean"], task)
     lexical = rankers.LexicalRanker(task)
-    rerank = rankers.RerankRanker(dense, lexical, task, FALLBACK_RERANK)  # the server's for a bundle the guide did not measure
-    assert rerank.mode == "rerank" and rerank.describe()["rerank"]["method"] == rerank.fusion.method
+    fusion = dataclasses.replace(FALLBACK_RERANK, sentence_weight=sentence_weight)
+    rerank = rankers.RerankRanker(dense, lexical, task, fusion)
+    assert rerank.mode == "rerank" and rerank.describe()["rerank"] == dataclasses.asdict(fusion)
     got = rerank.rank(task.query_texts, 10)
     with api.load("tiny", models_dir=root) as tiny:
+        tiny._core.scoring.rerank_fusion = lambda model: fusion  # as the guide gives it for a bundle it measured
         for row, query, found in zip(got, task.query_texts, lexical.rank(task.query_texts, rerank.candidates)):
             ids = [d for d, _ in found]  # BM25's candidates only: a document sharing no term is never reranked in
             served = tiny.rerank(query, [task.doc_texts[task.doc_ids.index(d)] for d in ids], truncation="split")
@@ -169,7 +173,7 @@ def test_rerank_ranker_ranks_bm25s_candidates_as_the_servers_rerank_does(toy):
             assert [s for _, s in row] == pytest.approx([r.raw for r in served], abs=1e-5)
 
 
-@pytest.mark.parametrize("what", ["rerank", "feedback"])
+@pytest.mark.parametrize("what", ["rerank", "feedback", "signals"])
 def test_retrieval_tuning_grids_run_and_report_paired_against_the_default_search(toy, capsys, what):
     from thoughtvec.training.evaluation import retrieval_tuning
 
@@ -177,12 +181,23 @@ def test_retrieval_tuning_grids_run_and_report_paired_against_the_default_search
     assert retrieval_tuning.main([what, "--bundle", str(root / "tiny"), "--beir", str(root / "toy")]) == 0
     out = capsys.readouterr().out
     if what == "rerank":
-        assert "48 settings" in out and "best vs BM25 alone" in out and "best vs the default search" in out
-        assert "best: Fusion(method=" in out
-    else:
+        assert (
+            "the cosine alone (mode dense): {'ndcg@10': " in out
+            and "192 settings" in out
+            and "best vs BM25 alone" in out
+            and "best vs the default search" in out
+        )
+        assert "best vs the best without sentences (0.0," in out
+        assert "best: RerankFusion(method=" in out
+    elif what == "feedback":
         paired = out.split("against the default search, paired")[1].splitlines()[1:]
         assert len(paired) == 9 + 12 + 3  # Rocchio 3 x 3, RM3 3 x 2 x 2, titles 3
         assert all(line.strip().startswith(("('rocchio'", "('rm3'", "('title'")) for line in paired)
+    else:
+        assert "sentences alone (the best of each document's, dense): nDCG@10 " in out and "windows alone" in out
+        paired = out.split("against the default search, paired")[1].splitlines()[1:]
+        assert len(paired) == 2 * 3 * 3  # the part, its weight, the lexical weight
+        assert all(line.strip().startswith(("('sentences'", "('windows'")) for line in paired)
 
 
 def test_index_factories_pairs_each_approximate_index_with_the_exact_search(toy, capsys):
@@ -254,3 +269,12 @@ def test_milvus_fusion_scores_the_server_s_fusion_and_milvus_s_rankers_on_one_in
         assert r["vs_server"]["ndcg@10"]["queries"] == len(task.query_ids)
     assert got[server]["vs_server"]["ndcg@10"]["diff"] == 0.0
     assert any("paired difference from the server's fusion" in line for line in lines)
+
+
+def test_signal_parts_are_sentences_or_windows_of_two_consecutive_ones():
+    from thoughtvec.training.evaluation.retrieval_tuning import part_texts
+
+    text = "Cats sleep a lot. Dogs bark at night. Birds sing at dawn."
+    assert part_texts(text, "sentences", None) == ["Cats sleep a lot.", "Dogs bark at night.", "Birds sing at dawn."]
+    assert part_texts(text, "windows", None) == ["Cats sleep a lot. Dogs bark at night.", "Dogs bark at night. Birds sing at dawn."]
+    assert part_texts("One sentence only.", "windows", None) == ["One sentence only."]

@@ -150,6 +150,13 @@ def hybrid_models(figs: dict[str, Figures], retrieval: Sequence[dict]) -> list[s
     return sorted(hybrid_scores(figs, retrieval))
 
 
+def rerank_models(figs: dict[str, Figures], retrieval: Sequence[dict]) -> list[str]:
+    """The bundles of ``figs`` with a rerank record on dev: rerank's fusion (``search.rerank``) was chosen on them and
+    applies to them alone."""
+    return sorted({r["name"] for r in retrieval if r["task"] == RETRIEVAL_TASK and r["kind"] == "bundle"
+                   and r["mode"] == "rerank" and r["name"] in figs})  # fmt: skip
+
+
 def default_models(figs: dict[str, Figures]) -> list[str]:
     """Every bundle with dev cosine figures in the order of the default model's rule (:func:`_similarity`, applied
     to what is left): a request naming no model gets the first one served."""
@@ -194,7 +201,7 @@ def search_settings(retrieval: Sequence[dict]) -> dict[str, dict]:
     }
     if seen["rerank"]:
         rerank = json.loads(next(iter(seen["rerank"])))
-        out["rerank"] = {k: rerank[k] for k in keys}
+        out["rerank"] = {k: rerank[k] for k in keys} | {"sentence_weight": rerank.get("sentence_weight", 0.0)}
     return out
 
 
@@ -204,6 +211,7 @@ def choices(figs: dict[str, Figures], retrieval: Sequence[dict]) -> dict:
         "default_models": default_models(figs),
         "retrieval_models": retrieval_preference(figs),
         "hybrid_models": hybrid_models(figs, retrieval),
+        "rerank_models": rerank_models(figs, retrieval),
         "search": search_settings(retrieval),
     }
 

@@ -6,8 +6,8 @@
 * :class:`LexicalRanker` — BM25 through the server's own :class:`~thoughtvec.service.index.lexical.LexicalIndex`;
 * :class:`HybridRanker` — both, fused by the server's :class:`~thoughtvec.service.index.fusion.Fusion`;
 * :class:`RerankRanker` — BM25's best ``candidates`` of the corpus reranked as ``POST /v1/rerank`` ranks documents
-  sent to it (:func:`~thoughtvec.service.core.scoring.fused_relevance`: the cosine and BM25 over the candidates alone,
-  fused by the rerank fusion): what a RAG stack gets from its own BM25 followed by the server's rerank;
+  sent to it (:func:`~thoughtvec.service.core.scoring.fused_relevance`: the cosine, the best sentence's where the
+  rerank fusion weighs it, and BM25 over the candidates alone, fused by the rerank fusion): what a RAG stack gets from its own BM25 followed by the server's rerank;
 * :class:`ServerRanker` — a running server's ``POST /v1/search`` over an index of the corpus that it builds
   (and drops) through the HTTP API; ``mode`` is sent when given (else the index's own mode answers), so a
   server's search is scored by the same function as the in-process rankers.
@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import uuid
 from collections.abc import Callable, Sequence
@@ -23,8 +24,9 @@ import numpy as np
 
 from thoughtvec.paths import MODELS
 from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.core.longinput import sentence_texts, sentences
 from thoughtvec.service.core.scoring import fused_relevance
-from thoughtvec.service.index.fusion import Fusion
+from thoughtvec.service.index.fusion import Fusion, RerankFusion
 from thoughtvec.service.index.lexical import BM25, Analyzer, LexicalIndex
 from thoughtvec.service.index.search_settings import SearchSettings
 from thoughtvec.service.model_guide import Guide
@@ -125,19 +127,31 @@ class RerankRanker:
     mode = "rerank"
     candidates = 100  # BM25's top 100: how RAG stacks call a reranker
 
-    def __init__(self, dense: DenseRanker, lexical: LexicalRanker, task: RetrievalTask, fusion: Fusion | None = None):
+    def __init__(self, dense: DenseRanker, lexical: LexicalRanker, task: RetrievalTask, fusion: RerankFusion | None = None,
+                 progress: Callable[[int], Progress] | None = None):  # fmt: skip
         self.dense, self.lexical, self.fusion = dense, lexical, fusion or measured_search().rerank
         self.name, self.kind, self.view = dense.name, dense.kind, dense.view
         self.text = dict(zip(task.doc_ids, task.doc_texts))
         self.row = {d: i for i, d in enumerate(dense.doc_ids)}
         self.search = SearchSettings(lexical.index.analyzer, lexical.index.bm25)  # the candidates' BM25, as the server's
+        self._sentences: SentenceVectors | None = None
+        self._progress = progress  # given the corpus's sentence count, what reports their embedding's progress
+
+    def best_sentences(self, vec: np.ndarray, ids: Sequence[str]) -> np.ndarray | None:
+        """Each document's best sentence's cosine to a query's unit vector, where the fusion weighs them."""
+        if not self.fusion.sentence_weight:
+            return None
+        if self._sentences is None:
+            self._sentences = SentenceVectors.of(self.dense, self.text, self._progress)
+        return self._sentences.best(vec, ids)
 
     def rank(self, queries: Sequence[str], k: int) -> list[Ranking]:
         out = []
         for query, vec, found in zip(queries, self.dense.rank_vectors(queries), self.lexical.rank(queries, self.candidates)):
             ids = [d for d, _ in found]
             cos = self.dense.docs[[self.row[d] for d in ids]] @ vec
-            relevance, raw = fused_relevance(query, [self.text[d] for d in ids], cos, self.search, self.fusion)
+            docs = [self.text[d] for d in ids]
+            relevance, raw = fused_relevance(query, docs, cos, self.search, self.fusion, self.best_sentences(vec, ids))
             order = np.lexsort((np.arange(len(ids)), -raw))[:k]  # as the server orders them
             out.append([(ids[i], float(raw[i])) for i in order])
         return out
@@ -145,7 +159,28 @@ class RerankRanker:
     def describe(self) -> dict:
         f = self.fusion
         return self.dense.describe() | {"lexical": self.lexical.describe(), "candidates": self.candidates,
-                                        "rerank": {"method": f.method, "lexical_weight": f.lexical_weight, "rrf_k": f.rrf_k, "depth": f.depth}}  # fmt: skip
+                                        "rerank": dataclasses.asdict(f)}  # fmt: skip
+
+
+class SentenceVectors:
+    """Every sentence of a corpus's documents in a dense ranker's view, as rerank embeds them
+    (:func:`~thoughtvec.service.core.longinput.sentence_texts`: each alone), and the best cosine of each document's."""
+
+    def __init__(self, vectors: np.ndarray, rows: dict[str, np.ndarray]):
+        self.vectors, self.rows = vectors, rows
+
+    @classmethod
+    def of(cls, dense: DenseRanker, text: dict[str, str], progress: Callable[[int], Progress] | None = None) -> SentenceVectors:
+        encoder = getattr(dense.source, "encoder", None)  # a bundle's: its tokenizer decides which sentences hold tokens
+        split = {d: sentence_texts(encoder, t) if encoder is not None else (sentences(t) or [t]) for d, t in text.items()}
+        unique = list(dict.fromkeys(s for parts in split.values() for s in parts))
+        at = {s: i for i, s in enumerate(unique)}
+        report = progress(len(unique)) if progress else None
+        vectors = encode_views(dense.source, unique, [dense.view], batch_size=dense.batch_size, progress=report)[dense.view]
+        return cls(l2_normalize(np.asarray(vectors, np.float32)), {d: np.array([at[s] for s in parts]) for d, parts in split.items()})
+
+    def best(self, vec: np.ndarray, ids: Sequence[str]) -> np.ndarray:
+        return np.array([float(np.max(self.vectors[self.rows[d]] @ vec)) for d in ids])
 
 
 class ServerRanker:

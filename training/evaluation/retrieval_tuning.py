@@ -3,11 +3,14 @@
 ``lexical``: every analyser (stemmer x stop words) with BM25 lucene k1=1.2 b=0.75, then, on the best
 analyser (ties at four decimals: stop words removed), every variant x k1 x b of the grid; ``fusion``: for one dense source, every fusion of the grid
 over that source's and BM25's (the chosen defaults') rankings; ``rerank``: for one dense source, every fusion of
-the grid reranking BM25's top 100 of the corpus as ``POST /v1/rerank`` ranks documents sent to it (the cosine and BM25
-over the candidates alone), the best against BM25 and the default search with paired intervals; ``feedback``: for one
+the grid reranking BM25's top 100 of the corpus as ``POST /v1/rerank`` ranks documents sent to it (each document's
+cosine, its best sentence's at each weight of the grid, and BM25 over the candidates alone), the best against BM25,
+the best without sentences and the default search with paired intervals; ``feedback``: for one
 dense source, a second round and a title field against its default search (the guide's fusion of its dense and BM25
 rankings): Rocchio feedback on the dense half, RM3-style term expansion of the lexical half, BM25 over titles added
-to BM25 over whole documents, each setting paired against the default search. Each prints nDCG@10 and recall@100
+to BM25 over whole documents, each setting paired against the default search; ``signals``: for one dense source, a
+third signal beside its default search's two, each document's best sentence or best two consecutive sentences
+under the same model, each setting paired against the default search. Each prints nDCG@10 and recall@100
 per setting, best first. The rankers' defaults (``service/index/lexical.py``, ``service/index/fusion.py``) are
 the model guide's ``choices.search``: the settings every dev retrieval record was measured with, which were
 the best nDCG@10 of these runs (docs/RESULTS.md, *Retrieval*). ``thoughtvec eval report`` refuses records
@@ -18,6 +21,7 @@ measured with different settings, and a test fails when a record's settings diff
     python -m thoughtvec.training.evaluation.retrieval_tuning fusion --baseline minilm
     python -m thoughtvec.training.evaluation.retrieval_tuning rerank --bundle models/all-minilm-l6-v2
     python -m thoughtvec.training.evaluation.retrieval_tuning feedback --bundle models/all-minilm-l6-v2
+    python -m thoughtvec.training.evaluation.retrieval_tuning signals --bundle models/all-minilm-l6-v2
 """
 
 from __future__ import annotations
@@ -27,14 +31,21 @@ import itertools
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
+from thoughtvec.service.bundle.postprocess import l2_normalize
+from thoughtvec.service.core.longinput import sentence_texts, sentences
 from thoughtvec.service.core.scoring import candidate_bm25, fuse_scores
-from thoughtvec.service.index.fusion import Fusion
+from thoughtvec.service.index.fusion import Fusion, RerankFusion
+from thoughtvec.service.index.fusion import minmax as fusion_minmax
+from thoughtvec.service.index.fusion import rrf as fusion_rrf
+from thoughtvec.service.index.fusion import zscore as fusion_zscore
 from thoughtvec.service.index.lexical import BM25, METHODS, Analyzer, LexicalIndex
 from thoughtvec.training.evaluation import beir, rankers, retrieval, sources
 from thoughtvec.training.evaluation.retrieval import Ranking
+from thoughtvec.training.evaluation.runner import _progress_bar
 
 STEMMERS = (None, "english", "porter")
 STOPWORDS = (None, "en")
@@ -86,42 +97,56 @@ def fusion_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Calla
     return Fusion(m, w, 60 if isinstance(k, str) else k, depth)  # "-": min-max fusion has no rrf k
 
 
-def rerank_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Callable[[str], None] = print) -> Fusion:
-    """Every fusion of the grid reranking BM25's top 100 by ``dense``'s cosine and BM25 over the candidates alone."""
+SENTENCE_WEIGHTS = (0.0, 0.5, 1.0, 2.0)  # rerank's third signal, each document's best sentence (0: none)
+
+
+def rerank_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Callable[[str], None] = print) -> RerankFusion:
+    """Every fusion of the grid reranking BM25's top 100 by ``dense``'s cosine, its best sentence's (at each weight
+    of the grid, 0 none) and BM25 over the candidates alone."""
     lexical = rankers.LexicalRanker(task)
     rerank = rankers.RerankRanker(dense, lexical, task)
     cands = lexical.rank(task.query_texts, rerank.candidates)
     q = dense.rank_vectors(task.query_texts)
-    signals = []  # per query: the candidates, their cosines and their BM25 over themselves
+    by_sentence = rankers.SentenceVectors.of(dense, rerank.text, lambda n: _progress_bar(n, f"{dense.name} sentences"))
+    signals = []  # per query: the candidates, their cosines, their best sentences' and their BM25 over themselves
     for query, vec, found in zip(task.query_texts, q, cands):
         ids = [d for d, _ in found]
         cos = dense.docs[[rerank.row[d] for d in ids]] @ vec
-        signals.append((ids, cos, candidate_bm25(query, [rerank.text[d] for d in ids], rerank.search)))
-    grid = itertools.chain(
-        (Fusion("zscore", w) for w in WEIGHTS),
-        (Fusion("minmax", w) for w in WEIGHTS),
-        (Fusion("rrf", w, k) for w, k in itertools.product(WEIGHTS, RRF_K)),
-    )
+        signals.append((ids, cos, by_sentence.best(vec, ids), candidate_bm25(query, [rerank.text[d] for d in ids], rerank.search)))
+    alone = [[(ids[i], float(cos[i])) for i in np.lexsort((np.arange(len(ids)), -cos))] for ids, cos, _s, _b in signals]
+    out(f"the cosine alone (mode dense): {means(task, dict(zip(task.query_ids, alone)))}")
+    grid = [
+        RerankFusion(f.method, f.lexical_weight, f.rrf_k, f.depth, ws)
+        for ws in SENTENCE_WEIGHTS
+        for f in itertools.chain(
+            (Fusion("zscore", w) for w in WEIGHTS),
+            (Fusion("minmax", w) for w in WEIGHTS),
+            (Fusion("rrf", w, k) for w, k in itertools.product(WEIGHTS, RRF_K)),
+        )
+    ]
     runs, fusions = {}, {}
     for f in grid:
         ranked = []
-        for ids, cos, bm25 in signals:
-            _, raw = fuse_scores(cos, bm25, f)
+        for ids, cos, sentence, bm25 in signals:
+            _, raw = fuse_scores(cos, bm25, f, sentence)
             ranked.append([(ids[i], float(raw[i])) for i in np.lexsort((np.arange(len(ids)), -raw))])
-        key = (f.method, f.lexical_weight, f.rrf_k if f.method == "rrf" else "-")
+        key = (f.sentence_weight, f.method, f.lexical_weight, f.rrf_k if f.method == "rrf" else "-")
         runs[key], fusions[key] = dict(zip(task.query_ids, ranked)), f
     results = {key: means(task, run) for key, run in runs.items()}
     _table(
         out,
-        f"rerank of BM25's top {rerank.candidates} (method, lexical weight, rrf k) by {dense.name} / {dense.view} and BM25 over the candidates",
+        f"rerank of BM25's top {rerank.candidates} (sentence weight, method, lexical weight, rrf k) by {dense.name} / {dense.view} and BM25 over the candidates",
         results,
     )
     top = max(results, key=lambda key: results[key]["ndcg@10"])
     best = fusions[top]
+    whole = max((key for key in results if key[0] == 0), key=lambda key: results[key]["ndcg@10"])
     search = rankers.HybridRanker(dense, lexical)
     against = {"BM25 alone": dict(zip(task.query_ids, cands)),
+               f"the best without sentences {whole}": runs[whole],
                "the default search": dict(zip(task.query_ids, search.rank(task.query_texts, retrieval.DEPTH)))}  # fmt: skip
     mine = retrieval.per_query(runs[top], task.qrels)["ndcg@10"]
+    out(f"best: {top}")
     for name, run in against.items():
         theirs = retrieval.per_query(run, task.qrels)["ndcg@10"]
         p = retrieval.paired(mine, theirs)
@@ -200,6 +225,60 @@ def feedback_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Cal
         out(f"  {str(key):42s} {p['diff']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}]")
 
 
+PARTS = ("sentences", "windows")  # a document's best sentence, or its best two consecutive sentences
+PART_WEIGHTS = (0.5, 1.0, 1.5)
+PART_LEXICAL_WEIGHTS = (1.5, 2.0, 2.5)
+
+
+def part_texts(text: str, part: str, encoder: Any) -> list[str]:
+    """A document's sentences as rerank embeds them, or its windows of two consecutive ones (the document itself
+    where it has one)."""
+    found = sentence_texts(encoder, text) if encoder is not None else (sentences(text) or [text])
+    if part == "windows" and len(found) > 1:
+        return [f"{a} {b}" for a, b in zip(found, found[1:])]
+    return found
+
+
+def signals_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Callable[[str], None] = print) -> None:
+    """A third signal for the search: each document's best sentence, or best two consecutive sentences, under the
+    same model (every sentence or window of the corpus embedded alone; the best cosine of each document's), fused
+    beside the document's own cosine and BM25 by the guide's method and depth, each setting paired against the
+    default search."""
+    fusion = rankers.measured_search().fusion
+    depth = fusion.depth
+    lexical = rankers.LexicalRanker(task)
+    q = dense.rank_vectors(task.query_texts)
+    d = rankers.top_k(q @ dense.docs.T, dense.doc_ids, depth)
+    lx = lexical.rank(task.query_texts, depth)
+    base = [fusion.fuse(a, b, retrieval.DEPTH) for a, b in zip(d, lx)]
+    first = retrieval.per_query(dict(zip(task.query_ids, base)), task.qrels)["ndcg@10"]
+    out(f"the default search ({dense.name} / {dense.view} and BM25, {fusion}): nDCG@10 {np.mean(list(first.values())):.4f}")
+    encoder = getattr(dense.source, "encoder", None)
+    weigh = {"rrf": lambda r, w: fusion_rrf(r, w, fusion.rrf_k), "minmax": fusion_minmax, "zscore": fusion_zscore}[fusion.method]
+    runs: dict[tuple, list[Ranking]] = {}
+    for part in PARTS:
+        texts = [part_texts(t, part, encoder) for t in task.doc_texts]
+        unique = list(dict.fromkeys(x for parts in texts for x in parts))
+        at = {x: i for i, x in enumerate(unique)}
+        report = _progress_bar(len(unique), f"{dense.name} {part}")
+        vectors = l2_normalize(sources.encode_views(dense.source, unique, [dense.view], progress=report)[dense.view])
+        owner = np.array([i for i, parts in enumerate(texts) for _ in parts])
+        rows = np.array([at[x] for parts in texts for x in parts])
+        best = np.full((len(q), len(texts)), -1.0, np.float32)
+        np.maximum.at(best.T, owner, (q @ vectors[rows].T).T)
+        own = rankers.top_k(best, dense.doc_ids, depth)
+        alone = retrieval.per_query(dict(zip(task.query_ids, own)), task.qrels)["ndcg@10"]
+        out(f"{part} alone (the best of each document's, dense): nDCG@10 {np.mean(list(alone.values())):.4f}")
+        for wp, wl in itertools.product(PART_WEIGHTS, PART_LEXICAL_WEIGHTS):
+            runs[(part, wp, wl)] = [weigh([a, c, b], [1.0, wp, wl])[: retrieval.DEPTH] for a, c, b in zip(d, own, lx)]
+    results = {key: means(task, dict(zip(task.query_ids, run))) for key, run in runs.items()}
+    _table(out, f"a third signal (part, its weight, lexical weight; {fusion.method}, depth {depth})", results, top=len(results))
+    out("\nagainst the default search, paired (10,000 resamples):")
+    for key, run in runs.items():
+        p = retrieval.paired(retrieval.per_query(dict(zip(task.query_ids, run)), task.qrels)["ndcg@10"], first)
+        out(f"  {str(key):42s} {p['diff']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}]")
+
+
 def _table(out: Callable[[str], None], title: str, results: dict, top: int = 12) -> None:
     out(f"\n{title}: {len(results)} settings, best {top} by nDCG@10")
     for key, m in sorted(results.items(), key=lambda kv: -kv[1]["ndcg@10"])[:top]:
@@ -208,7 +287,7 @@ def _table(out: Callable[[str], None], title: str, results: dict, top: int = 12)
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=("lexical", "fusion", "rerank", "feedback"))
+    p.add_argument("what", choices=("lexical", "fusion", "rerank", "feedback", "signals"))
     p.add_argument("--bundle", help="fusion, rerank, feedback: the dense bundle (its default view unless --view)")
     p.add_argument("--baseline", choices=("minilm",), help="fusion, rerank, feedback: a baseline source instead of a bundle")
     p.add_argument("--view")
@@ -224,8 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"{args.what} needs --bundle or --baseline")
     src = sources.BundleSource(args.bundle, truncation="split") if args.bundle else sources.BASELINES[args.baseline]()
     (dense,) = rankers.DenseRanker.for_views(src, [args.view or src.default_view], task)
-    if args.what == "feedback":
-        feedback_grid(task, dense, say)
+    if args.what in ("feedback", "signals"):
+        (feedback_grid if args.what == "feedback" else signals_grid)(task, dense, say)
         return 0
     grid = fusion_grid if args.what == "fusion" else rerank_grid
     say(f"\nbest: {grid(task, dense, say)}")

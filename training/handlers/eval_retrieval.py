@@ -102,7 +102,8 @@ def _run(args: argparse.Namespace, make_source: Callable) -> list[str]:
                 if mode == "hybrid":
                     score(rankers.HybridRanker(dense, lexical), kind, target)
                 else:
-                    score(rankers.RerankRanker(dense, lexical, task), kind, target)
+                    each = lambda n, name=source.name: _progress_bar(n, f"{name} sentences")  # noqa: E731
+                    score(rankers.RerankRanker(dense, lexical, task, progress=each), kind, target)
     if args.url:
         server = rankers.ServerRanker(args.url, task, index=args.index, model=args.model, view=(args.view or [None])[0],
                                       mode=args.mode[0] if args.mode else None, api_key=args.api_key,

@@ -19,8 +19,9 @@ router = APIRouter(tags=["similarity"])
 async def rerank(body: RerankRequest, request: Request, scoring: ScoringDep) -> Response:
     """`results[{index, relevance_score, document?}]`, best first, `top_n` of them.
 
-    `mode` `hybrid` (default) ranks as a hybrid search does: the model's cosine and BM25 over the documents sent (their
-    own collection statistics), fused; `relevance_score` is on [0, 1] (0.5: the documents' mean on both signals).
+    `mode` `hybrid` (default) ranks as a hybrid search does: the model's cosine (for a model the guide measured with
+    it, also each document's best sentence's) and BM25 over the documents sent (their own collection statistics),
+    fused; `relevance_score` is on [0, 1] (0.5: the documents' mean on every signal).
     `dense` ranks by the cosine alone, `relevance_score` (1 + cosine) / 2 (a bi-encoder, not a cross-encoder).
     A document is a text or, as Cohere v1 takes it, an object `{text, ...}`: ranked by its text, returned whole.
     """

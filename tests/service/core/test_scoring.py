@@ -11,11 +11,13 @@ import pytest
 
 from tests.service.conftest import SENTENCES
 from tests.service.core.fake_runtime import fake_services
+from thoughtvec.service.core.longinput import sentences
 from thoughtvec.service.core.scoring import ScoringService, candidate_bm25, fused_relevance
-from thoughtvec.service.errors import InvalidInput
-from thoughtvec.service.index.fusion import Fusion
+from thoughtvec.service.errors import InvalidInput, RequestTooLarge
+from thoughtvec.service.index.fusion import Fusion, RerankFusion
 from thoughtvec.service.index.lexical import BM25, Analyzer, LexicalIndex
 from thoughtvec.service.index.search_settings import FALLBACK_RERANK, SearchSettings
+from thoughtvec.service.model_guide import Guide
 
 pytestmark = pytest.mark.anyio
 
@@ -102,3 +104,81 @@ async def test_rerank_in_hybrid_mode_fuses_the_cosine_and_bm25_over_the_document
         with pytest.raises(InvalidInput) as e:
             await scoring.rerank(query="a", documents=["b"], model="tiny", mode="lexical")  # type: ignore[arg-type]
         assert e.value.field == "mode"
+
+
+async def test_rerank_with_the_best_sentence_fuses_it_as_a_third_signal(services):
+    docs = [
+        "Stocks fell sharply today. The cat slept on the warm sofa. Markets were closed.",
+        "A dog and a cat slept in the sun.",
+        "The sofa was red. Stocks fell sharply today.",  # shares a sentence with the first: embedded once
+    ]
+    async with services() as (emb, _, fakes):
+        fusion = RerankFusion("zscore", 0.5, sentence_weight=2.0)
+        scoring = ScoringService(emb)
+        scoring.rerank_fusion = lambda model: fusion  # type: ignore[method-assign]  # as the guide would for a measured bundle
+        fake = fakes["tiny"]
+
+        def cos(a: str, b: str) -> float:
+            u, v = fake.expected(a), fake.expected(b)
+            return float(u @ v / (np.linalg.norm(u) * np.linalg.norm(v)))
+
+        split = [sentences(d) for d in docs]
+        assert [len(s) for s in split] == [3, 1, 2]
+        whole = np.array([cos(QUERY, d) for d in docs])
+        best = np.array([max(cos(QUERY, s) for s in parts) for parts in split])
+        assert best[0] > whole[0]  # one sentence answers; the whole document's vector averages it away
+        bm25 = candidate_bm25(QUERY, docs, scoring.search)
+
+        def z(xs):
+            return (xs - xs.mean()) / xs.std()
+
+        want = z(whole) + 2.0 * z(best) + 0.5 * z(bm25)
+        relevance, raw = fused_relevance(QUERY, docs, whole, scoring.search, fusion, best)
+        assert raw == pytest.approx(want) and relevance == pytest.approx(1 / (1 + np.exp(-want / 3.5)))
+        ranked = await scoring.rerank(query=QUERY, documents=docs, model="tiny")
+        assert [r.index for r in ranked.results] == list(np.lexsort((np.arange(3), -raw)))
+        assert [r.raw for r in ranked.results] == pytest.approx([raw[r.index] for r in ranked.results], abs=1e-5)
+        assert [r.score for r in ranked.results] == pytest.approx([relevance[r.index] for r in ranked.results], abs=1e-5)
+        distinct = {QUERY, *docs, *(s for parts in split for s in parts)}  # the second document is its own sentence
+        assert ranked.usage.tokens == sum(len(fake.token_ids(s)) for s in distinct)
+        with pytest.raises(ValueError, match="best_sentences"):
+            fused_relevance(QUERY, docs, whole, scoring.search, fusion)
+        with pytest.raises(InvalidInput) as e:  # the documents are checked as any rerank's
+            await scoring.rerank(query=QUERY, documents=["fine", "   "], model="tiny")
+        assert e.value.field == "documents[1]"
+
+
+async def test_rerank_fusion_applies_to_the_bundles_it_was_chosen_on_alone(services):
+    """Rerank's fusion was chosen on the bundles with a rerank record (the guide's ``rerank_models``): another bundle
+    the guide measured, or the same name under another export, reranks by the fallback."""
+    async with services() as (emb, _, _fakes):
+        chosen = RerankFusion("zscore", 1.0, sentence_weight=2.0)
+        scoring = ScoringService(emb, SearchSettings(rerank=chosen))
+        names = sorted(emb.registry.models)
+        assert len(names) >= 2
+        first, other = (emb.model(n) for n in names[:2])
+        entries = {m.name: {"fingerprint": m.encoder.fingerprint()} for m in (first, other)}
+        emb.registry.guide = Guide({"models": entries, "choices": {"rerank_models": [first.name]}})
+        assert scoring.rerank_fusion(first) == chosen
+        assert scoring.rerank_fusion(other) == FALLBACK_RERANK  # measured, but not for rerank
+        entries[first.name]["fingerprint"] = "another export"
+        assert scoring.rerank_fusion(first) == FALLBACK_RERANK
+
+
+async def test_the_sentence_pass_counts_toward_the_requests_token_limit(services):
+    docs = ["Stocks fell sharply today. The cat slept on the warm sofa.", "A dog and a cat slept in the sun."]
+    async with services() as (_, _, fakes):
+        fake = fakes["tiny"]
+        first = sum(len(fake.token_ids(t)) for t in [QUERY, *docs])  # the query and documents, embedded whole
+        more = sum(len(fake.token_ids(s)) for s in sentences(docs[0]))  # the first document's sentences, again
+    for limit in (first + more - 1, first + more):
+        async with services(max_request_tokens=limit) as (emb, _, _):
+            scoring = ScoringService(emb)
+            scoring.rerank_fusion = lambda model: RerankFusion("zscore", 1.0, sentence_weight=2.0)  # type: ignore[method-assign]
+            assert (await scoring.rerank(query=QUERY, documents=docs, model="tiny", mode="dense")).usage.tokens == first
+            if limit < first + more:
+                with pytest.raises(RequestTooLarge) as e:
+                    await scoring.rerank(query=QUERY, documents=docs, model="tiny")
+                assert e.value.field == "documents[0]" and f"to {first + more} tokens" in str(e.value)
+            else:
+                assert (await scoring.rerank(query=QUERY, documents=docs, model="tiny")).usage.tokens == first + more
