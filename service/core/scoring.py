@@ -5,8 +5,8 @@ way in (``EmbeddingService.encode``: limits, admission, the model's queue).
 Rerank's default mode, ``hybrid``, ranks the documents sent as a hybrid search ranks an index's: the model's cosine
 and BM25 (the server's analyser and BM25 variant, the collection statistics those of the documents sent), fused
 (:func:`fused_relevance`), with each document's best sentence's cosine as a third signal where the fusion weighs it
-(:class:`~thoughtvec.service.index.fusion.RerankFusion`). Its fusion is the model guide's ``rerank`` for a bundle the
-guide measured, chosen on the retrieval dev set (``python -m thoughtvec.training.evaluation.retrieval_tuning
+(:class:`~thoughtvec.service.index.fusion.RerankFusion`). Its fusion is the model guide's ``rerank`` for the bundles
+it was chosen on (``rerank_models``), chosen on the retrieval dev set (``python -m thoughtvec.training.evaluation.retrieval_tuning
 rerank``), else :data:`~thoughtvec.service.index.search_settings.FALLBACK_RERANK`. ``dense`` is each document's
 cosine alone.
 """
@@ -67,7 +67,8 @@ def fuse_scores(
         if best_sentences is None:
             raise ValueError(f"{fusion} weighs each document's best sentence: pass best_sentences")
         signals, weights = [*signals, best_sentences], [*weights, sentence_weight]
-    rankings = [[(i, float(v)) for i, v in zip(ids, signal)] for signal in [*signals, bm25]]
+    # each signal as a ranking, best first (reciprocal-rank fusion reads the order; ties: the earlier document first)
+    rankings = [[(ids[j], float(signal[j])) for j in np.lexsort((np.arange(len(ids)), -np.asarray(signal)))] for signal in [*signals, bm25]]
     parts = fusion.weighed(rankings, [*weights, fusion.lexical_weight])
     raw = np.array([sum(part[i] for part in parts) for i in ids], np.float64)
     return np.array([fusion.relevance(f) for f in raw], np.float64), raw

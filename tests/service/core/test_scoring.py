@@ -12,7 +12,7 @@ import pytest
 from tests.service.conftest import SENTENCES
 from tests.service.core.fake_runtime import fake_services
 from thoughtvec.service.core.longinput import sentences
-from thoughtvec.service.core.scoring import ScoringService, candidate_bm25, fused_relevance
+from thoughtvec.service.core.scoring import ScoringService, candidate_bm25, fuse_scores, fused_relevance
 from thoughtvec.service.errors import InvalidInput, RequestTooLarge
 from thoughtvec.service.index.fusion import Fusion, RerankFusion
 from thoughtvec.service.index.lexical import BM25, Analyzer, LexicalIndex
@@ -182,3 +182,11 @@ async def test_the_sentence_pass_counts_toward_the_requests_token_limit(services
                 assert e.value.field == "documents[0]" and f"to {first + more} tokens" in str(e.value)
             else:
                 assert (await scoring.rerank(query=QUERY, documents=docs, model="tiny")).usage.tokens == first + more
+
+
+def test_rerank_by_reciprocal_rank_reads_each_signals_order_not_the_order_the_documents_came_in():
+    cos = np.array([0.1, 0.9, 0.5, 0.3])
+    bm25 = np.array([0.0, 2.0, 3.0, 1.0])
+    _, raw = fuse_scores(cos, bm25, Fusion("rrf", 0.5, 60))
+    dense_rank, lexical_rank = [4, 1, 2, 3], [4, 2, 1, 3]  # by score, best first
+    assert raw == pytest.approx([1 / (60 + d) + 0.5 / (60 + lx) for d, lx in zip(dense_rank, lexical_rank)])
