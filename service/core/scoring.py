@@ -69,8 +69,8 @@ def fuse_scores(
         signals, weights = [*signals, best_sentences], [*weights, sentence_weight]
     # each signal as a ranking, best first (reciprocal-rank fusion reads the order; ties: the earlier document first)
     rankings = [[(ids[j], float(signal[j])) for j in np.lexsort((np.arange(len(ids)), -np.asarray(signal)))] for signal in [*signals, bm25]]
-    parts = fusion.weighed(rankings, [*weights, fusion.lexical_weight])
-    raw = np.array([sum(part[i] for part in parts) for i in ids], np.float64)
+    fused = dict(fusion.combined(rankings, [*weights, fusion.lexical_weight]))
+    raw = np.array([fused[i] for i in ids], np.float64)
     return np.array([fusion.relevance(f) for f in raw], np.float64), raw
 
 

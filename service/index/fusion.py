@@ -66,6 +66,10 @@ class Fusion:
             return zscore_parts(rankings, weights)
         return minmax_parts(rankings, weights)
 
+    def combined(self, rankings: Sequence[Ranking], weights: Sequence[float]) -> list[tuple[str, float]]:
+        """Any number of ``rankings``, weighted, fused by this method: every document of any, best first."""
+        return _sorted(_summed(self.weighed(rankings, weights)))
+
     @property
     def total_weight(self) -> float:
         """The weights of the rankings fused, summed (the dense one's is 1)."""

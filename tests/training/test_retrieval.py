@@ -272,9 +272,19 @@ def test_milvus_fusion_scores_the_server_s_fusion_and_milvus_s_rankers_on_one_in
 
 
 def test_signal_parts_are_sentences_or_windows_of_two_consecutive_ones():
-    from thoughtvec.training.evaluation.retrieval_tuning import part_texts
-
     text = "Cats sleep a lot. Dogs bark at night. Birds sing at dawn."
-    assert part_texts(text, "sentences", None) == ["Cats sleep a lot.", "Dogs bark at night.", "Birds sing at dawn."]
-    assert part_texts(text, "windows", None) == ["Cats sleep a lot. Dogs bark at night.", "Dogs bark at night. Birds sing at dawn."]
-    assert part_texts("One sentence only.", "windows", None) == ["One sentence only."]
+    assert rankers.document_parts(text) == ["Cats sleep a lot.", "Dogs bark at night.", "Birds sing at dawn."]
+    assert rankers.document_parts(text, window=2) == ["Cats sleep a lot. Dogs bark at night.", "Dogs bark at night. Birds sing at dawn."]
+    assert rankers.document_parts("One sentence only.", window=2) == ["One sentence only."]
+    assert rankers.document_parts("Two of them. Here.", window=2) == ["Two of them. Here."]  # fewer than a window: one
+
+
+def test_part_vectors_give_each_documents_best_part_for_one_query_or_all(toy):
+    root, task = toy
+    (dense,) = rankers.DenseRanker.for_views(sources.BundleSource(root / "tiny", truncation="split"), ["mean"], task)
+    parts = rankers.PartVectors.of(dense, dict(zip(task.doc_ids, task.doc_texts)), window=2)
+    q = dense.rank_vectors(task.query_texts)
+    every = parts.best_of_every(q)
+    assert every.shape == (len(task.query_ids), len(task.doc_ids))
+    for i, vec in enumerate(q):
+        assert every[i] == pytest.approx(parts.best(vec, task.doc_ids), abs=1e-6)

@@ -19,6 +19,7 @@ import dataclasses
 import re
 import uuid
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -134,7 +135,7 @@ class RerankRanker:
         self.text = dict(zip(task.doc_ids, task.doc_texts))
         self.row = {d: i for i, d in enumerate(dense.doc_ids)}
         self.search = SearchSettings(lexical.index.analyzer, lexical.index.bm25)  # the candidates' BM25, as the server's
-        self._sentences: SentenceVectors | None = None
+        self._sentences: PartVectors | None = None
         self._progress = progress  # given the corpus's sentence count, what reports their embedding's progress
 
     def best_sentences(self, vec: np.ndarray, ids: Sequence[str]) -> np.ndarray | None:
@@ -142,7 +143,7 @@ class RerankRanker:
         if not self.fusion.sentence_weight:
             return None
         if self._sentences is None:
-            self._sentences = SentenceVectors.of(self.dense, self.text, self._progress)
+            self._sentences = PartVectors.of(self.dense, self.text, progress=self._progress)
         return self._sentences.best(vec, ids)
 
     def rank(self, queries: Sequence[str], k: int) -> list[Ranking]:
@@ -162,17 +163,28 @@ class RerankRanker:
                                         "rerank": dataclasses.asdict(f)}  # fmt: skip
 
 
-class SentenceVectors:
-    """Every sentence of a corpus's documents in a dense ranker's view, as rerank embeds them
-    (:func:`~thoughtvec.service.core.longinput.sentence_texts`: each alone), and the best cosine of each document's."""
+def document_parts(text: str, encoder: Any = None, window: int = 1) -> list[str]:
+    """A document's sentences as rerank embeds them (:func:`~thoughtvec.service.core.longinput.sentence_texts`, by a
+    bundle's ``encoder``; Punkt's sentences without one), or its windows of ``window`` consecutive sentences (all of
+    them in one where it has fewer; a one-sentence document is itself)."""
+    found = sentence_texts(encoder, text) if encoder is not None else (sentences(text) or [text])
+    if window == 1 or len(found) == 1:
+        return found
+    return [" ".join(found[i : i + window]) for i in range(max(1, len(found) - window + 1))]
+
+
+class PartVectors:
+    """Every part of a corpus's documents (:func:`document_parts`: sentences, or windows of them) in a dense ranker's
+    view, each embedded alone, and the best cosine of each document's parts."""
 
     def __init__(self, vectors: np.ndarray, rows: dict[str, np.ndarray]):
         self.vectors, self.rows = vectors, rows
 
     @classmethod
-    def of(cls, dense: DenseRanker, text: dict[str, str], progress: Callable[[int], Progress] | None = None) -> SentenceVectors:
+    def of(cls, dense: DenseRanker, text: dict[str, str], window: int = 1,
+           progress: Callable[[int], Progress] | None = None) -> PartVectors:  # fmt: skip
         encoder = getattr(dense.source, "encoder", None)  # a bundle's: its tokenizer decides which sentences hold tokens
-        split = {d: sentence_texts(encoder, t) if encoder is not None else (sentences(t) or [t]) for d, t in text.items()}
+        split = {d: document_parts(t, encoder, window) for d, t in text.items()}
         unique = list(dict.fromkeys(s for parts in split.values() for s in parts))
         at = {s: i for i, s in enumerate(unique)}
         report = progress(len(unique)) if progress else None
@@ -180,7 +192,16 @@ class SentenceVectors:
         return cls(l2_normalize(np.asarray(vectors, np.float32)), {d: np.array([at[s] for s in parts]) for d, parts in split.items()})
 
     def best(self, vec: np.ndarray, ids: Sequence[str]) -> np.ndarray:
+        """The best cosine of each of documents ``ids``' parts to a query's unit vector."""
         return np.array([float(np.max(self.vectors[self.rows[d]] @ vec)) for d in ids])
+
+    def best_of_every(self, queries: np.ndarray) -> np.ndarray:
+        """(queries, documents in the order they were given): the best cosine of each document's parts to each query."""
+        owner = np.concatenate([np.full(len(r), i) for i, r in enumerate(self.rows.values())])
+        flat = np.concatenate(list(self.rows.values()))
+        out = np.full((len(queries), len(self.rows)), -1.0, np.float32)
+        np.maximum.at(out.T, owner, (queries @ self.vectors[flat].T).T)
+        return out
 
 
 class ServerRanker:

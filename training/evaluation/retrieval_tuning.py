@@ -31,17 +31,12 @@ import itertools
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
-from thoughtvec.service.bundle.postprocess import l2_normalize
-from thoughtvec.service.core.longinput import sentence_texts, sentences
 from thoughtvec.service.core.scoring import candidate_bm25, fuse_scores
 from thoughtvec.service.index.fusion import Fusion, RerankFusion
-from thoughtvec.service.index.fusion import minmax as fusion_minmax
-from thoughtvec.service.index.fusion import rrf as fusion_rrf
-from thoughtvec.service.index.fusion import zscore as fusion_zscore
 from thoughtvec.service.index.lexical import BM25, METHODS, Analyzer, LexicalIndex
 from thoughtvec.training.evaluation import beir, rankers, retrieval, sources
 from thoughtvec.training.evaluation.retrieval import Ranking
@@ -107,7 +102,7 @@ def rerank_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Calla
     rerank = rankers.RerankRanker(dense, lexical, task)
     cands = lexical.rank(task.query_texts, rerank.candidates)
     q = dense.rank_vectors(task.query_texts)
-    by_sentence = rankers.SentenceVectors.of(dense, rerank.text, lambda n: _progress_bar(n, f"{dense.name} sentences"))
+    by_sentence = rankers.PartVectors.of(dense, rerank.text, progress=lambda n: _progress_bar(n, f"{dense.name} sentences"))
     signals = []  # per query: the candidates, their cosines, their best sentences' and their BM25 over themselves
     for query, vec, found in zip(task.query_texts, q, cands):
         ids = [d for d, _ in found]
@@ -163,17 +158,45 @@ RM3_WEIGHT = (0.3, 0.5)  # the expansion's weight beside the query's own terms
 TITLE_WEIGHTS = (0.25, 0.5, 1.0)
 
 
+@dataclass
+class DefaultSearch:
+    """``dense``'s default search on the task (the guide's fusion of its dense and BM25 rankings), what the second-round
+    and third-signal grids are paired against: each query's vector, both rankings ``depth`` deep, the fused ranking and
+    its nDCG@10 per query."""
+
+    fusion: Fusion
+    lexical: rankers.LexicalRanker
+    queries: np.ndarray
+    dense: list[Ranking]
+    lexical_hits: list[Ranking]
+    fused: list[Ranking]
+    ndcg: dict[str, float]
+
+    @classmethod
+    def of(cls, task: beir.RetrievalTask, dense: rankers.DenseRanker, depth: int, out: Callable[[str], None]) -> DefaultSearch:
+        fusion = rankers.measured_search().fusion
+        lexical = rankers.LexicalRanker(task)
+        q = dense.rank_vectors(task.query_texts)
+        d = rankers.top_k(q @ dense.docs.T, dense.doc_ids, depth)
+        lx = lexical.rank(task.query_texts, depth)
+        fused = [fusion.fuse(a, b, retrieval.DEPTH) for a, b in zip(d, lx)]
+        ndcg = retrieval.per_query(dict(zip(task.query_ids, fused)), task.qrels)["ndcg@10"]
+        out(f"the default search ({dense.name} / {dense.view} and BM25, {fusion}): nDCG@10 {np.mean(list(ndcg.values())):.4f}")
+        return cls(fusion, lexical, q, d, lx, fused, ndcg)
+
+    def paired(self, task: beir.RetrievalTask, runs: dict[tuple, list[Ranking]], out: Callable[[str], None]) -> None:
+        """Each run's nDCG@10 against this search's, paired."""
+        out("\nagainst the default search, paired (10,000 resamples):")
+        for key, run in runs.items():
+            p = retrieval.paired(retrieval.per_query(dict(zip(task.query_ids, run)), task.qrels)["ndcg@10"], self.ndcg)
+            out(f"  {str(key):42s} {p['diff']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}]")
+
+
 def feedback_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Callable[[str], None] = print) -> None:
     """A second round and a title field, each setting paired against ``dense``'s default search."""
     deepest = max(DEPTHS)
-    fusion = rankers.measured_search().fusion
-    lexical = rankers.LexicalRanker(task)
-    q = dense.rank_vectors(task.query_texts)
-    d = rankers.top_k(q @ dense.docs.T, dense.doc_ids, deepest)
-    lx = lexical.rank(task.query_texts, deepest)
-    base = [fusion.fuse(a, b, retrieval.DEPTH) for a, b in zip(d, lx)]
-    first = retrieval.per_query(dict(zip(task.query_ids, base)), task.qrels)["ndcg@10"]
-    out(f"the default search ({dense.name} / {dense.view} and BM25, {fusion}): nDCG@10 {np.mean(list(first.values())):.4f}")
+    default = DefaultSearch.of(task, dense, deepest, out)
+    fusion, lexical, q, d, lx, base = default.fusion, default.lexical, default.queries, default.dense, default.lexical_hits, default.fused
     row = {doc: i for i, doc in enumerate(dense.doc_ids)}
     runs: dict[tuple, list[Ranking]] = {}
     for k, beta in itertools.product(FEEDBACK_DOCS, ROCCHIO_BETA):  # the query moved toward its first round's best
@@ -219,24 +242,12 @@ def feedback_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Cal
         runs[("title", w)] = [fusion.fuse(a, b, retrieval.DEPTH) for a, b in zip(d, l2)]
     results = {key: means(task, dict(zip(task.query_ids, run))) for key, run in runs.items()}
     _table(out, "a second round and a title field", results, top=len(results))
-    out("\nagainst the default search, paired (10,000 resamples):")
-    for key, run in runs.items():
-        p = retrieval.paired(retrieval.per_query(dict(zip(task.query_ids, run)), task.qrels)["ndcg@10"], first)
-        out(f"  {str(key):42s} {p['diff']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}]")
+    default.paired(task, runs, out)
 
 
-PARTS = ("sentences", "windows")  # a document's best sentence, or its best two consecutive sentences
+PARTS = {"sentences": 1, "windows": 2}  # a document's best sentence, or its best two consecutive sentences
 PART_WEIGHTS = (0.5, 1.0, 1.5)
 PART_LEXICAL_WEIGHTS = (1.5, 2.0, 2.5)
-
-
-def part_texts(text: str, part: str, encoder: Any) -> list[str]:
-    """A document's sentences as rerank embeds them, or its windows of two consecutive ones (the document itself
-    where it has one)."""
-    found = sentence_texts(encoder, text) if encoder is not None else (sentences(text) or [text])
-    if part == "windows" and len(found) > 1:
-        return [f"{a} {b}" for a, b in zip(found, found[1:])]
-    return found
 
 
 def signals_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Callable[[str], None] = print) -> None:
@@ -244,39 +255,21 @@ def signals_grid(task: beir.RetrievalTask, dense: rankers.DenseRanker, out: Call
     same model (every sentence or window of the corpus embedded alone; the best cosine of each document's), fused
     beside the document's own cosine and BM25 by the guide's method and depth, each setting paired against the
     default search."""
-    fusion = rankers.measured_search().fusion
-    depth = fusion.depth
-    lexical = rankers.LexicalRanker(task)
-    q = dense.rank_vectors(task.query_texts)
-    d = rankers.top_k(q @ dense.docs.T, dense.doc_ids, depth)
-    lx = lexical.rank(task.query_texts, depth)
-    base = [fusion.fuse(a, b, retrieval.DEPTH) for a, b in zip(d, lx)]
-    first = retrieval.per_query(dict(zip(task.query_ids, base)), task.qrels)["ndcg@10"]
-    out(f"the default search ({dense.name} / {dense.view} and BM25, {fusion}): nDCG@10 {np.mean(list(first.values())):.4f}")
-    encoder = getattr(dense.source, "encoder", None)
-    weigh = {"rrf": lambda r, w: fusion_rrf(r, w, fusion.rrf_k), "minmax": fusion_minmax, "zscore": fusion_zscore}[fusion.method]
+    default = DefaultSearch.of(task, dense, rankers.measured_search().fusion.depth, out)
+    fusion, depth = default.fusion, default.fusion.depth
+    text = dict(zip(task.doc_ids, task.doc_texts))
     runs: dict[tuple, list[Ranking]] = {}
-    for part in PARTS:
-        texts = [part_texts(t, part, encoder) for t in task.doc_texts]
-        unique = list(dict.fromkeys(x for parts in texts for x in parts))
-        at = {x: i for i, x in enumerate(unique)}
-        report = _progress_bar(len(unique), f"{dense.name} {part}")
-        vectors = l2_normalize(sources.encode_views(dense.source, unique, [dense.view], progress=report)[dense.view])
-        owner = np.array([i for i, parts in enumerate(texts) for _ in parts])
-        rows = np.array([at[x] for parts in texts for x in parts])
-        best = np.full((len(q), len(texts)), -1.0, np.float32)
-        np.maximum.at(best.T, owner, (q @ vectors[rows].T).T)
-        own = rankers.top_k(best, dense.doc_ids, depth)
+    for part, window in PARTS.items():
+        vectors = rankers.PartVectors.of(dense, text, window, progress=lambda n: _progress_bar(n, f"{dense.name} {part}"))  # noqa: B023
+        own = rankers.top_k(vectors.best_of_every(default.queries), dense.doc_ids, depth)
         alone = retrieval.per_query(dict(zip(task.query_ids, own)), task.qrels)["ndcg@10"]
         out(f"{part} alone (the best of each document's, dense): nDCG@10 {np.mean(list(alone.values())):.4f}")
         for wp, wl in itertools.product(PART_WEIGHTS, PART_LEXICAL_WEIGHTS):
-            runs[(part, wp, wl)] = [weigh([a, c, b], [1.0, wp, wl])[: retrieval.DEPTH] for a, c, b in zip(d, own, lx)]
+            hits = zip(default.dense, own, default.lexical_hits)
+            runs[(part, wp, wl)] = [fusion.combined([a, c, b], [1.0, wp, wl])[: retrieval.DEPTH] for a, c, b in hits]
     results = {key: means(task, dict(zip(task.query_ids, run))) for key, run in runs.items()}
     _table(out, f"a third signal (part, its weight, lexical weight; {fusion.method}, depth {depth})", results, top=len(results))
-    out("\nagainst the default search, paired (10,000 resamples):")
-    for key, run in runs.items():
-        p = retrieval.paired(retrieval.per_query(dict(zip(task.query_ids, run)), task.qrels)["ndcg@10"], first)
-        out(f"  {str(key):42s} {p['diff']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}]")
+    default.paired(task, runs, out)
 
 
 def _table(out: Callable[[str], None], title: str, results: dict, top: int = 12) -> None:

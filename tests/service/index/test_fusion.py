@@ -83,3 +83,14 @@ def test_the_parts_of_each_fused_score_are_what_each_ranking_added(method):
         assert parts["d"][0] == 0.0 and parts["b"][1] == 0.0
     if method == "rrf":
         assert parts["c"] == pytest.approx((1 / 13, 0.5 / 11))
+
+
+@pytest.mark.parametrize("method", ["rrf", "minmax", "zscore"])
+def test_combined_fuses_any_number_of_rankings_as_fuse_fuses_two(method):
+    dense = [("a", 0.9), ("b", 0.5), ("c", 0.1)]
+    lexical = [("c", 7.0), ("d", 3.0), ("a", 1.0)]
+    third = [("d", 0.8), ("b", 0.4)]
+    f = Fusion(method, 1.5, 20)
+    assert f.combined([dense, lexical], [1.0, 1.5]) == f.fuse(dense, lexical, 10)
+    by_function = {"rrf": lambda r, w: rrf(r, w, 20), "minmax": minmax, "zscore": zscore}[method]
+    assert f.combined([dense, third, lexical], [1.0, 2.0, 1.5]) == by_function([dense, third, lexical], [1.0, 2.0, 1.5])
